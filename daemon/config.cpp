@@ -1,0 +1,179 @@
+#include "config.hpp"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <array>
+#include <functional>
+
+#include "monitord-config.h"
+
+namespace monitord {
+namespace {
+
+using monitor::fail;
+using monitor::Result;
+using monitor::Status;
+
+constexpr std::array kLogLevels{"trace", "debug", "info", "warning", "error"};
+constexpr long long kMaxHistorySeconds = 3600;
+
+struct Key {
+    std::string_view section;
+    std::string_view name;
+    std::string_view accepted;  // what would work, for error messages
+    std::function<Result<void>(const toml::node&, Config&)> apply;
+};
+
+Result<std::string> as_string(const toml::node& n) {
+    if (auto v = n.value<std::string>()) return *v;
+    return fail(Status::BadArg, "expected a string");
+}
+
+const std::array<Key, 3>& keys() {
+    static const std::array<Key, 3> table{{
+        {"daemon", "socket", "an absolute path, e.g. \"/run/monitord/io.monitord.Monitor\"",
+         [](const toml::node& n, Config& c) -> Result<void> {
+             auto s = as_string(n);
+             if (!s) return std::unexpected(s.error());
+             if (s->empty() || (*s)[0] != '/') return fail(Status::BadArg, "not an absolute path");
+             c.socket = *s;
+             return {};
+         }},
+        {"daemon", "log-level", kLogLevelsAccepted,
+         [](const toml::node& n, Config& c) -> Result<void> {
+             auto s = as_string(n);
+             if (!s) return std::unexpected(s.error());
+             if (auto r = validate_log_level(*s); !r) return r;
+             c.log_level = *s;
+             return {};
+         }},
+        {"loading", "history-seconds", kHistorySecondsAccepted,
+         [](const toml::node& n, Config& c) -> Result<void> {
+             auto v = n.value_exact<std::int64_t>();
+             if (!v) return fail(Status::BadArg, "expected an integer");
+             if (auto r = validate_history_seconds(*v); !r) return r;
+             c.history_seconds = static_cast<std::size_t>(*v);
+             return {};
+         }},
+    }};
+    return table;
+}
+
+std::string where(const std::filesystem::path& file, const toml::source_region& src) {
+    return file.string() + ":" + std::to_string(src.begin.line);
+}
+
+std::string known_keys(std::string_view section) {
+    std::string s;
+    for (const auto& k : keys()) {
+        if (k.section != section) continue;
+        s += s.empty() ? "" : ", ";
+        s += k.name;
+    }
+    return s;
+}
+
+std::string known_sections() {
+    std::string s;
+    for (const auto& k : keys()) {
+        std::string sec = "[" + std::string{k.section} + "]";
+        if (s.find(sec) != std::string::npos) continue;
+        s += s.empty() ? "" : ", ";
+        s += sec;
+    }
+    return s;
+}
+
+}  // namespace
+
+std::filesystem::path default_config_path() {
+    return std::filesystem::path{MONITORD_SYSCONFDIR} / "monitord" / "monitord.conf";
+}
+
+Result<void> validate_log_level(const std::string& level) {
+    for (const char* l : kLogLevels) {
+        if (level == l) return {};
+    }
+    return fail(Status::BadArg,
+                "unknown log level '" + level + "' (use trace, debug, info, warning or error)");
+}
+
+Result<void> validate_history_seconds(long long seconds) {
+    if (seconds >= 1 && seconds <= kMaxHistorySeconds) return {};
+    return fail(Status::BadArg, std::to_string(seconds) + " is out of range (1 to " +
+                                    std::to_string(kMaxHistorySeconds) + ")");
+}
+
+Result<Config> load_config(const std::filesystem::path& file, Config base) {
+    toml::table doc;
+    try {
+        doc = toml::parse_file(file.string());
+    } catch (const toml::parse_error& e) {
+        if (!std::filesystem::exists(file)) {
+            return fail(Status::NoDev, file.string() + ": no such file");
+        }
+        return fail(Status::BadArg, where(file, e.source()) + ": " + std::string{e.description()});
+    }
+
+    // Problems are reported in file order: toml++ iterates tables in key order, so collect
+    // every entry with its line first.
+    struct Entry {
+        std::size_t line;
+        std::string section;
+        std::string key;  // empty for a whole section
+        const toml::node* node;
+    };
+    std::vector<Entry> entries;
+    for (const auto& [section_name, section] : doc) {
+        std::string sec{section_name.str()};
+        const auto* table = section.as_table();
+        // Sections that are not tables, unknown or empty are judged at their header's line.
+        if (table == nullptr || table->empty() || known_keys(sec).empty()) {
+            entries.push_back({section.source().begin.line, sec, {}, &section});
+            continue;
+        }
+        for (const auto& [key_name, value] : *table) {
+            entries.push_back(
+                {key_name.source().begin.line, sec, std::string{key_name.str()}, &value});
+        }
+    }
+    std::stable_sort(entries.begin(), entries.end(),
+                     [](const Entry& a, const Entry& b) { return a.line < b.line; });
+
+    for (const auto& e : entries) {
+        const std::string at = where(file, e.node->source());
+        if (!e.node->is_table() && e.key.empty()) {
+            // "key = value" above every [section] header (or an array of tables).
+            std::string home;
+            for (const auto& k : keys()) {
+                if (k.name == e.section) home = "[" + std::string{k.section} + "]";
+            }
+            return fail(Status::BadArg, at + ": '" + e.section + "' is outside any section; " +
+                                            (home.empty() ? "settings go under " + known_sections()
+                                                          : "put it under " + home));
+        }
+        if (known_keys(e.section).empty()) {
+            return fail(Status::BadArg, at + ": unknown section [" + e.section +
+                                            "]; sections are " + known_sections());
+        }
+        if (e.key.empty()) continue;  // an empty known section
+        const Key* spec = nullptr;
+        for (const auto& k : keys()) {
+            if (k.section == e.section && k.name == e.key) spec = &k;
+        }
+        if (spec == nullptr) {
+            return fail(Status::BadArg, at + ": [" + e.section + "] unknown key '" + e.key +
+                                            "'; keys of [" + e.section + "] are " +
+                                            known_keys(e.section));
+        }
+        if (auto r = spec->apply(*e.node, base); !r) {
+            return fail(Status::BadArg, at + ": [" + e.section + "] " + e.key + ": " +
+                                            r.error().message + "; use " +
+                                            std::string{spec->accepted});
+        }
+    }
+    return base;
+}
+
+}  // namespace monitord

@@ -1,0 +1,37 @@
+// monitord's settings: built-in defaults, then /etc/monitord/monitord.conf (TOML), then the
+// command line. Every key is documented in monitord.conf(5).
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "monitor/status.hpp"
+
+namespace monitord {
+
+struct Config {
+    // [daemon]
+    std::string socket;              // empty: the default path for this user
+    std::string log_level = "info";  // trace, debug, info, warning, error
+    // [loading]
+    std::size_t history_seconds = 60;
+};
+
+// The configuration file used when --config is not given.
+std::filesystem::path default_config_path();
+
+// Reads `file` over `base`: keys present in the file replace base's values. Errors are
+// BADARG with a message "FILE:LINE: [section] key: what is wrong; what would work".
+monitor::Result<Config> load_config(const std::filesystem::path& file, Config base);
+
+// Checks values that may come from the command line as well as the file. The messages say
+// what is wrong; the caller adds what would work (kLogLevelsAccepted, ...).
+inline constexpr const char* kLogLevelsAccepted = "trace, debug, info, warning or error";
+inline constexpr const char* kHistorySecondsAccepted = "an integer from 1 to 3600";
+monitor::Result<void> validate_log_level(const std::string& level);
+monitor::Result<void> validate_history_seconds(long long seconds);
+
+}  // namespace monitord

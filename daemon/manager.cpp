@@ -1,0 +1,259 @@
+#include "manager.hpp"
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "logging.hpp"
+#include "monitor/protocol/monitor_messages.hpp"
+#include "monitor/protocol/socket_path.hpp"
+#include "monitord-config.h"
+
+namespace monitord {
+
+using monitor::Result;
+using monitor::varlink::Call;
+using monitor::varlink::Reply;
+
+namespace {
+
+constexpr std::uint64_t kTickUsec = 1'000'000;
+constexpr std::uint64_t kTickAccuracyUsec = 1'000;
+
+std::chrono::steady_clock::time_point steady_from_usec(std::uint64_t usec) {
+    return std::chrono::steady_clock::time_point{std::chrono::microseconds{usec}};
+}
+
+const char* state_name(int s) {
+    static const char* const names[] = {"starting", "running", "reloading", "stopping"};
+    return names[s];
+}
+
+}  // namespace
+
+Manager::Manager(ManagerOptions options)
+    : options_(std::move(options)), started_(std::chrono::steady_clock::now()) {}
+
+Manager::~Manager() {
+    server_.reset();  // before the socket it serves
+    socket_.reset();
+}
+
+Result<std::unique_ptr<Manager>> Manager::create(ManagerOptions options) {
+    std::unique_ptr<Manager> m{new Manager(std::move(options))};
+    if (auto r = m->setup(); !r) return std::unexpected(r.error());
+    return m;
+}
+
+Result<void> Manager::setup() {
+    sd_event* e = nullptr;
+    if (int r = sd_event_new(&e); r < 0) return monitor::fail_errno(-r, "create the event loop");
+    event_.reset(e);
+
+    // The signals are blocked in main() before any thread starts.
+    for (auto [sig, slot] : {std::pair{SIGTERM, &sigterm_}, std::pair{SIGINT, &sigint_},
+                             std::pair{SIGHUP, &sighup_}}) {
+        sd_event_source* s = nullptr;
+        if (int r = sd_event_add_signal(e, &s, sig, on_signal, this); r < 0) {
+            return monitor::fail_errno(-r, fmt::format("watch signal {}", sigabbrev_np(sig)));
+        }
+        slot->reset(s);
+    }
+
+    std::uint64_t now = 0;
+    sd_event_now(e, CLOCK_MONOTONIC, &now);
+    monitor::EngineOptions eo;
+    eo.proc_root = options_.proc_root;
+    eo.sys_root = options_.sys_root;
+    eo.history_seconds = options_.config.history_seconds;
+    auto engine = monitor::Engine::create(eo, steady_from_usec(now));
+    if (!engine) return std::unexpected(engine.error());
+    engine_ = std::move(*engine);
+
+    const bool default_path = options_.config.socket.empty();
+    const std::string path =
+        default_path ? monitor::protocol::daemon_socket_path() : options_.config.socket;
+    const bool create_dir = default_path && std::getenv("MONITORD_SOCKET") == nullptr;
+    auto sock = ControlSocket::open(path, create_dir);
+    if (!sock) return std::unexpected(sock.error());
+    socket_.emplace(std::move(*sock));
+
+    server_ = std::make_unique<VarlinkServer>(
+        e, socket_->fd(),
+        VarlinkServer::Info{"monitord", "monitord", MONITORD_VERSION,
+                            "https://github.com/monitord/monitord"});
+    register_methods();
+    if (auto r = server_->start(); !r) return r;
+
+    next_tick_usec_ = now + kTickUsec;
+    sd_event_source* t = nullptr;
+    if (int r = sd_event_add_time(e, &t, CLOCK_MONOTONIC, next_tick_usec_, kTickAccuracyUsec,
+                                  on_timer, this);
+        r < 0) {
+        return monitor::fail_errno(-r, "create the sampling timer");
+    }
+    timer_.reset(t);
+    sd_event_source_set_description(t, "loading-tick");
+
+    // Feeds systemd's service watchdog (WatchdogSec=) from this loop; a no-op without it.
+    sd_event_set_watchdog(e, 1);
+    return {};
+}
+
+void Manager::register_methods() {
+    server_->add_interface(
+        *monitor::varlink::builtin_interface(monitor::varlink::kMonitorInterface));
+    const std::string p = std::string{monitor::varlink::kMonitorInterface} + ".";
+
+    server_->add_method(
+        p + "GetStatus", [this](const Call&, const Peer&) -> VarlinkServer::Response {
+            monitor::protocol::DaemonStatus s;
+            s.version = MONITORD_VERSION;
+            s.uptime =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+            s.state = state_name(static_cast<int>(state_));
+            s.pid = ::getpid();
+            s.cpus = engine_->online_cpus();
+            for (auto n : engine_->source_names()) s.sources.emplace_back(n);
+            s.history_seconds = static_cast<std::int64_t>(engine_->history_seconds());
+            Reply r;
+            r.parameters = monitor::protocol::to_json(s);
+            return r;
+        });
+
+    // The loading changes once a tick, so every caller between two ticks gets the same
+    // encoded reply.
+    server_->add_method(
+        p + "GetLoading", [this](const Call& call, const Peer&) -> VarlinkServer::Response {
+            auto query = monitor::protocol::loading_query_from_json(call.parameters);
+            auto& cached = loading_replies_[(query.per_cpu ? 1 : 0) + (query.history ? 2 : 0)];
+            if (!cached) {
+                Reply r;
+                r.parameters = monitor::protocol::to_json(engine_->loading(query));
+                cached = std::make_shared<const std::string>(monitor::varlink::encode(r));
+            }
+            return cached;
+        });
+}
+
+int Manager::run() {
+    state_ = State::Running;
+    spdlog::info("monitord {} listening on {}{}; sampling {} CPUs every second (sources: {})",
+                 MONITORD_VERSION, socket_->path(),
+                 socket_->activated() ? " (socket activation)" : "", engine_->online_cpus().size(),
+                 fmt::join(engine_->source_names(), ", "));
+    sd_notify(0, "READY=1");
+    notify_status();
+
+    int r = sd_event_loop(event_.get());
+
+    state_ = State::Stopping;
+    sd_notify(0, "STOPPING=1\nSTATUS=Stopping");
+    if (r < 0) {
+        spdlog::error("Event loop failed: {}", std::strerror(-r));
+        return 1;
+    }
+    spdlog::info("Stopped");
+    return 0;
+}
+
+void Manager::notify_status() const {
+    sd_notifyf(0, "STATUS=Sampling %zu CPUs every second; listening on %s",
+               engine_->online_cpus().size(), socket_->path().c_str());
+}
+
+int Manager::on_signal(sd_event_source*, const signalfd_siginfo* si, void* userdata) {
+    auto* self = static_cast<Manager*>(userdata);
+    if (si->ssi_signo == SIGHUP) {
+        self->reload();
+        return 0;
+    }
+    spdlog::info("Received SIG{}, stopping", sigabbrev_np(static_cast<int>(si->ssi_signo)));
+    sd_event_exit(self->event_.get(), 0);
+    return 0;
+}
+
+int Manager::on_timer(sd_event_source* s, uint64_t usec, void* userdata) {
+    auto* self = static_cast<Manager*>(userdata);
+    self->on_tick(usec);
+    // The next tick is one period after the previous one, not after now, so ticks do not
+    // drift; after a stall (suspend, SIGSTOP) the schedule restarts from now.
+    self->next_tick_usec_ += kTickUsec;
+    if (self->next_tick_usec_ <= usec) self->next_tick_usec_ = usec + kTickUsec;
+    sd_event_source_set_time(s, self->next_tick_usec_);
+    sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+    return 0;
+}
+
+void Manager::on_tick(std::uint64_t) {
+    std::uint64_t now = 0;
+    sd_event_now(event_.get(), CLOCK_MONOTONIC, &now);
+    auto r = engine_->tick(steady_from_usec(now));
+    loading_replies_.fill(nullptr);
+    // A failure that persists is logged once, and its end once.
+    std::string error = r ? std::string{} : r.error().to_string();
+    if (error != last_tick_error_) {
+        if (!error.empty()) {
+            spdlog::warn("Loading sample failed: {}; recording a gap", error);
+        } else {
+            spdlog::info("Loading samples are valid again");
+        }
+        last_tick_error_ = error;
+    }
+    if (options_.show_loading) print_loading();
+}
+
+void Manager::print_loading() const {
+    auto report = engine_->loading({.per_cpu = true, .history = false});
+    auto pct = [](const std::vector<monitor::SourceLoad>& loads, std::string_view source) {
+        const auto* l = monitor::find_source(loads, source);
+        if (l == nullptr || !l->stats || !l->stats->avg_prev_sec) return std::string{"    -"};
+        return fmt::format("{:5.1f}", *l->stats->avg_prev_sec);
+    };
+    std::string line = fmt::format("{:%H:%M:%S}", fmt::localtime(std::time(nullptr)));
+    for (auto source : engine_->source_names()) {
+        line += fmt::format("  {} all {}%", source, pct(report.machine, source));
+        for (const auto& c : report.cpus) {
+            if (c.online) line += fmt::format("  cpu{} {}%", c.cpu, pct(c.sources, source));
+        }
+    }
+    std::puts(line.c_str());
+    std::fflush(stdout);
+}
+
+void Manager::reload() {
+    state_ = State::Reloading;
+    sd_notify(0, "RELOADING=1\nSTATUS=Reloading the configuration");
+    std::filesystem::path file = options_.config_file.value_or(default_config_path());
+    Config next;
+    bool have_file = options_.config_file.has_value() || std::filesystem::exists(file);
+    Result<Config> loaded = have_file ? load_config(file, Config{}) : Result<Config>{Config{}};
+    if (!loaded) {
+        spdlog::error("Reload failed, keeping the running settings: {}", loaded.error().message);
+    } else {
+        next = *loaded;
+        if (options_.log_level_given) next.log_level = options_.command_line.log_level;
+        if (options_.history_given) next.history_seconds = options_.command_line.history_seconds;
+        if (options_.socket_given) next.socket = options_.command_line.socket;
+        if (next.socket != options_.config.socket) {
+            spdlog::warn("The socket path changed to '{}'; it takes effect at restart",
+                         next.socket);
+            next.socket = options_.config.socket;
+        }
+        set_log_level(next.log_level);
+        engine_->set_history_seconds(next.history_seconds);
+        loading_replies_.fill(nullptr);
+        options_.config = next;
+        spdlog::info("Reloaded {}", have_file ? file.string() : std::string{"the defaults"});
+    }
+    state_ = State::Running;
+    sd_notify(0, "READY=1");
+    notify_status();
+}
+
+}  // namespace monitord

@@ -1,0 +1,69 @@
+// The Manager owns monitord's event loop and everything the loop drives: the engine's 1 s
+// timer, the control socket and its varlink server, signals, sd_notify.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "config.hpp"
+#include "control_socket.hpp"
+#include "monitor/engine.hpp"
+#include "sd_event_ptr.hpp"
+#include "varlink_server.hpp"
+
+namespace monitord {
+
+struct ManagerOptions {
+    Config config;
+    std::optional<std::filesystem::path> config_file;  // re-read on SIGHUP
+    Config command_line;        // the settings given as flags, which override the file
+    bool socket_given = false;  // --socket was used
+    bool history_given = false;
+    bool log_level_given = false;
+    bool show_loading = false;  // print one line of loading per second on stdout
+    std::filesystem::path proc_root = "/proc";
+    std::filesystem::path sys_root = "/sys";
+};
+
+class Manager {
+  public:
+    static monitor::Result<std::unique_ptr<Manager>> create(ManagerOptions options);
+    ~Manager();
+
+    // Runs the event loop until SIGTERM or SIGINT; returns the exit code.
+    int run();
+
+  private:
+    enum class State { Starting, Running, Reloading, Stopping };
+
+    explicit Manager(ManagerOptions options);
+    monitor::Result<void> setup();
+    void register_methods();
+    void on_tick(std::uint64_t now_usec);
+    void reload();
+    void print_loading() const;
+    void notify_status() const;
+
+    static int on_timer(sd_event_source* s, uint64_t usec, void* userdata);
+    static int on_signal(sd_event_source* s, const signalfd_siginfo* si, void* userdata);
+
+    ManagerOptions options_;
+    State state_ = State::Starting;
+    std::chrono::steady_clock::time_point started_;
+    EventPtr event_;
+    SourcePtr timer_;
+    SourcePtr sigterm_, sigint_, sighup_;
+    std::unique_ptr<monitor::Engine> engine_;
+    std::optional<ControlSocket> socket_;
+    std::unique_ptr<VarlinkServer> server_;
+    // Encoded GetLoading replies by query (per_cpu + 2 * history), valid until the next tick.
+    std::array<VarlinkServer::EncodedReply, 4> loading_replies_;
+    std::uint64_t next_tick_usec_ = 0;
+    std::string last_tick_error_;
+};
+
+}  // namespace monitord

@@ -1,0 +1,322 @@
+#include "varlink_server.hpp"
+
+#include <spdlog/spdlog.h>
+#include <sys/epoll.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace monitord {
+
+using monitor::varlink::Call;
+using monitor::varlink::make_error;
+using monitor::varlink::Reply;
+using nlohmann::json;
+
+namespace {
+
+constexpr std::size_t kReadChunk = 64 * 1024;
+constexpr std::size_t kReadPerWakeup = 4 * kReadChunk;  // then let other clients run
+constexpr int kAcceptPerWakeup = 64;
+constexpr std::uint64_t kAcceptRetryUsec = 100'000;  // after EMFILE
+
+constexpr const char* kInvalidMessage = "io.monitord.Monitor.InvalidMessage";
+
+Reply invalid_message(std::string reason) {
+    return make_error(kInvalidMessage, json{{"reason", std::move(reason)}});
+}
+
+}  // namespace
+
+struct VarlinkServer::Connection {
+    VarlinkServer* server;
+    monitor::UniqueFd fd;
+    SourcePtr source;
+    monitor::varlink::MessageBuffer in;
+    std::string out;
+    std::size_t out_sent = 0;
+    Peer peer;
+    bool peer_closed = false;  // read returned EOF
+    bool closing = false;      // close once the output is sent
+    bool dead = false;         // close now
+
+    Connection(VarlinkServer* s, std::size_t max_message) : server(s), in(max_message) {}
+    std::size_t pending() const { return out.size() - out_sent; }
+};
+
+VarlinkServer::VarlinkServer(sd_event* event, int listen_fd, Info info, ServerLimits limits)
+    : event_(event), listen_fd_(listen_fd), info_(std::move(info)), limits_(limits) {
+    const auto* service = monitor::varlink::builtin_interface(monitor::varlink::kServiceInterface);
+    add_interface(*service);
+    const std::string prefix{monitor::varlink::kServiceInterface};
+    add_method(prefix + ".GetInfo",
+               [this](const Call&, const Peer&) -> Response { return get_info(); });
+    add_method(prefix + ".GetInterfaceDescription", [this](const Call& c, const Peer&) -> Response {
+        return get_interface_description(c);
+    });
+}
+
+VarlinkServer::~VarlinkServer() = default;
+
+void VarlinkServer::add_interface(const monitor::varlink::Interface& iface) {
+    interfaces_[iface.name()] = &iface;
+}
+
+void VarlinkServer::add_method(const std::string& method, Handler handler) {
+    handlers_[method] = std::move(handler);
+}
+
+monitor::Result<void> VarlinkServer::start() {
+    sd_event_source* s = nullptr;
+    int r = sd_event_add_io(event_, &s, listen_fd_, EPOLLIN, on_accept, this);
+    if (r < 0) return monitor::fail_errno(-r, "watch the control socket");
+    accept_source_.reset(s);
+    sd_event_source_set_description(s, "varlink-accept");
+    return {};
+}
+
+int VarlinkServer::on_accept(sd_event_source*, int, uint32_t, void* userdata) {
+    static_cast<VarlinkServer*>(userdata)->accept_all();
+    return 0;
+}
+
+int VarlinkServer::on_accept_retry(sd_event_source*, uint64_t, void* userdata) {
+    auto* self = static_cast<VarlinkServer*>(userdata);
+    sd_event_source_set_enabled(self->accept_source_.get(), SD_EVENT_ON);
+    self->accept_retry_.reset();
+    return 0;
+}
+
+void VarlinkServer::accept_all() {
+    for (int i = 0; i < kAcceptPerWakeup; ++i) {
+        monitor::UniqueFd fd{::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC)};
+        if (!fd) {
+            int err = errno;
+            if (err == EAGAIN || err == EINTR || err == ECONNABORTED) return;
+            if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
+                // Out of descriptors or memory: pause accepting instead of spinning.
+                spdlog::warn("Failed to accept a control connection: {}; pausing for 100 ms",
+                             std::strerror(err));
+                sd_event_source_set_enabled(accept_source_.get(), SD_EVENT_OFF);
+                sd_event_source* t = nullptr;
+                if (sd_event_add_time_relative(event_, &t, CLOCK_MONOTONIC, kAcceptRetryUsec, 0,
+                                               on_accept_retry, this) >= 0) {
+                    accept_retry_.reset(t);
+                } else {
+                    sd_event_source_set_enabled(accept_source_.get(), SD_EVENT_ON);
+                }
+                return;
+            }
+            spdlog::warn("Failed to accept a control connection: {}", std::strerror(err));
+            return;
+        }
+        if (connections_.size() >= limits_.max_connections) {
+            spdlog::warn("Refusing a control connection: {} clients are connected already",
+                         connections_.size());
+            continue;  // fd closes here
+        }
+        auto c = std::make_unique<Connection>(this, limits_.max_message);
+        c->peer.connection = next_id_++;
+        socklen_t len = sizeof(c->peer.cred);
+        if (::getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &c->peer.cred, &len) < 0) {
+            c->peer.cred = ucred{0, static_cast<uid_t>(-1), static_cast<gid_t>(-1)};
+        }
+        sd_event_source* s = nullptr;
+        int r = sd_event_add_io(event_, &s, fd.get(), EPOLLIN, on_io, c.get());
+        if (r < 0) {
+            spdlog::warn("Failed to watch a control connection: {}", std::strerror(-r));
+            continue;
+        }
+        c->source.reset(s);
+        c->fd = std::move(fd);
+        spdlog::debug("Control connection {} from pid {} uid {}", c->peer.connection,
+                      c->peer.cred.pid, c->peer.cred.uid);
+        auto id = c->peer.connection;
+        connections_.emplace(id, std::move(c));
+    }
+}
+
+int VarlinkServer::on_io(sd_event_source*, int, uint32_t revents, void* userdata) {
+    auto* c = static_cast<Connection*>(userdata);
+    c->server->handle_io(*c, revents);
+    return 0;
+}
+
+void VarlinkServer::handle_io(Connection& c, uint32_t revents) {
+    if (c.pending() > 0) flush(c);
+    if (!c.dead && c.pending() == 0) {
+        process_messages(c);  // those left over while output was pending
+        if (c.pending() == 0 && !c.closing && !c.peer_closed &&
+            (revents & (EPOLLIN | EPOLLHUP | EPOLLERR)) != 0) {
+            read_input(c);
+            if (!c.dead) process_messages(c);
+        }
+        if (!c.dead && !c.closing && c.in.too_large()) {
+            queue(c, invalid_message("message exceeds " + std::to_string(c.in.max_message()) +
+                                     " bytes without a NUL terminator; closing the connection"));
+            c.closing = true;
+        }
+        if (!c.dead && !c.closing && c.peer_closed && c.pending() == 0) {
+            // Everything complete was answered; what is left is an unterminated message.
+            if (c.in.has_partial()) {
+                queue(c, invalid_message("connection closed before the message's NUL terminator"));
+            }
+            c.closing = true;
+        }
+        if (!c.dead && c.pending() > 0) flush(c);
+    }
+    if (!c.dead && c.closing && c.pending() == 0) c.dead = true;
+    if (c.dead) {
+        close_connection(c, "closed");
+        return;
+    }
+    update_events(c);
+}
+
+void VarlinkServer::read_input(Connection& c) {
+    std::size_t total = 0;
+    while (total < kReadPerWakeup) {
+        auto space = c.in.prepare(kReadChunk);
+        ssize_t n = ::recv(c.fd.get(), space.data(), space.size(), MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN) return;
+            spdlog::debug("Control connection {}: receive failed: {}", c.peer.connection,
+                          std::strerror(errno));
+            c.dead = true;
+            return;
+        }
+        if (n == 0) {
+            c.peer_closed = true;
+            return;
+        }
+        c.in.commit(static_cast<std::size_t>(n));
+        total += static_cast<std::size_t>(n);
+        // A short read drained the socket: skip the recv that would only say EAGAIN.
+        if (static_cast<std::size_t>(n) < space.size()) return;
+    }
+}
+
+void VarlinkServer::process_messages(Connection& c) {
+    while (!c.closing && !c.dead && c.pending() < limits_.max_pending_output) {
+        auto msg = c.in.next();
+        if (!msg) return;
+        handle_message(c, *msg);
+    }
+}
+
+void VarlinkServer::handle_message(Connection& c, std::string_view text) {
+    auto call = monitor::varlink::parse_call(text);
+    if (!call) {
+        spdlog::debug("Control connection {}: {}", c.peer.connection, call.error().message);
+        queue(c, invalid_message(call.error().message));
+        return;
+    }
+    Response reply;
+    try {
+        reply = dispatch(*call, c.peer);
+    } catch (const std::exception& e) {
+        spdlog::error("Call {} failed: {}; closing the connection", call->method, e.what());
+        c.dead = true;
+        return;
+    }
+    if (!call->oneway) queue(c, reply);
+}
+
+VarlinkServer::Response VarlinkServer::dispatch(const Call& call, const Peer& peer) {
+    const std::string_view iface_name = call.interface_name();
+    auto iface = interfaces_.find(iface_name);
+    if (iface == interfaces_.end()) {
+        return make_error("org.varlink.service.InterfaceNotFound",
+                          json{{"interface", std::string{iface_name}}});
+    }
+    const auto* method = iface->second->method(call.member_name());
+    if (method == nullptr) {
+        return make_error("org.varlink.service.MethodNotFound", json{{"method", call.method}});
+    }
+    if (call.upgrade) {
+        return make_error("org.varlink.service.InvalidParameter", json{{"parameter", "upgrade"}});
+    }
+    if (auto bad = iface->second->check(*method->input, call.parameters,
+                                        monitor::varlink::Extra::Reject)) {
+        spdlog::debug("{}: parameter {}: {}", call.method, bad->path, bad->reason);
+        return make_error("org.varlink.service.InvalidParameter",
+                          json{{"parameter", bad->parameter()}});
+    }
+    auto handler = handlers_.find(call.method);
+    if (handler == handlers_.end()) {
+        return make_error("org.varlink.service.MethodNotImplemented",
+                          json{{"method", call.method}});
+    }
+    return handler->second(call, peer);
+}
+
+void VarlinkServer::queue(Connection& c, const Reply& reply) {
+    c.out += monitor::varlink::encode(reply);
+    c.out.push_back('\0');
+}
+
+void VarlinkServer::queue(Connection& c, const Response& response) {
+    if (const auto* encoded = std::get_if<EncodedReply>(&response)) {
+        c.out += **encoded;
+        c.out.push_back('\0');
+    } else {
+        queue(c, std::get<Reply>(response));
+    }
+}
+
+bool VarlinkServer::flush(Connection& c) {
+    while (c.pending() > 0) {
+        ssize_t n =
+            ::send(c.fd.get(), c.out.data() + c.out_sent, c.pending(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            if (errno == EAGAIN) return true;
+            spdlog::debug("Control connection {}: send failed: {}", c.peer.connection,
+                          std::strerror(errno));
+            c.dead = true;
+            return false;
+        }
+        c.out_sent += static_cast<std::size_t>(n);
+    }
+    c.out.clear();
+    c.out_sent = 0;
+    return true;
+}
+
+void VarlinkServer::update_events(Connection& c) {
+    // While a reply is waiting to be sent, read nothing more: a client that does not read
+    // its replies cannot make the daemon buffer without bound.
+    uint32_t events = c.pending() > 0 ? EPOLLOUT : EPOLLIN;
+    sd_event_source_set_io_events(c.source.get(), events);
+}
+
+void VarlinkServer::close_connection(Connection& c, const char* why) {
+    spdlog::debug("Control connection {} {}", c.peer.connection, why);
+    connections_.erase(c.peer.connection);  // destroys c
+}
+
+Reply VarlinkServer::get_info() const {
+    json interfaces = json::array();
+    for (const auto& [name, iface] : interfaces_) interfaces.push_back(name);
+    Reply r;
+    r.parameters = json{{"vendor", info_.vendor},
+                        {"product", info_.product},
+                        {"version", info_.version},
+                        {"url", info_.url},
+                        {"interfaces", interfaces}};
+    return r;
+}
+
+Reply VarlinkServer::get_interface_description(const Call& call) const {
+    const std::string name = call.parameters.at("interface").get<std::string>();
+    auto it = interfaces_.find(name);
+    if (it == interfaces_.end()) {
+        return make_error("org.varlink.service.InterfaceNotFound", json{{"interface", name}});
+    }
+    Reply r;
+    r.parameters = json{{"description", it->second->text()}};
+    return r;
+}
+
+}  // namespace monitord

@@ -1,0 +1,101 @@
+// A varlink server on sd-event: accepts connections on the control socket, splits the byte
+// stream into NUL-terminated messages, checks each call against the interface files and
+// dispatches it to the method's handler. One thread, non-blocking I/O throughout.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <variant>
+
+#include "monitor/protocol/message_buffer.hpp"
+#include "monitor/protocol/varlink_idl.hpp"
+#include "monitor/protocol/varlink_message.hpp"
+#include "monitor/unique_fd.hpp"
+#include "sd_event_ptr.hpp"
+
+namespace monitord {
+
+struct Peer {
+    std::uint64_t connection = 0;  // stable id of the connection within this server
+    ucred cred{};                  // from SO_PEERCRED at accept time
+};
+
+struct ServerLimits {
+    std::size_t max_connections = 1024;
+    std::size_t max_message = monitor::varlink::kMaxMessageSize;
+    std::size_t max_pending_output = std::size_t{1} << 20;  // stop reading above this
+};
+
+class VarlinkServer {
+  public:
+    // A reply already encoded (the message text without its NUL), for replies that many
+    // calls share: encoding dominates the cost of a call.
+    using EncodedReply = std::shared_ptr<const std::string>;
+    using Response = std::variant<monitor::varlink::Reply, EncodedReply>;
+    // Handlers get calls whose parameters match the method's input type.
+    using Handler = std::function<Response(const monitor::varlink::Call&, const Peer&)>;
+
+    struct Info {
+        std::string vendor;
+        std::string product;
+        std::string version;
+        std::string url;
+    };
+
+    // `listen_fd` stays owned by the caller and must outlive the server.
+    VarlinkServer(sd_event* event, int listen_fd, Info info, ServerLimits limits = {});
+    ~VarlinkServer();
+    VarlinkServer(const VarlinkServer&) = delete;
+    VarlinkServer& operator=(const VarlinkServer&) = delete;
+
+    // Serves `iface`, which must be one of the embedded interfaces. org.varlink.service is
+    // always served.
+    void add_interface(const monitor::varlink::Interface& iface);
+    // `method` is qualified: "io.monitord.Monitor.GetLoading".
+    void add_method(const std::string& method, Handler handler);
+
+    monitor::Result<void> start();
+
+    std::size_t connection_count() const { return connections_.size(); }
+
+  private:
+    struct Connection;
+
+    static int on_accept(sd_event_source* s, int fd, uint32_t revents, void* userdata);
+    static int on_io(sd_event_source* s, int fd, uint32_t revents, void* userdata);
+    static int on_accept_retry(sd_event_source* s, uint64_t usec, void* userdata);
+
+    void accept_all();
+    void handle_io(Connection& c, uint32_t revents);
+    void read_input(Connection& c);
+    void process_messages(Connection& c);
+    void handle_message(Connection& c, std::string_view text);
+    Response dispatch(const monitor::varlink::Call& call, const Peer& peer);
+    void queue(Connection& c, const monitor::varlink::Reply& reply);
+    void queue(Connection& c, const Response& response);
+    bool flush(Connection& c);
+    void update_events(Connection& c);
+    void close_connection(Connection& c, const char* why);
+
+    monitor::varlink::Reply get_info() const;
+    monitor::varlink::Reply get_interface_description(const monitor::varlink::Call& call) const;
+
+    sd_event* event_;
+    int listen_fd_;
+    Info info_;
+    ServerLimits limits_;
+    SourcePtr accept_source_;
+    SourcePtr accept_retry_;
+    std::map<std::string, const monitor::varlink::Interface*, std::less<>> interfaces_;
+    std::map<std::string, Handler, std::less<>> handlers_;
+    std::unordered_map<std::uint64_t, std::unique_ptr<Connection>> connections_;
+    std::uint64_t next_id_ = 1;
+};
+
+}  // namespace monitord

@@ -1,0 +1,67 @@
+// The Engine owns libmonitor's moving parts and is driven by tick(now) once a second: the
+// daemon calls it from its event loop, the MON_* C API from its POLL thread.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "monitor/loading/load_history.hpp"
+#include "monitor/loading/load_source.hpp"
+#include "monitor/loading/loading_report.hpp"
+#include "monitor/status.hpp"
+
+namespace monitor {
+
+struct EngineOptions {
+    std::filesystem::path proc_root = "/proc";  // tests point these at fixtures
+    std::filesystem::path sys_root = "/sys";
+    std::size_t history_seconds = 60;  // length of the window, in per-second samples
+};
+
+class Engine {
+  public:
+    using Clock = std::chrono::steady_clock;
+
+    // Opens the sources and takes their baseline readings at `now`.
+    static Result<std::unique_ptr<Engine>> create(const EngineOptions& options,
+                                                  Clock::time_point now);
+
+    // Takes one sample of every source covering the time since the previous tick, and
+    // re-reads the list of online CPUs. A failing source records a gap and the first such
+    // error is returned; the other sources are still sampled.
+    Result<void> tick(Clock::time_point now);
+
+    LoadingReport loading(const LoadingQuery& query) const;
+
+    // Online CPUs as of the last tick.
+    const std::vector<int>& online_cpus() const { return online_; }
+    std::vector<std::string_view> source_names() const;
+    std::size_t history_seconds() const { return options_.history_seconds; }
+    // Changes the window length, keeping the newest samples.
+    void set_history_seconds(std::size_t seconds);
+
+  private:
+    struct SourceState {
+        std::unique_ptr<LoadSource> source;
+        LoadHistory machine;
+        std::map<int, LoadHistory> cpus;
+    };
+
+    Engine(EngineOptions options, Clock::time_point now);
+    Result<void> add_source(std::unique_ptr<LoadSource> source);
+    Result<void> refresh_online(const LoadSample* fallback);
+    SourceLoad report(const SourceState& st, const LoadHistory& h, bool history) const;
+
+    EngineOptions options_;
+    std::vector<SourceState> sources_;
+    std::vector<int> online_;
+    bool sysfs_online_ = true;  // false when the online file is missing: use /proc/stat's CPUs
+    Clock::time_point last_tick_;
+    std::optional<std::chrono::system_clock::time_point> last_sample_wall_;
+};
+
+}  // namespace monitor

@@ -1,0 +1,61 @@
+// A ring of per-second load samples and the MON statistics over it.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+namespace monitor {
+
+// Statistics over the window, in percent (0-100).
+struct LoadStats {
+    // Load of the newest sample; nullopt when the newest interval gave no valid sample.
+    std::optional<double> avg_prev_sec;
+    // Time-weighted mean of the valid samples in the window.
+    double avg_prev_min = 0;
+    // Lowest and highest valid per-second load in the window.
+    double min_prev_min = 0;
+    double max_prev_min = 0;
+    // Number of valid samples in the window.
+    std::size_t samples = 0;
+};
+
+class LoadHistory {
+  public:
+    // `capacity` samples (at least 1): 60 for MON's minute at one sample a second.
+    explicit LoadHistory(std::size_t capacity);
+
+    // Appends the load (percent, clamped to 0-100) of an interval lasting `seconds`; the
+    // oldest sample leaves when the ring is full. nullopt records a gap: an interval without
+    // a valid measurement (CPU offline, counters went backwards).
+    void push(std::optional<double> load, double seconds);
+
+    // Changes the window to `capacity` samples, keeping the newest ones.
+    void resize(std::size_t capacity);
+
+    // nullopt when the window holds no valid sample.
+    std::optional<LoadStats> stats() const;
+
+    // The samples, oldest first; gaps are nullopt.
+    std::vector<std::optional<double>> values() const;
+
+    std::size_t size() const { return size_; }
+    std::size_t capacity() const { return ring_.size(); }
+    // True when every sample in the window is a gap (or there is none).
+    bool empty_of_data() const;
+
+  private:
+    struct Sample {
+        double load = 0;     // percent
+        double seconds = 0;  // interval length, the weight in the average
+        bool valid = false;
+    };
+
+    const Sample& at(std::size_t i) const;  // i = 0 is the oldest
+
+    std::vector<Sample> ring_;
+    std::size_t next_ = 0;  // where the next sample goes
+    std::size_t size_ = 0;
+};
+
+}  // namespace monitor

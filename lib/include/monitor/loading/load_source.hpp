@@ -1,0 +1,34 @@
+// A source of per-CPU load measurements. The Engine samples every source once per tick and
+// keeps a history for each; /proc/stat is one source, the idle probe threads another.
+#pragma once
+
+#include <optional>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "monitor/status.hpp"
+
+namespace monitor {
+
+// The loads measured over the interval since the previous sample, in percent (0-100).
+// nullopt means the source could not measure that CPU over the interval. `cpus` lists every
+// CPU the source saw in this reading.
+struct LoadSample {
+    std::optional<double> machine;
+    std::vector<std::pair<int, std::optional<double>>> cpus;  // sorted by CPU id
+};
+
+class LoadSource {
+  public:
+    virtual ~LoadSource() = default;
+
+    // The key of this source in reports and on the wire: "procstat", "probe".
+    virtual std::string_view name() const = 0;
+
+    // Measures the interval since the previous call. The first call only sets the baseline:
+    // it lists the CPUs it found, without values.
+    virtual Result<LoadSample> sample() = 0;
+};
+
+}  // namespace monitor

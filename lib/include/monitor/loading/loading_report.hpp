@@ -1,0 +1,41 @@
+// What the Engine reports about loading: statistics per source, for the machine and per CPU.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "monitor/loading/load_history.hpp"
+
+namespace monitor {
+
+struct SourceLoad {
+    std::string source;                          // "procstat", "probe"
+    std::optional<LoadStats> stats;              // nullopt until the first valid sample
+    std::vector<std::optional<double>> history;  // per-second loads, oldest first, if asked
+};
+
+struct CpuLoading {
+    int cpu = 0;
+    bool online = true;
+    std::vector<SourceLoad> sources;
+};
+
+struct LoadingReport {
+    // Wall-clock time of the newest sample; nullopt before the first one.
+    std::optional<std::chrono::system_clock::time_point> timestamp;
+    std::size_t window_seconds = 0;
+    std::vector<SourceLoad> machine;
+    std::vector<CpuLoading> cpus;  // empty unless per-CPU figures were asked for
+};
+
+struct LoadingQuery {
+    bool per_cpu = false;
+    bool history = false;
+};
+
+// The entry of `source` in `loads`, or nullptr.
+const SourceLoad* find_source(const std::vector<SourceLoad>& loads, std::string_view source);
+
+}  // namespace monitor

@@ -1,0 +1,20 @@
+// Reading small text files from procfs and sysfs, whose size stat() does not tell.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "monitor/status.hpp"
+
+namespace monitor {
+
+// Reads the whole file at `path` (at most `limit` bytes; more is BADDATA).
+Result<std::string> read_text_file(const std::filesystem::path& path,
+                                   std::size_t limit = std::size_t{1} << 24);
+
+// Reads an open file from offset 0 into `out` with pread, growing `out` as needed, so that a
+// procfs file kept open can be re-read without reopening it. `name` is used in errors.
+Result<void> pread_whole(int fd, std::string& out, const std::filesystem::path& name,
+                         std::size_t limit = std::size_t{1} << 24);
+
+}  // namespace monitor

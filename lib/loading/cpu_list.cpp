@@ -1,0 +1,67 @@
+#include "monitor/loading/cpu_list.hpp"
+
+#include <algorithm>
+#include <charconv>
+
+#include "monitor/text_file.hpp"
+
+namespace monitor {
+namespace {
+
+constexpr int kMaxCpuId = 1 << 16;  // far above any kernel's NR_CPUS
+
+std::string_view trim(std::string_view s) {
+    const auto ws = " \t\r\n";
+    auto b = s.find_first_not_of(ws);
+    if (b == std::string_view::npos) return {};
+    return s.substr(b, s.find_last_not_of(ws) - b + 1);
+}
+
+bool parse_id(std::string_view s, int& out) {
+    if (s.empty()) return false;
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
+    return ec == std::errc{} && p == s.data() + s.size() && out >= 0 && out < kMaxCpuId;
+}
+
+}  // namespace
+
+Result<std::vector<int>> parse_cpu_list(std::string_view text) {
+    std::vector<int> cpus;
+    text = trim(text);
+    if (!text.empty() && (text.back() == ',' || text.front() == ',')) {
+        return fail(Status::BadData, "bad CPU list '" + std::string{text} +
+                                         "': empty element (expected N or N-M, e.g. 0-3,5)");
+    }
+    while (!text.empty()) {
+        auto comma = text.find(',');
+        std::string_view part = text.substr(0, comma);
+        text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+
+        int first = 0;
+        int last = 0;
+        auto dash = part.find('-');
+        bool ok = dash == std::string_view::npos
+                      ? parse_id(part, first) && parse_id(part, last)
+                      : parse_id(part.substr(0, dash), first) &&
+                            parse_id(part.substr(dash + 1), last) && first <= last;
+        if (!ok) {
+            return fail(Status::BadData, "bad CPU list element '" + std::string{part} +
+                                             "' (expected N or N-M, e.g. 0-3,5)");
+        }
+        for (int c = first; c <= last; ++c) cpus.push_back(c);
+    }
+    std::sort(cpus.begin(), cpus.end());
+    cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+    return cpus;
+}
+
+Result<std::vector<int>> read_online_cpus(const std::filesystem::path& sys_root) {
+    auto path = sys_root / "devices/system/cpu/online";
+    auto text = read_text_file(path, 1 << 16);
+    if (!text) return std::unexpected(text.error());
+    auto cpus = parse_cpu_list(*text);
+    if (!cpus) return fail(Status::BadData, path.string() + ": " + cpus.error().message);
+    return cpus;
+}
+
+}  // namespace monitor

@@ -1,0 +1,164 @@
+#include "monitor/protocol/monitor_messages.hpp"
+
+#include <cmath>
+
+namespace monitor::protocol {
+namespace {
+
+using nlohmann::json;
+
+// Loads are reported to a thousandth of a percent: finer than any source resolves.
+double rounded(double v) {
+    return std::round(v * 1000.0) / 1000.0;
+}
+
+json optional_number(const std::optional<double>& v) {
+    return v ? json(rounded(*v)) : json(nullptr);
+}
+
+json stats_json(const SourceLoad& l) {
+    if (!l.stats) return nullptr;
+    const LoadStats& s = *l.stats;
+    json j{
+        {"avg_prev_sec", optional_number(s.avg_prev_sec)},
+        {"avg_prev_min", rounded(s.avg_prev_min)},
+        {"min_prev_min", rounded(s.min_prev_min)},
+        {"max_prev_min", rounded(s.max_prev_min)},
+        {"samples", s.samples},
+    };
+    if (!l.history.empty()) {
+        json h = json::array();
+        for (const auto& v : l.history) h.push_back(optional_number(v));
+        j["history"] = std::move(h);
+    }
+    return j;
+}
+
+json sources_json(const std::vector<SourceLoad>& loads, json j = json::object()) {
+    for (const auto& l : loads) j[l.source] = stats_json(l);
+    return j;
+}
+
+std::optional<double> number_or_null(const json& j, const char* key) {
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) return std::nullopt;
+    return it->get<double>();
+}
+
+SourceLoad source_from_json(const std::string& name, const json& j) {
+    SourceLoad l;
+    l.source = name;
+    if (j.is_null()) return l;
+    LoadStats s;
+    s.avg_prev_sec = number_or_null(j, "avg_prev_sec");
+    s.avg_prev_min = j.at("avg_prev_min").get<double>();
+    s.min_prev_min = j.at("min_prev_min").get<double>();
+    s.max_prev_min = j.at("max_prev_min").get<double>();
+    s.samples = j.at("samples").get<std::size_t>();
+    l.stats = s;
+    if (auto h = j.find("history"); h != j.end() && h->is_array()) {
+        for (const auto& v : *h) {
+            l.history.push_back(v.is_null() ? std::nullopt
+                                            : std::optional<double>{v.get<double>()});
+        }
+    }
+    return l;
+}
+
+// Every key of `j` other than `skip` names a source.
+std::vector<SourceLoad> sources_from_json(const json& j, std::string_view skip1 = {},
+                                          std::string_view skip2 = {}) {
+    std::vector<SourceLoad> out;
+    for (const auto& [k, v] : j.items()) {
+        if (k == skip1 || k == skip2) continue;
+        out.push_back(source_from_json(k, v));
+    }
+    return out;
+}
+
+}  // namespace
+
+json to_json(const DaemonStatus& s) {
+    return json{
+        {"version", s.version},
+        {"uptime", rounded(s.uptime)},
+        {"state", s.state},
+        {"pid", s.pid},
+        {"cpus", s.cpus},
+        {"sources", s.sources},
+        {"history_seconds", s.history_seconds},
+    };
+}
+
+DaemonStatus status_from_json(const json& j) {
+    DaemonStatus s;
+    s.version = j.at("version").get<std::string>();
+    s.uptime = j.at("uptime").get<double>();
+    s.state = j.at("state").get<std::string>();
+    s.pid = j.at("pid").get<std::int64_t>();
+    s.cpus = j.at("cpus").get<std::vector<int>>();
+    s.sources = j.at("sources").get<std::vector<std::string>>();
+    s.history_seconds = j.at("history_seconds").get<std::int64_t>();
+    return s;
+}
+
+json to_json(const LoadingReport& r) {
+    json j{
+        {"timestamp", nullptr},
+        {"window_seconds", r.window_seconds},
+        {"machine", sources_json(r.machine)},
+    };
+    if (r.timestamp) {
+        j["timestamp"] =
+            std::chrono::duration_cast<std::chrono::microseconds>(r.timestamp->time_since_epoch())
+                .count();
+    }
+    if (!r.cpus.empty()) {
+        json cpus = json::array();
+        for (const auto& c : r.cpus) {
+            cpus.push_back(sources_json(c.sources, json{{"cpu", c.cpu}, {"online", c.online}}));
+        }
+        j["cpus"] = std::move(cpus);
+    }
+    return j;
+}
+
+LoadingReport loading_from_json(const json& j) {
+    LoadingReport r;
+    if (auto t = j.find("timestamp"); t != j.end() && !t->is_null()) {
+        r.timestamp = std::chrono::system_clock::time_point{
+            std::chrono::microseconds{t->get<std::int64_t>()}};
+    }
+    r.window_seconds = j.at("window_seconds").get<std::size_t>();
+    r.machine = sources_from_json(j.at("machine"));
+    if (auto cpus = j.find("cpus"); cpus != j.end() && cpus->is_array()) {
+        for (const auto& c : *cpus) {
+            CpuLoading cl;
+            cl.cpu = c.at("cpu").get<int>();
+            cl.online = c.at("online").get<bool>();
+            cl.sources = sources_from_json(c, "cpu", "online");
+            r.cpus.push_back(std::move(cl));
+        }
+    }
+    return r;
+}
+
+LoadingQuery loading_query_from_json(const json& params) {
+    LoadingQuery q;
+    auto flag = [&](const char* key) {
+        auto it = params.find(key);
+        return it != params.end() && it->is_boolean() && it->get<bool>();
+    };
+    q.per_cpu = flag("per_cpu");
+    q.history = flag("history");
+    return q;
+}
+
+json to_json(const LoadingQuery& q) {
+    json j = json::object();
+    if (q.per_cpu) j["per_cpu"] = true;
+    if (q.history) j["history"] = true;
+    return j;
+}
+
+}  // namespace monitor::protocol

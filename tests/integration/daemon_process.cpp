@@ -1,0 +1,315 @@
+#include "daemon_process.hpp"
+
+#include <fcntl.h>
+#include <grp.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "monitor/protocol/varlink_idl.hpp"
+
+extern char** environ;
+
+namespace itest {
+namespace {
+
+std::string env_or_fail(const char* name) {
+    const char* v = std::getenv(name);
+    if (v == nullptr || v[0] == '\0') {
+        ADD_FAILURE() << name << " is not set; run the tests with meson test";
+        return "/nonexistent";
+    }
+    return v;
+}
+
+std::string slurp(const std::filesystem::path& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+int decode_status(int status) {
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) return -WTERMSIG(status);
+    return -1;
+}
+
+// fork + exec with stdout/stderr to files. Only async-signal-safe calls after fork.
+pid_t spawn(const std::vector<std::string>& argv, const SpawnOptions& opts,
+            const std::filesystem::path& out, const std::filesystem::path& err) {
+    std::vector<std::string> env_strings;
+    for (char** e = environ; *e != nullptr; ++e) {
+        std::string_view kv{*e};
+        auto name = kv.substr(0, kv.find('='));
+        bool drop = name == "LISTEN_FDS" || name == "LISTEN_PID" || name == "NOTIFY_SOCKET";
+        for (const auto& u : opts.unset_env) drop = drop || name == u;
+        for (const auto& s : opts.env) drop = drop || name == s.substr(0, s.find('='));
+        if (!drop) env_strings.emplace_back(kv);
+    }
+    for (const auto& s : opts.env) env_strings.push_back(s);
+    if (opts.pass_fd >= 0) env_strings.emplace_back("LISTEN_FDS=1");
+    std::vector<char*> envp;
+    for (auto& s : env_strings) envp.push_back(s.data());
+    // LISTEN_PID must be the child's pid: a slot filled in after fork.
+    std::string listen_pid(32, '\0');
+    if (opts.pass_fd >= 0) envp.push_back(listen_pid.data());
+    envp.push_back(nullptr);
+    std::vector<std::string> args = argv;
+    std::vector<char*> argp;
+    for (auto& a : args) argp.push_back(a.data());
+    argp.push_back(nullptr);
+
+    gid_t gid = 0;
+    if (opts.uid) {
+        const passwd* pw = ::getpwuid(*opts.uid);
+        gid = pw != nullptr ? pw->pw_gid : *opts.uid;
+    }
+
+    int out_fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    int err_fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        ::dup2(out_fd, STDOUT_FILENO);
+        ::dup2(err_fd, STDERR_FILENO);
+        int devnull = ::open("/dev/null", O_RDONLY);
+        ::dup2(devnull, STDIN_FILENO);
+        if (opts.pass_fd >= 0) {
+            if (opts.pass_fd == 3) {
+                ::fcntl(3, F_SETFD, 0);  // already in place: just let it survive exec
+            } else {
+                ::dup2(opts.pass_fd, 3);  // dup2 clears FD_CLOEXEC on the copy
+            }
+            std::snprintf(listen_pid.data(), listen_pid.size(), "LISTEN_PID=%d", ::getpid());
+        }
+        sigset_t none;
+        sigemptyset(&none);
+        ::sigprocmask(SIG_SETMASK, &none, nullptr);
+        if (opts.uid) {
+            if (::setgroups(0, nullptr) < 0 || ::setgid(gid) < 0 || ::setuid(*opts.uid) < 0) {
+                ::_exit(126);
+            }
+        }
+        ::execve(argp[0], argp.data(), envp.data());
+        ::_exit(127);
+    }
+    ::close(out_fd);
+    ::close(err_fd);
+    return pid;
+}
+
+}  // namespace
+
+std::string monitord_bin() {
+    return env_or_fail("MONITORD_BIN");
+}
+std::string monctl_bin() {
+    return env_or_fail("MONCTL_BIN");
+}
+
+TempDir::TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "monitord-test-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = tmpl;
+    // Let an unprivileged daemon started by a test (as nobody) reach its files.
+    std::filesystem::permissions(path_, std::filesystem::perms::all);
+}
+
+TempDir::~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+}
+
+uid_t nobody_uid() {
+    const passwd* pw = ::getpwnam("nobody");
+    return pw != nullptr ? pw->pw_uid : 65534;
+}
+
+RunResult run(const std::vector<std::string>& argv, const SpawnOptions& opts,
+              std::chrono::milliseconds timeout) {
+    TempDir dir;
+    pid_t pid = spawn(argv, opts, dir / "out", dir / "err");
+    RunResult r;
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    int status = 0;
+    for (;;) {
+        pid_t w = ::waitpid(pid, &status, WNOHANG);
+        if (w == pid) break;
+        if (std::chrono::steady_clock::now() > deadline) {
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, &status, 0);
+            ADD_FAILURE() << argv[0] << " did not finish within " << timeout.count() << " ms";
+            break;
+        }
+        std::this_thread::sleep_for(5ms);
+    }
+    r.exit_code = decode_status(status);
+    r.out = slurp(dir / "out");
+    r.err = slurp(dir / "err");
+    return r;
+}
+
+std::unique_ptr<Daemon> Daemon::start(Options opts) {
+    std::unique_ptr<Daemon> d{new Daemon};
+    d->dir_ = std::make_unique<TempDir>();
+    d->socket_ = opts.socket.empty() ? (d->dir() / "io.monitord.Monitor").string() : opts.socket;
+
+    auto notify_path = d->dir() / "notify";
+    d->notify_fd_.reset(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strncpy(addr.sun_path, notify_path.c_str(), sizeof(addr.sun_path) - 1);
+    if (::bind(d->notify_fd_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) < 0) {
+        ADD_FAILURE() << "bind " << notify_path << ": " << std::strerror(errno);
+        return nullptr;
+    }
+    ::chmod(notify_path.c_str(), 0666);
+
+    std::vector<std::string> argv{monitord_bin()};
+    if (opts.pass_socket) {
+        argv.push_back("--socket");
+        argv.push_back(d->socket_);
+    }
+    argv.insert(argv.end(), opts.args.begin(), opts.args.end());
+    opts.spawn.env.push_back("NOTIFY_SOCKET=" + notify_path.string());
+    d->pid_ = spawn(argv, opts.spawn, d->dir() / "stdout", d->dir() / "stderr");
+
+    if (opts.wait_ready && !d->wait_notification("READY=1")) {
+        ADD_FAILURE() << "monitord did not report READY=1 within 10 s; its log:\n" << d->log();
+        return nullptr;
+    }
+    return d;
+}
+
+Daemon::~Daemon() {
+    if (pid_ > 0 && !exit_code_) {
+        ::kill(pid_, SIGKILL);
+        int status = 0;
+        ::waitpid(pid_, &status, 0);
+    }
+}
+
+void Daemon::drain_notifications(int timeout_ms) {
+    pollfd p{notify_fd_.get(), POLLIN, 0};
+    if (::poll(&p, 1, timeout_ms) <= 0) return;
+    char buf[4096];
+    for (;;) {
+        ssize_t n = ::recv(notify_fd_.get(), buf, sizeof(buf), MSG_DONTWAIT);
+        if (n <= 0) return;
+        notifications_.emplace_back(buf, static_cast<std::size_t>(n));
+    }
+}
+
+const std::vector<std::string>& Daemon::notifications() {
+    drain_notifications(0);
+    return notifications_;
+}
+
+bool Daemon::wait_notification(const std::string& needle, std::chrono::milliseconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        for (const auto& n : notifications_) {
+            if (n.find(needle) != std::string::npos) return true;
+        }
+        if (std::chrono::steady_clock::now() > deadline || !alive()) {
+            drain_notifications(0);
+            for (const auto& n : notifications_) {
+                if (n.find(needle) != std::string::npos) return true;
+            }
+            return false;
+        }
+        drain_notifications(50);
+    }
+}
+
+bool Daemon::alive() {
+    if (exit_code_) return false;
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        exit_code_ = decode_status(status);
+        return false;
+    }
+    return true;
+}
+
+void Daemon::signal(int sig) {
+    ::kill(pid_, sig);
+}
+
+std::optional<int> Daemon::stop(int sig, std::chrono::milliseconds timeout) {
+    if (!alive()) return exit_code_;
+    ::kill(pid_, sig);
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (alive()) {
+        if (std::chrono::steady_clock::now() > deadline) return std::nullopt;
+        std::this_thread::sleep_for(5ms);
+    }
+    return exit_code_;
+}
+
+std::string Daemon::log() const {
+    return slurp(dir() / "stdout") + slurp(dir() / "stderr");
+}
+
+monitor::varlink::Client Daemon::connect() const {
+    auto c = monitor::varlink::Client::connect(socket_);
+    if (!c) throw std::runtime_error(c.error().message);
+    c->set_timeout(10s);
+    return std::move(*c);
+}
+
+RunResult Daemon::monctl(std::vector<std::string> args) const {
+    args.insert(args.begin(), {monctl_bin(), "--socket", socket_});
+    return run(args);
+}
+
+std::string check_reply(const std::string& method, const nlohmann::json& params) {
+    const auto* iface = monitor::varlink::builtin_interface(monitor::varlink::kMonitorInterface);
+    const auto* m = iface->method(method);
+    if (m == nullptr) return "no method " + method;
+    auto bad = iface->check(*m->output, params, monitor::varlink::Extra::Reject);
+    return bad ? bad->path + ": " + bad->reason : std::string{};
+}
+
+nlohmann::json Daemon::call(const std::string& method, const nlohmann::json& params) const {
+    auto client = connect();
+    auto reply =
+        client.call(std::string{monitor::varlink::kMonitorInterface} + "." + method, params);
+    if (!reply) {
+        ADD_FAILURE() << method << ": " << reply.error().message;
+        return {};
+    }
+    if (reply->error) {
+        ADD_FAILURE() << method << " returned " << *reply->error << " " << reply->parameters.dump();
+        return {};
+    }
+    std::string bad = check_reply(method, reply->parameters);
+    EXPECT_EQ(bad, "") << method
+                       << " reply does not match the interface: " << reply->parameters.dump();
+    return reply->parameters;
+}
+
+bool Daemon::wait_samples(std::size_t samples, std::chrono::milliseconds timeout) const {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+        auto j = call("GetLoading");
+        const auto& p =
+            j.value("machine", nlohmann::json::object()).value("procstat", nlohmann::json());
+        if (p.is_object() && p.value("samples", 0u) >= samples) return true;
+        std::this_thread::sleep_for(100ms);
+    }
+    return false;
+}
+
+}  // namespace itest

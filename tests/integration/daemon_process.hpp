@@ -1,0 +1,118 @@
+// Test support: the real monitord as a child process on a temporary socket, with its own
+// NOTIFY_SOCKET so tests see what it tells systemd, and the real monctl.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "monitor/protocol/varlink_client.hpp"
+#include "monitor/unique_fd.hpp"
+
+namespace itest {
+
+using namespace std::chrono_literals;
+
+std::string monitord_bin();
+std::string monctl_bin();
+
+// A directory removed with its contents at the end of the scope.
+class TempDir {
+  public:
+    TempDir();
+    ~TempDir();
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+    const std::filesystem::path& path() const { return path_; }
+    std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+  private:
+    std::filesystem::path path_;
+};
+
+struct RunResult {
+    int exit_code = -1;  // -N when killed by signal N
+    std::string out;
+    std::string err;
+};
+
+struct SpawnOptions {
+    std::vector<std::string> env;        // "NAME=value" added to (or replacing in) the environment
+    std::vector<std::string> unset_env;  // names removed from the environment
+    std::optional<uid_t> uid;            // setgid/setuid to this user (and its gid) in the child
+    int pass_fd = -1;  // handed over as fd 3 with LISTEN_FDS=1 (socket activation)
+};
+
+// Runs a program to completion (killed after `timeout`), capturing stdout and stderr.
+RunResult run(const std::vector<std::string>& argv, const SpawnOptions& opts = {},
+              std::chrono::milliseconds timeout = 30s);
+
+// The uid of "nobody" (65534 on Debian).
+uid_t nobody_uid();
+
+class Daemon {
+  public:
+    struct Options {
+        std::vector<std::string> args;  // besides --socket
+        std::string socket;             // default: <temp dir>/io.monitord.Monitor
+        bool pass_socket = true;        // add --socket
+        bool wait_ready = true;         // wait for READY=1 (fails the test if it never comes)
+        SpawnOptions spawn;
+    };
+
+    // Starts monitord. Returns nullptr (after recording a test failure) when it does not
+    // become ready within 10 s.
+    static std::unique_ptr<Daemon> start(Options opts);
+    static std::unique_ptr<Daemon> start() { return start(Options{}); }
+    ~Daemon();
+
+    const std::string& socket() const { return socket_; }
+    pid_t pid() const { return pid_; }
+    const TempDir& dir() const { return *dir_; }
+
+    // Waits until a notification containing `needle` arrives (or was already seen).
+    bool wait_notification(const std::string& needle, std::chrono::milliseconds timeout = 10s);
+    const std::vector<std::string>& notifications();
+
+    // Whether the process is still running.
+    bool alive();
+    // Sends `sig` and waits for the exit; returns the exit code, -N when killed by signal N,
+    // or std::nullopt after `timeout`.
+    std::optional<int> stop(int sig, std::chrono::milliseconds timeout = 10s);
+    void signal(int sig);
+    // Everything monitord wrote to stdout and stderr so far.
+    std::string log() const;
+
+    monitor::varlink::Client connect() const;
+    // monctl --socket <socket> ARGS...
+    RunResult monctl(std::vector<std::string> args) const;
+    // Calls io.monitord.Monitor.<method> and checks the reply against the interface file,
+    // strictly (no undeclared fields). Records a test failure on error.
+    nlohmann::json call(const std::string& method,
+                        const nlohmann::json& params = nlohmann::json::object()) const;
+    // Polls GetLoading until it reports at least `samples` machine samples.
+    bool wait_samples(std::size_t samples, std::chrono::milliseconds timeout = 10s) const;
+
+  private:
+    Daemon() = default;
+    void drain_notifications(int timeout_ms);
+
+    std::unique_ptr<TempDir> dir_;
+    std::string socket_;
+    pid_t pid_ = -1;
+    std::optional<int> exit_code_;
+    monitor::UniqueFd notify_fd_;
+    std::vector<std::string> notifications_;
+};
+
+// Checks a reply of io.monitord.Monitor.<method> against the interface, rejecting fields the
+// interface does not declare. Empty string when it matches, else the mismatch.
+std::string check_reply(const std::string& method, const nlohmann::json& params);
+
+}  // namespace itest

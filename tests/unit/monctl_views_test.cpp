@@ -1,0 +1,263 @@
+// monctl's human-readable views of the daemon's replies.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "views.hpp"
+
+namespace monctl {
+namespace {
+
+using monitor::CpuLoading;
+using monitor::LoadingReport;
+using monitor::LoadStats;
+using monitor::SourceLoad;
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in{text};
+    std::string line;
+    while (std::getline(in, line)) lines.push_back(line);
+    return lines;
+}
+
+bool starts_with(const std::string& s, const std::string& prefix) {
+    return s.rfind(prefix, 0) == 0;
+}
+
+// The first line that starts with `prefix`, or "" when there is none.
+std::string line_starting(const std::string& text, const std::string& prefix) {
+    for (const auto& l : lines_of(text)) {
+        if (starts_with(l, prefix)) return l;
+    }
+    return {};
+}
+
+// Whitespace-separated words of a line.
+std::vector<std::string> words(const std::string& line) {
+    std::vector<std::string> out;
+    std::istringstream in{line};
+    std::string w;
+    while (in >> w) out.push_back(w);
+    return out;
+}
+
+LoadStats stats(std::optional<double> last, double avg, double min, double max) {
+    LoadStats s;
+    s.avg_prev_sec = last;
+    s.avg_prev_min = avg;
+    s.min_prev_min = min;
+    s.max_prev_min = max;
+    s.samples = 60;
+    return s;
+}
+
+LoadingReport sample_report() {
+    LoadingReport r;
+    r.timestamp = std::chrono::system_clock::now();
+    r.window_seconds = 60;
+    r.machine = {SourceLoad{"procstat", stats(12.5, 10.31, 1.0, 99.5), {}}};
+    r.cpus = {
+        CpuLoading{0, true, {SourceLoad{"procstat", stats(100.0, 50.0, 0.0, 100.0), {}}}},
+        CpuLoading{1, false, {SourceLoad{"procstat", stats(std::nullopt, 3.0, 1.0, 5.0), {}}}},
+        CpuLoading{2, true, {SourceLoad{"procstat", std::nullopt, {}}}},
+        CpuLoading{3, true, {}},
+    };
+    return r;
+}
+
+// ---- format_cpu_list ----
+
+TEST(FormatCpuList, Ranges) {
+    EXPECT_EQ(format_cpu_list({}), "");
+    EXPECT_EQ(format_cpu_list({0, 1, 2, 3, 5, 7, 8}), "0-3,5,7-8");
+    EXPECT_EQ(format_cpu_list({4}), "4");
+    EXPECT_EQ(format_cpu_list({0, 1}), "0-1");
+    EXPECT_EQ(format_cpu_list({0, 2, 4}), "0,2,4");
+    EXPECT_EQ(format_cpu_list({0, 1, 2, 3, 4, 5, 6, 7}), "0-7");
+    EXPECT_EQ(format_cpu_list({1, 2, 3, 10, 11, 63}), "1-3,10-11,63");
+}
+
+// ---- format_duration ----
+
+TEST(FormatDuration, UnderAMinuteInSeconds) {
+    EXPECT_EQ(format_duration(0), "0.0 s");
+    EXPECT_EQ(format_duration(0.34), "0.3 s");
+    EXPECT_EQ(format_duration(42), "42.0 s");
+    EXPECT_EQ(format_duration(59.5), "59.5 s");
+}
+
+TEST(FormatDuration, HoursMinutesSeconds) {
+    EXPECT_EQ(format_duration(60), "00:01:00");
+    EXPECT_EQ(format_duration(61.9), "00:01:01");
+    EXPECT_EQ(format_duration(3723.25), "01:02:03");
+    EXPECT_EQ(format_duration(86399), "23:59:59");
+}
+
+TEST(FormatDuration, Days) {
+    EXPECT_EQ(format_duration(86400), "1d 00:00:00");
+    EXPECT_EQ(format_duration(93784), "1d 02:03:04");
+    EXPECT_EQ(format_duration(10 * 86400 + 59), "10d 00:00:59");
+}
+
+// ---- format_status ----
+
+TEST(FormatStatus, ShowsVersionPidStateCpusAndSources) {
+    monitor::protocol::DaemonStatus st;
+    st.version = "0.1.0";
+    st.uptime = 3723.25;
+    st.state = "running";
+    st.pid = 4242;
+    st.cpus = {0, 1, 2, 3, 6};
+    st.sources = {"procstat", "probe"};
+    st.history_seconds = 90;
+    std::string out = format_status(st, "/run/monitord/io.monitord.Monitor");
+
+    auto lines = lines_of(out);
+    ASSERT_FALSE(lines.empty());
+    EXPECT_EQ(lines[0], "monitord 0.1.0 (pid 4242), running, up 01:02:03");
+    EXPECT_NE(out.find("/run/monitord/io.monitord.Monitor"), std::string::npos) << out;
+    EXPECT_NE(line_starting(out, "  CPUs:").find("0-3,6 (5 online)"), std::string::npos) << out;
+    EXPECT_NE(line_starting(out, "  sources:").find("procstat, probe"), std::string::npos) << out;
+    EXPECT_NE(line_starting(out, "  history:").find("90 s"), std::string::npos) << out;
+}
+
+TEST(FormatStatus, OtherStates) {
+    monitor::protocol::DaemonStatus st;
+    st.version = "9.9";
+    st.pid = 1;
+    for (const char* state : {"starting", "reloading", "stopping"}) {
+        st.state = state;
+        std::string out = format_status(st, "/s");
+        EXPECT_NE(lines_of(out).at(0).find(std::string{", "} + state + ","), std::string::npos)
+            << out;
+    }
+}
+
+// ---- format_loading ----
+
+TEST(FormatLoading, HeaderNamesTheSourceAndTheWindow) {
+    std::string out = format_loading(sample_report());
+    auto lines = lines_of(out);
+    ASSERT_GE(lines.size(), 4u) << out;
+    EXPECT_NE(lines[0].find("last 60 s"), std::string::npos) << out;
+    EXPECT_EQ(words(lines[1]), std::vector<std::string>{"procstat"}) << out;
+    EXPECT_EQ(words(lines[2]), (std::vector<std::string>{"CPU", "last", "avg", "min", "max"}))
+        << out;
+}
+
+TEST(FormatLoading, MachineRowAndOneRowPerCpu) {
+    std::string out = format_loading(sample_report());
+    EXPECT_EQ(words(line_starting(out, "all ")),
+              (std::vector<std::string>{"all", "12.5", "10.3", "1.0", "99.5"}))
+        << out;
+    EXPECT_EQ(words(line_starting(out, "cpu0 ")),
+              (std::vector<std::string>{"cpu0", "100.0", "50.0", "0.0", "100.0"}))
+        << out;
+    int cpu_rows = 0;
+    for (const auto& l : lines_of(out)) cpu_rows += starts_with(l, "cpu");
+    EXPECT_EQ(cpu_rows, 4) << out;
+}
+
+TEST(FormatLoading, DashForMissingStats) {
+    std::string out = format_loading(sample_report());
+    // No figure for the last second.
+    EXPECT_EQ(words(line_starting(out, "cpu1")),
+              (std::vector<std::string>{"cpu1*", "-", "3.0", "1.0", "5.0"}))
+        << out;
+    // No stats yet, and no entry for the source at all.
+    const std::vector<std::string> dashes{"-", "-", "-", "-"};
+    auto cpu2 = words(line_starting(out, "cpu2"));
+    ASSERT_EQ(cpu2.size(), 5u) << out;
+    EXPECT_EQ(std::vector<std::string>(cpu2.begin() + 1, cpu2.end()), dashes) << out;
+    auto cpu3 = words(line_starting(out, "cpu3"));
+    ASSERT_EQ(cpu3.size(), 5u) << out;
+    EXPECT_EQ(std::vector<std::string>(cpu3.begin() + 1, cpu3.end()), dashes) << out;
+}
+
+TEST(FormatLoading, OfflineCpusAreMarked) {
+    std::string out = format_loading(sample_report());
+    EXPECT_TRUE(starts_with(line_starting(out, "cpu1"), "cpu1*")) << out;
+    EXPECT_FALSE(starts_with(line_starting(out, "cpu0"), "cpu0*")) << out;
+    EXPECT_FALSE(starts_with(line_starting(out, "cpu2"), "cpu2*")) << out;
+    EXPECT_TRUE(starts_with(lines_of(out).back(), "* offline")) << out;
+
+    LoadingReport all_online = sample_report();
+    all_online.cpus[1].online = true;
+    std::string online = format_loading(all_online);
+    EXPECT_EQ(online.find('*'), std::string::npos) << online;
+}
+
+TEST(FormatLoading, TableColumnsAreAligned) {
+    LoadingReport r = sample_report();
+    r.machine.push_back(SourceLoad{"probe", stats(7.0, 6.0, 5.0, 8.0), {}});
+    std::string out = format_loading(r);
+    auto lines = lines_of(out);
+    ASSERT_GE(lines.size(), 8u) << out;
+    // Every table line (not the title, not the footnote) has the same width.
+    const std::size_t width = lines[2].size();
+    for (std::size_t i = 1; i < lines.size() - 1; ++i) {
+        EXPECT_EQ(lines[i].size(), width) << "line " << i << ": '" << lines[i] << "'\n" << out;
+    }
+    EXPECT_EQ(words(lines[1]), (std::vector<std::string>{"procstat", "probe"})) << out;
+    EXPECT_EQ(words(line_starting(out, "all ")),
+              (std::vector<std::string>{"all", "12.5", "10.3", "1.0", "99.5", "7.0", "6.0", "5.0",
+                                        "8.0"}))
+        << out;
+    // The CPUs have no "probe" entry: dashes in its columns.
+    auto cpu0 = words(line_starting(out, "cpu0 "));
+    ASSERT_EQ(cpu0.size(), 9u) << out;
+    EXPECT_EQ(cpu0[5], "-");
+    EXPECT_EQ(cpu0[8], "-");
+}
+
+TEST(FormatLoading, BeforeTheFirstSample) {
+    LoadingReport r;
+    r.window_seconds = 60;
+    r.machine = {SourceLoad{"procstat", std::nullopt, {}}};
+    std::string out = format_loading(r);
+    EXPECT_TRUE(starts_with(out, "No sample yet")) << out;
+    EXPECT_EQ(words(line_starting(out, "all ")),
+              (std::vector<std::string>{"all", "-", "-", "-", "-"}))
+        << out;
+    EXPECT_EQ(line_starting(out, "cpu"), "") << out;
+}
+
+// ---- format_history ----
+
+TEST(FormatHistory, OneRowPerSampleAlignedOnTheNewest) {
+    LoadingReport r;
+    r.timestamp = std::chrono::system_clock::now();
+    r.window_seconds = 60;
+    r.machine = {SourceLoad{"procstat", stats(30.0, 20.0, 10.0, 30.0), {10.0, 20.0, 30.0}}};
+    r.cpus = {
+        // A shorter history: its values belong to the newest rows.
+        CpuLoading{0, true, {SourceLoad{"procstat", stats(2.0, 1.5, 1.0, 2.0), {1.0, 2.0}}}},
+        // A gap in the middle.
+        CpuLoading{1, false, {SourceLoad{"procstat", stats(6.0, 5.0, 4.0, 6.0), {4.0, {}, 6.0}}}},
+    };
+    std::string out = format_history(r);
+    auto lines = lines_of(out);
+    ASSERT_EQ(lines.size(), 4u) << out;
+    EXPECT_EQ(words(lines[0]),
+              (std::vector<std::string>{"age", "procstat:all", "procstat:cpu0", "procstat:cpu1*"}))
+        << out;
+    EXPECT_EQ(words(lines[1]), (std::vector<std::string>{"2s", "10.0", "-", "4.0"})) << out;
+    EXPECT_EQ(words(lines[2]), (std::vector<std::string>{"1s", "20.0", "1.0", "-"})) << out;
+    EXPECT_EQ(words(lines[3]), (std::vector<std::string>{"0s", "30.0", "2.0", "6.0"})) << out;
+    for (const auto& l : lines) EXPECT_EQ(l.size(), lines[0].size()) << out;
+}
+
+TEST(FormatHistory, NoHistoryGivesOnlyTheHeader) {
+    LoadingReport r;
+    r.machine = {SourceLoad{"procstat", std::nullopt, {}}};
+    auto lines = lines_of(format_history(r));
+    ASSERT_EQ(lines.size(), 1u);
+    EXPECT_EQ(words(lines[0]), (std::vector<std::string>{"age", "procstat:all"}));
+}
+
+}  // namespace
+}  // namespace monctl

@@ -1,0 +1,295 @@
+// io.monitord.Monitor parameters between C++ and JSON, checked against the embedded interface.
+#include "monitor/protocol/monitor_messages.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "monitor/protocol/varlink_idl.hpp"
+
+namespace monitor::protocol {
+namespace {
+
+using nlohmann::json;
+using varlink::Extra;
+
+constexpr std::chrono::system_clock::time_point kTimestamp{
+    std::chrono::microseconds{1'718'000'000'123'456}};
+
+LoadStats stats(std::optional<double> last, double avg, double min, double max,
+                std::size_t samples) {
+    LoadStats s;
+    s.avg_prev_sec = last;
+    s.avg_prev_min = avg;
+    s.min_prev_min = min;
+    s.max_prev_min = max;
+    s.samples = samples;
+    return s;
+}
+
+SourceLoad procstat(std::optional<LoadStats> s, std::vector<std::optional<double>> history = {}) {
+    return SourceLoad{"procstat", s, std::move(history)};
+}
+
+LoadingReport machine_only() {
+    LoadingReport r;
+    r.timestamp = kTimestamp;
+    r.window_seconds = 60;
+    r.machine = {procstat(stats(12.5, 10.25, 1.0, 99.5, 60))};
+    return r;
+}
+
+LoadingReport per_cpu_with_history() {
+    LoadingReport r;
+    r.timestamp = kTimestamp;
+    r.window_seconds = 3;
+    r.machine = {procstat(stats(50.0, 40.0, 30.0, 50.0, 3), {30.0, 40.0, 50.0})};
+    r.cpus = {
+        CpuLoading{0, true, {procstat(stats(100.0, 90.0, 80.0, 100.0, 3), {80.0, 90.0, 100.0})}},
+        // Offline for the last second: a gap in the history and no figure for the last second.
+        CpuLoading{1, false, {procstat(stats(std::nullopt, 5.5, 1.0, 10.0, 2), {1.0, 10.0, {}})}},
+        // Not sampled yet.
+        CpuLoading{2, true, {procstat(std::nullopt)}},
+    };
+    return r;
+}
+
+LoadingReport before_first_sample() {
+    LoadingReport r;
+    r.window_seconds = 60;
+    r.machine = {procstat(std::nullopt)};
+    return r;
+}
+
+DaemonStatus sample_status() {
+    DaemonStatus s;
+    s.version = "0.1.0";
+    s.uptime = 3723.25;
+    s.state = "running";
+    s.pid = 4242;
+    s.cpus = {0, 1, 2, 3, 6};
+    s.sources = {"procstat"};
+    s.history_seconds = 60;
+    return s;
+}
+
+void expect_same_source(const SourceLoad& a, const SourceLoad& b) {
+    EXPECT_EQ(a.source, b.source);
+    ASSERT_EQ(a.stats.has_value(), b.stats.has_value()) << a.source;
+    if (a.stats) {
+        EXPECT_EQ(a.stats->avg_prev_sec.has_value(), b.stats->avg_prev_sec.has_value());
+        if (a.stats->avg_prev_sec && b.stats->avg_prev_sec) {
+            EXPECT_DOUBLE_EQ(*a.stats->avg_prev_sec, *b.stats->avg_prev_sec);
+        }
+        EXPECT_DOUBLE_EQ(a.stats->avg_prev_min, b.stats->avg_prev_min);
+        EXPECT_DOUBLE_EQ(a.stats->min_prev_min, b.stats->min_prev_min);
+        EXPECT_DOUBLE_EQ(a.stats->max_prev_min, b.stats->max_prev_min);
+        EXPECT_EQ(a.stats->samples, b.stats->samples);
+    }
+    EXPECT_EQ(a.history, b.history);
+}
+
+void expect_same_report(const LoadingReport& a, const LoadingReport& b) {
+    EXPECT_EQ(a.timestamp, b.timestamp);
+    EXPECT_EQ(a.window_seconds, b.window_seconds);
+    ASSERT_EQ(a.machine.size(), b.machine.size());
+    for (std::size_t i = 0; i < a.machine.size(); ++i) {
+        expect_same_source(a.machine[i], b.machine[i]);
+    }
+    ASSERT_EQ(a.cpus.size(), b.cpus.size());
+    for (std::size_t i = 0; i < a.cpus.size(); ++i) {
+        SCOPED_TRACE("cpu entry " + std::to_string(i));
+        EXPECT_EQ(a.cpus[i].cpu, b.cpus[i].cpu);
+        EXPECT_EQ(a.cpus[i].online, b.cpus[i].online);
+        ASSERT_EQ(a.cpus[i].sources.size(), b.cpus[i].sources.size());
+        for (std::size_t j = 0; j < a.cpus[i].sources.size(); ++j) {
+            expect_same_source(a.cpus[i].sources[j], b.cpus[i].sources[j]);
+        }
+    }
+}
+
+// Checks `value` against the output of `method` in io.monitord.Monitor, strictly.
+void expect_conforms(std::string_view method, const json& value) {
+    const varlink::Interface* iface = varlink::builtin_interface(varlink::kMonitorInterface);
+    ASSERT_NE(iface, nullptr);
+    const varlink::Method* m = iface->method(method);
+    ASSERT_NE(m, nullptr) << method;
+    auto mm = iface->check(*m->output, value, Extra::Reject);
+    EXPECT_FALSE(mm) << method << " output does not conform at '" << mm->path << "': " << mm->reason
+                     << "\n"
+                     << value.dump(2);
+}
+
+// ---- DaemonStatus ----
+
+TEST(DaemonStatusJson, RoundTrip) {
+    const DaemonStatus s = sample_status();
+    DaemonStatus back = status_from_json(to_json(s));
+    EXPECT_EQ(back.version, s.version);
+    EXPECT_DOUBLE_EQ(back.uptime, s.uptime);
+    EXPECT_EQ(back.state, s.state);
+    EXPECT_EQ(back.pid, s.pid);
+    EXPECT_EQ(back.cpus, s.cpus);
+    EXPECT_EQ(back.sources, s.sources);
+    EXPECT_EQ(back.history_seconds, s.history_seconds);
+}
+
+TEST(DaemonStatusJson, ConformsToGetStatus) {
+    for (const char* state : {"starting", "running", "reloading", "stopping"}) {
+        SCOPED_TRACE(state);
+        DaemonStatus s = sample_status();
+        s.state = state;
+        expect_conforms("GetStatus", to_json(s));
+    }
+    DaemonStatus empty = sample_status();
+    empty.cpus.clear();
+    empty.sources.clear();
+    empty.uptime = 0;
+    expect_conforms("GetStatus", to_json(empty));
+}
+
+TEST(DaemonStatusJson, UptimeIsRoundedToThreeDecimals) {
+    DaemonStatus s = sample_status();
+    s.uptime = 1.23456789;
+    json j = to_json(s);
+    ASSERT_TRUE(j["uptime"].is_number());
+    EXPECT_DOUBLE_EQ(j["uptime"].get<double>(), 1.235);
+}
+
+// ---- LoadingReport ----
+
+TEST(LoadingReportJson, RoundTripMachineOnly) {
+    const LoadingReport r = machine_only();
+    expect_same_report(loading_from_json(to_json(r)), r);
+}
+
+TEST(LoadingReportJson, RoundTripPerCpuWithHistory) {
+    const LoadingReport r = per_cpu_with_history();
+    expect_same_report(loading_from_json(to_json(r)), r);
+}
+
+TEST(LoadingReportJson, RoundTripBeforeFirstSample) {
+    const LoadingReport r = before_first_sample();
+    LoadingReport back = loading_from_json(to_json(r));
+    expect_same_report(back, r);
+    EXPECT_FALSE(back.timestamp.has_value());
+    ASSERT_EQ(back.machine.size(), 1u);
+    EXPECT_FALSE(back.machine[0].stats.has_value());
+}
+
+TEST(LoadingReportJson, Shape) {
+    json j = to_json(per_cpu_with_history());
+    EXPECT_EQ(j["timestamp"], 1'718'000'000'123'456);
+    EXPECT_EQ(j["window_seconds"], 3);
+    ASSERT_TRUE(j["machine"]["procstat"].is_object());
+    EXPECT_EQ(j["machine"]["procstat"]["samples"], 3);
+    EXPECT_EQ(j["machine"]["procstat"]["history"], (json{30.0, 40.0, 50.0}));
+    ASSERT_TRUE(j["cpus"].is_array());
+    ASSERT_EQ(j["cpus"].size(), 3u);
+    EXPECT_EQ(j["cpus"][1]["cpu"], 1);
+    EXPECT_EQ(j["cpus"][1]["online"], false);
+    EXPECT_TRUE(j["cpus"][1]["procstat"]["avg_prev_sec"].is_null());
+    EXPECT_TRUE(j["cpus"][1]["procstat"]["history"][2].is_null());
+    EXPECT_TRUE(j["cpus"][2]["procstat"].is_null());
+
+    json m = to_json(machine_only());
+    EXPECT_FALSE(m.contains("cpus"));
+    EXPECT_FALSE(m["machine"]["procstat"].contains("history"));
+
+    json b = to_json(before_first_sample());
+    ASSERT_TRUE(b.contains("timestamp"));
+    EXPECT_TRUE(b["timestamp"].is_null());
+    EXPECT_TRUE(b["machine"]["procstat"].is_null());
+}
+
+TEST(LoadingReportJson, ConformsToGetLoading) {
+    {
+        SCOPED_TRACE("machine only");
+        expect_conforms("GetLoading", to_json(machine_only()));
+    }
+    {
+        SCOPED_TRACE("per CPU with history, gaps and null stats");
+        expect_conforms("GetLoading", to_json(per_cpu_with_history()));
+    }
+    {
+        SCOPED_TRACE("before the first sample");
+        expect_conforms("GetLoading", to_json(before_first_sample()));
+    }
+    {
+        SCOPED_TRACE("machine history only");
+        LoadingReport r = machine_only();
+        r.machine[0].history = {std::nullopt, 1.0, std::nullopt, 2.0};
+        expect_conforms("GetLoading", to_json(r));
+    }
+    {
+        SCOPED_TRACE("per CPU without history");
+        LoadingReport r = machine_only();
+        r.cpus = {CpuLoading{0, true, {procstat(stats(1.0, 2.0, 0.0, 3.0, 60))}},
+                  CpuLoading{5, false, {procstat(std::nullopt)}}};
+        expect_conforms("GetLoading", to_json(r));
+    }
+    {
+        SCOPED_TRACE("a window with no valid sample");
+        LoadingReport r = machine_only();
+        r.machine[0] = procstat(stats(std::nullopt, 0.0, 0.0, 0.0, 0), {{}, {}, {}});
+        expect_conforms("GetLoading", to_json(r));
+    }
+}
+
+TEST(LoadingReportJson, LoadsAreRoundedToThreeDecimals) {
+    LoadingReport r = machine_only();
+    r.machine[0] = procstat(stats(33.33349, 66.6666, 0.0004, 99.99951, 5), {12.34567, {}});
+    json j = to_json(r);
+    const json& p = j["machine"]["procstat"];
+    EXPECT_DOUBLE_EQ(p["avg_prev_sec"].get<double>(), 33.333);
+    EXPECT_DOUBLE_EQ(p["avg_prev_min"].get<double>(), 66.667);
+    EXPECT_DOUBLE_EQ(p["min_prev_min"].get<double>(), 0.0);
+    EXPECT_DOUBLE_EQ(p["max_prev_min"].get<double>(), 100.0);
+    EXPECT_DOUBLE_EQ(p["history"][0].get<double>(), 12.346);
+    EXPECT_TRUE(p["history"][1].is_null());
+    EXPECT_EQ(p["samples"], 5);
+}
+
+// ---- LoadingQuery ----
+
+TEST(LoadingQueryJson, FromJson) {
+    LoadingQuery q = loading_query_from_json(json::object());
+    EXPECT_FALSE(q.per_cpu);
+    EXPECT_FALSE(q.history);
+
+    q = loading_query_from_json(json{{"per_cpu", true}});
+    EXPECT_TRUE(q.per_cpu);
+    EXPECT_FALSE(q.history);
+
+    q = loading_query_from_json(json{{"history", true}, {"per_cpu", false}});
+    EXPECT_FALSE(q.per_cpu);
+    EXPECT_TRUE(q.history);
+
+    q = loading_query_from_json(json{{"per_cpu", nullptr}, {"history", nullptr}});
+    EXPECT_FALSE(q.per_cpu);
+    EXPECT_FALSE(q.history);
+}
+
+TEST(LoadingQueryJson, RoundTripAndConformsToGetLoadingInput) {
+    const varlink::Interface* iface = varlink::builtin_interface(varlink::kMonitorInterface);
+    ASSERT_NE(iface, nullptr);
+    const varlink::Method* m = iface->method("GetLoading");
+    ASSERT_NE(m, nullptr);
+    for (bool per_cpu : {false, true}) {
+        for (bool history : {false, true}) {
+            LoadingQuery q{per_cpu, history};
+            json j = to_json(q);
+            auto mm = iface->check(*m->input, j, Extra::Reject);
+            EXPECT_FALSE(mm) << j.dump() << ": " << mm->path << ": " << mm->reason;
+            LoadingQuery back = loading_query_from_json(j);
+            EXPECT_EQ(back.per_cpu, per_cpu);
+            EXPECT_EQ(back.history, history);
+        }
+    }
+    EXPECT_EQ(to_json(LoadingQuery{}), json::object());
+}
+
+}  // namespace
+}  // namespace monitor::protocol

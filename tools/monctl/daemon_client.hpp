@@ -1,0 +1,34 @@
+// monctl's link to monitord: finds the socket, makes a call, checks the reply against the
+// interface file.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "monitor/protocol/varlink_client.hpp"
+
+namespace monctl {
+
+class DaemonClient {
+  public:
+    // Connects to `socket`, or when empty to the first of the usual places that answers.
+    // The error says where it looked and how to start the daemon.
+    static monitor::Result<DaemonClient> connect(const std::string& socket);
+
+    // Calls io.monitord.Monitor.<method>. A varlink error reply becomes an Error naming it
+    // and its parameters; a reply that does not match the interface is BADDATA.
+    monitor::Result<nlohmann::json> call(
+        const std::string& method, const nlohmann::json& parameters = nlohmann::json::object());
+
+    const std::string& path() const { return path_; }
+
+  private:
+    DaemonClient(monitor::varlink::Client client, std::string path)
+        : client_(std::move(client)), path_(std::move(path)) {}
+
+    monitor::varlink::Client client_;
+    std::string path_;
+};
+
+}  // namespace monctl

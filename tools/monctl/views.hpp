@@ -1,0 +1,25 @@
+// How monctl shows replies to people. Scripts use --json instead.
+#pragma once
+
+#include <string>
+
+#include "monitor/loading/loading_report.hpp"
+#include "monitor/protocol/monitor_messages.hpp"
+
+namespace monctl {
+
+// "0-3,5" from {0,1,2,3,5}.
+std::string format_cpu_list(const std::vector<int>& cpus);
+// "1d 02:03:04", "02:03:04", "42.0 s".
+std::string format_duration(double seconds);
+
+std::string format_status(const monitor::protocol::DaemonStatus& status, const std::string& socket);
+
+// A table: one row for the machine (and one per CPU when present), and for each source the
+// load over the last second, the window's average, minimum and maximum.
+std::string format_loading(const monitor::LoadingReport& report);
+
+// The per-second values, newest last: one row per second, one column per CPU and source.
+std::string format_history(const monitor::LoadingReport& report);
+
+}  // namespace monctl
