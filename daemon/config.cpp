@@ -6,6 +6,7 @@
 #include <array>
 #include <functional>
 
+#include "monitor/loading/idle_probe.hpp"
 #include "monitord-config.h"
 
 namespace monitord {
@@ -30,8 +31,8 @@ Result<std::string> as_string(const toml::node& n) {
     return fail(Status::BadArg, "expected a string");
 }
 
-const std::array<Key, 3>& keys() {
-    static const std::array<Key, 3> table{{
+const std::array<Key, 4>& keys() {
+    static const std::array<Key, 4> table{{
         {"daemon", "socket", "an absolute path, e.g. \"/run/monitord/io.monitord.Monitor\"",
          [](const toml::node& n, Config& c) -> Result<void> {
              auto s = as_string(n);
@@ -54,6 +55,14 @@ const std::array<Key, 3>& keys() {
              if (!v) return fail(Status::BadArg, "expected an integer");
              if (auto r = validate_history_seconds(*v); !r) return r;
              c.history_seconds = static_cast<std::size_t>(*v);
+             return {};
+         }},
+        {"loading", "probe", kProbeAccepted,
+         [](const toml::node& n, Config& c) -> Result<void> {
+             auto s = as_string(n);
+             if (!s) return std::unexpected(s.error());
+             if (auto r = validate_probe(*s); !r) return r;
+             c.probe = *s;
              return {};
          }},
     }};
@@ -103,6 +112,11 @@ Result<void> validate_history_seconds(long long seconds) {
     if (seconds >= 1 && seconds <= kMaxHistorySeconds) return {};
     return fail(Status::BadArg, std::to_string(seconds) + " is out of range (1 to " +
                                     std::to_string(kMaxHistorySeconds) + ")");
+}
+
+Result<void> validate_probe(const std::string& mode) {
+    if (monitor::probe_mode_from_name(mode)) return {};
+    return fail(Status::BadArg, "unknown probe mode '" + mode + "'");
 }
 
 Result<Config> load_config(const std::filesystem::path& file, Config base) {

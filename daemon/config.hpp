@@ -18,6 +18,7 @@ struct Config {
     std::string log_level = "info";  // trace, debug, info, warning, error
     // [loading]
     std::size_t history_seconds = 60;
+    std::string probe = "spin";  // spin, sleep, off
 };
 
 // The configuration file used when --config is not given.
@@ -31,7 +32,9 @@ monitor::Result<Config> load_config(const std::filesystem::path& file, Config ba
 // what is wrong; the caller adds what would work (kLogLevelsAccepted, ...).
 inline constexpr const char* kLogLevelsAccepted = "trace, debug, info, warning or error";
 inline constexpr const char* kHistorySecondsAccepted = "an integer from 1 to 3600";
+inline constexpr const char* kProbeAccepted = "spin, sleep or off";
 monitor::Result<void> validate_log_level(const std::string& level);
 monitor::Result<void> validate_history_seconds(long long seconds);
+monitor::Result<void> validate_probe(const std::string& mode);
 
 }  // namespace monitord

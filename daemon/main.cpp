@@ -41,6 +41,10 @@ int main(int argc, char** argv) {
                                        "Length of the loading history window (1-3600, default 60)");
     auto* level_opt = app.add_option("--log-level", flags.log_level,
                                      "trace, debug, info, warning or error (default info)");
+    auto* probe_opt = app.add_option(
+        "--probe", flags.probe,
+        "Idle probes: spin (measure loading the MON way, the default), sleep (wake up at "
+        "10 Hz only, for the watchdog), off");
     app.add_flag("--show-loading", show_loading,
                  "Print the loading of the machine and of each CPU every second on stdout");
     app.add_flag("--check-config", check_config, "Check the configuration file and exit");
@@ -58,6 +62,7 @@ int main(int argc, char** argv) {
     options.socket_given = socket_opt->count() > 0;
     options.history_given = history_opt->count() > 0;
     options.log_level_given = level_opt->count() > 0;
+    options.probe_given = probe_opt->count() > 0;
     if (options.socket_given && (flags.socket.empty() || flags.socket[0] != '/')) {
         std::fprintf(stderr, "monitord: --socket %s: the path must be absolute\n",
                      flags.socket.c_str());
@@ -70,6 +75,13 @@ int main(int argc, char** argv) {
             return kExitUsage;
         }
         flags.history_seconds = static_cast<std::size_t>(history);
+    }
+    if (options.probe_given) {
+        if (auto r = monitord::validate_probe(flags.probe); !r) {
+            std::fprintf(stderr, "monitord: --probe: %s; use %s\n", r.error().message.c_str(),
+                         monitord::kProbeAccepted);
+            return kExitUsage;
+        }
     }
     if (options.log_level_given) {
         if (auto r = monitord::validate_log_level(flags.log_level); !r) {
@@ -99,6 +111,7 @@ int main(int argc, char** argv) {
     if (options.socket_given) config.socket = flags.socket;
     if (options.history_given) config.history_seconds = flags.history_seconds;
     if (options.log_level_given) config.log_level = flags.log_level;
+    if (options.probe_given) config.probe = flags.probe;
     options.config = config;
     options.command_line = flags;
     options.show_loading = show_loading;

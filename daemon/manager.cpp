@@ -71,9 +71,12 @@ Result<void> Manager::setup() {
     eo.proc_root = options_.proc_root;
     eo.sys_root = options_.sys_root;
     eo.history_seconds = options_.config.history_seconds;
+    eo.probe =
+        monitor::probe_mode_from_name(options_.config.probe).value_or(monitor::ProbeMode::Spin);
     auto engine = monitor::Engine::create(eo, steady_from_usec(now));
     if (!engine) return std::unexpected(engine.error());
     engine_ = std::move(*engine);
+    log_probes();
 
     const bool default_path = options_.config.socket.empty();
     const std::string path =
@@ -120,6 +123,19 @@ void Manager::register_methods() {
             s.pid = ::getpid();
             s.cpus = engine_->online_cpus();
             for (auto n : engine_->source_names()) s.sources.emplace_back(n);
+            s.probe_mode = monitor::probe_mode_name(engine_->probe_mode());
+            if (const auto* probes = engine_->probes()) {
+                for (const auto& r : probes->read()) {
+                    monitor::protocol::ProbeStatus ps;
+                    ps.cpu = r.cpu;
+                    ps.state = monitor::probe_state_name(r.state);
+                    if (r.baseline) ps.baseline_ns = r.baseline->count();
+                    ps.count = r.count;
+                    ps.cpu_seconds = static_cast<double>(r.cpu_ns) / 1e9;
+                    ps.error = r.error;
+                    s.probes.push_back(std::move(ps));
+                }
+            }
             s.history_seconds = static_cast<std::int64_t>(engine_->history_seconds());
             Reply r;
             r.parameters = monitor::protocol::to_json(s);
@@ -160,6 +176,34 @@ int Manager::run() {
     }
     spdlog::info("Stopped");
     return 0;
+}
+
+void Manager::log_probes() const {
+    const auto* probes = engine_->probes();
+    if (probes == nullptr) return;
+    for (const auto& r : probes->read()) {
+        switch (r.state) {
+            case monitor::ProbeState::Running:
+                if (r.baseline) {
+                    spdlog::info("cpu{}: idle probe calibrated: {:.0f} ns per outer loop", r.cpu,
+                                 r.baseline->count());
+                }
+                break;
+            case monitor::ProbeState::Failed:
+                spdlog::warn("cpu{}: idle probe failed: {}; no probe figures for it", r.cpu,
+                             r.error);
+                break;
+            case monitor::ProbeState::Starting:
+            case monitor::ProbeState::Calibrating:
+                spdlog::warn(
+                    "cpu{}: idle probe still calibrating (the CPU is busy); its probe "
+                    "figures start once it is done",
+                    r.cpu);
+                break;
+            default:
+                break;
+        }
+    }
 }
 
 void Manager::notify_status() const {
@@ -240,6 +284,11 @@ void Manager::reload() {
         if (options_.log_level_given) next.log_level = options_.command_line.log_level;
         if (options_.history_given) next.history_seconds = options_.command_line.history_seconds;
         if (options_.socket_given) next.socket = options_.command_line.socket;
+        if (options_.probe_given) next.probe = options_.command_line.probe;
+        if (next.probe != options_.config.probe) {
+            spdlog::warn("The probe mode changed to '{}'; it takes effect at restart", next.probe);
+            next.probe = options_.config.probe;
+        }
         if (next.socket != options_.config.socket) {
             spdlog::warn("The socket path changed to '{}'; it takes effect at restart",
                          next.socket);

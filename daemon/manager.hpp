@@ -24,6 +24,7 @@ struct ManagerOptions {
     bool socket_given = false;  // --socket was used
     bool history_given = false;
     bool log_level_given = false;
+    bool probe_given = false;
     bool show_loading = false;  // print one line of loading per second on stdout
     std::filesystem::path proc_root = "/proc";
     std::filesystem::path sys_root = "/sys";
@@ -47,6 +48,7 @@ class Manager {
     void reload();
     void print_loading() const;
     void notify_status() const;
+    void log_probes() const;
 
     static int on_timer(sd_event_source* s, uint64_t usec, void* userdata);
     static int on_signal(sd_event_source* s, const signalfd_siginfo* si, void* userdata);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "monitor/loading/cpu_list.hpp"
+#include "monitor/loading/probe_source.hpp"
 #include "monitor/loading/proc_stat_source.hpp"
 
 namespace monitor {
@@ -21,19 +22,34 @@ Engine::Engine(EngineOptions options, Clock::time_point now)
 Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options,
                                                Clock::time_point now) {
     std::unique_ptr<Engine> engine{new Engine(options, now)};
-    auto procstat = ProcStatSource::open(engine->options_.proc_root);
-    if (!procstat) return std::unexpected(procstat.error());
-    if (auto r = engine->add_source(std::move(*procstat)); !r) return std::unexpected(r.error());
+    if (auto r = engine->setup(); !r) return std::unexpected(r.error());
     return engine;
 }
 
-Result<void> Engine::add_source(std::unique_ptr<LoadSource> source) {
-    auto baseline = source->sample();
-    if (!baseline) return std::unexpected(baseline.error());
-    if (sources_.empty()) {
-        if (auto r = refresh_online(&*baseline); !r) return r;
+Result<void> Engine::setup() {
+    const ProbeMode mode = options_.probe;
+    if (mode != ProbeMode::Off) {
+        probes_ = std::make_unique<ProbeSet>(mode, options_.probe_attr, options_.probe_cpus,
+                                             options_.calibration);
     }
-    sources_.push_back({std::move(source), LoadHistory(options_.history_seconds), {}});
+    auto procstat =
+        ProcStatSource::open(options_.proc_root, mode == ProbeMode::Spin ? probes_.get() : nullptr);
+    if (!procstat) return std::unexpected(procstat.error());
+    auto baseline = (*procstat)->sample();
+    if (!baseline) return std::unexpected(baseline.error());
+    if (auto r = refresh_online(&*baseline); !r) return r;
+
+    if (probes_) {
+        probes_->set_online(online_);
+        probes_->wait_calibrated(options_.calibration_wait);
+    }
+    if (mode == ProbeMode::Spin) {
+        auto probe = std::make_unique<ProbeSource>(*probes_);
+        (void)probe->sample();  // the baseline reading; never fails
+        sources_.push_back({std::move(probe), LoadHistory(options_.history_seconds), {}});
+    }
+    procstat_ = sources_.size();
+    sources_.push_back({std::move(*procstat), LoadHistory(options_.history_seconds), {}});
     return {};
 }
 
@@ -58,33 +74,43 @@ Result<void> Engine::tick(Clock::time_point now) {
     const double seconds = std::chrono::duration<double>(now - last_tick_).count();
     last_tick_ = now;
     Result<void> status;
-    bool first_source = true;
 
-    for (auto& st : sources_) {
-        auto sample = st.source->sample();
-        const bool sampled = sample.has_value();
-        if (!sampled) {
-            if (status) status = std::unexpected(sample.error());
-            sample = LoadSample{};  // a gap everywhere this second
+    // Sample every source first, as close together as possible.
+    std::vector<LoadSample> samples(sources_.size());
+    std::vector<bool> sampled(sources_.size());
+    for (std::size_t i = 0; i < sources_.size(); ++i) {
+        auto sample = sources_[i].source->sample();
+        sampled[i] = sample.has_value();
+        if (sample) {
+            samples[i] = std::move(*sample);
+        } else if (status) {
+            status = std::unexpected(sample.error());  // a gap everywhere this second
         }
-        if (first_source) {
-            // A failed reading says nothing about which CPUs are online: keep the last list.
-            if (auto r = refresh_online(sampled ? &*sample : nullptr); !r && status) status = r;
-            first_source = false;
-        }
-        st.machine.push(sample->machine, seconds);
+    }
+
+    // A failed reading says nothing about which CPUs are online: keep the last list.
+    const auto before = online_;
+    if (auto r = refresh_online(sampled[procstat_] ? &samples[procstat_] : nullptr); !r && status) {
+        status = r;
+    }
+    if (probes_ && online_ != before) probes_->set_online(online_);
+
+    for (std::size_t i = 0; i < sources_.size(); ++i) {
+        SourceState& st = sources_[i];
+        const LoadSample& sample = samples[i];
+        st.machine.push(sample.machine, seconds);
 
         // Every online CPU gets a sample or a gap, so that all windows cover the same time;
         // a CPU the source measured but sysfs does not list yet is recorded too.
-        auto measured = sample->cpus.begin();
+        auto measured = sample.cpus.begin();
         std::vector<int> cpus = online_;
-        for (const auto& [cpu, load] : sample->cpus) cpus.push_back(cpu);
+        for (const auto& [cpu, load] : sample.cpus) cpus.push_back(cpu);
         std::sort(cpus.begin(), cpus.end());
         cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
         for (int cpu : cpus) {
-            while (measured != sample->cpus.end() && measured->first < cpu) ++measured;
+            while (measured != sample.cpus.end() && measured->first < cpu) ++measured;
             std::optional<double> load;
-            if (measured != sample->cpus.end() && measured->first == cpu) load = measured->second;
+            if (measured != sample.cpus.end() && measured->first == cpu) load = measured->second;
             st.cpus.try_emplace(cpu, options_.history_seconds).first->second.push(load, seconds);
         }
         // CPUs that went away keep their history until it has aged out of the window.

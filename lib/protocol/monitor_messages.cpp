@@ -79,6 +79,16 @@ std::vector<SourceLoad> sources_from_json(const json& j, std::string_view skip1 
 }  // namespace
 
 json to_json(const DaemonStatus& s) {
+    json probes = json::array();
+    for (const auto& p : s.probes) {
+        json j{{"cpu", p.cpu},
+               {"state", p.state},
+               {"baseline_ns", p.baseline_ns ? json(rounded(*p.baseline_ns)) : json(nullptr)},
+               {"count", p.count},
+               {"cpu_seconds", rounded(p.cpu_seconds)}};
+        if (!p.error.empty()) j["error"] = p.error;
+        probes.push_back(std::move(j));
+    }
     return json{
         {"version", s.version},
         {"uptime", rounded(s.uptime)},
@@ -86,6 +96,8 @@ json to_json(const DaemonStatus& s) {
         {"pid", s.pid},
         {"cpus", s.cpus},
         {"sources", s.sources},
+        {"probe_mode", s.probe_mode},
+        {"probes", std::move(probes)},
         {"history_seconds", s.history_seconds},
     };
 }
@@ -98,6 +110,18 @@ DaemonStatus status_from_json(const json& j) {
     s.pid = j.at("pid").get<std::int64_t>();
     s.cpus = j.at("cpus").get<std::vector<int>>();
     s.sources = j.at("sources").get<std::vector<std::string>>();
+    s.probe_mode = j.at("probe_mode").get<std::string>();
+    for (const auto& p : j.at("probes")) {
+        ProbeStatus ps;
+        ps.cpu = p.at("cpu").get<int>();
+        ps.state = p.at("state").get<std::string>();
+        ps.baseline_ns = number_or_null(p, "baseline_ns");
+        ps.count = p.at("count").get<std::uint64_t>();
+        ps.cpu_seconds = p.at("cpu_seconds").get<double>();
+        if (auto e = p.find("error"); e != p.end() && e->is_string())
+            ps.error = e->get<std::string>();
+        s.probes.push_back(std::move(ps));
+    }
     s.history_seconds = j.at("history_seconds").get<std::int64_t>();
     return s;
 }

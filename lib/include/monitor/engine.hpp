@@ -9,9 +9,11 @@
 #include <string_view>
 #include <vector>
 
+#include "monitor/loading/idle_probe.hpp"
 #include "monitor/loading/load_history.hpp"
 #include "monitor/loading/load_source.hpp"
 #include "monitor/loading/loading_report.hpp"
+#include "monitor/loading/probe_set.hpp"
 #include "monitor/status.hpp"
 
 namespace monitor {
@@ -20,6 +22,16 @@ struct EngineOptions {
     std::filesystem::path proc_root = "/proc";  // tests point these at fixtures
     std::filesystem::path sys_root = "/sys";
     std::size_t history_seconds = 60;  // length of the window, in per-second samples
+
+    // Idle probes: spin adds the "probe" source and takes the probes' CPU time out of the
+    // procstat figures; sleep runs probes that measure nothing (for the watchdog).
+    ProbeMode probe = ProbeMode::Off;
+    ProbeThreadAttr probe_attr;
+    std::optional<std::vector<int>> probe_cpus;  // nullopt: every online CPU
+    CalibrationPlan calibration;
+    // How long create() waits for the probes to calibrate; those still calibrating after
+    // it give gaps until they are done.
+    std::chrono::milliseconds calibration_wait{3000};
 };
 
 class Engine {
@@ -40,6 +52,9 @@ class Engine {
     // Online CPUs as of the last tick.
     const std::vector<int>& online_cpus() const { return online_; }
     std::vector<std::string_view> source_names() const;
+    // The idle probes; nullptr with ProbeMode::Off.
+    const ProbeSet* probes() const { return probes_.get(); }
+    ProbeMode probe_mode() const { return options_.probe; }
     std::size_t history_seconds() const { return options_.history_seconds; }
     // Changes the window length, keeping the newest samples.
     void set_history_seconds(std::size_t seconds);
@@ -52,12 +67,14 @@ class Engine {
     };
 
     Engine(EngineOptions options, Clock::time_point now);
-    Result<void> add_source(std::unique_ptr<LoadSource> source);
+    Result<void> setup();
     Result<void> refresh_online(const LoadSample* fallback);
     SourceLoad report(const SourceState& st, const LoadHistory& h, bool history) const;
 
     EngineOptions options_;
+    std::unique_ptr<ProbeSet> probes_;  // before sources_: the sources refer to it
     std::vector<SourceState> sources_;
+    std::size_t procstat_ = 0;  // index of the procstat source in sources_
     std::vector<int> online_;
     bool sysfs_online_ = true;  // false when the online file is missing: use /proc/stat's CPUs
     Clock::time_point last_tick_;

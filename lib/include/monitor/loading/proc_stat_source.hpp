@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 
+#include "monitor/loading/cpu_time_exclusion.hpp"
 #include "monitor/loading/load_source.hpp"
 #include "monitor/loading/proc_stat.hpp"
 
@@ -14,11 +15,18 @@ namespace monitor {
 // Load in percent between two readings of one CPU's counters, or nullopt when the interval
 // cannot be measured: no time passed, or a counter went backwards (CPU hotplug, the NO_HZ
 // iowait accounting of some kernels). A regression never yields a value outside 0-100.
-std::optional<double> load_between(const CpuTimes& before, const CpuTimes& after);
+// `excluded_ticks` of the busy time (the idle probes' spinning) count as idle instead.
+std::optional<double> load_between(const CpuTimes& before, const CpuTimes& after,
+                                   double excluded_ticks = 0);
 
 class ProcStatSource final : public LoadSource {
   public:
-    static Result<std::unique_ptr<ProcStatSource>> open(const std::filesystem::path& proc_root);
+    // With `exclude`, the CPU time it reports per CPU is taken out of the busy time (and the
+    // machine's); `user_hz` is the unit of /proc/stat, sysconf(_SC_CLK_TCK) when 0.
+    // `exclude` must outlive the source.
+    static Result<std::unique_ptr<ProcStatSource>> open(const std::filesystem::path& proc_root,
+                                                        const CpuTimeExclusion* exclude = nullptr,
+                                                        double user_hz = 0);
 
     std::string_view name() const override { return "procstat"; }
     Result<LoadSample> sample() override;
@@ -27,11 +35,19 @@ class ProcStatSource final : public LoadSource {
     LoadSample update(const ProcStatSnapshot& snap);
 
   private:
-    explicit ProcStatSource(ProcStatReader reader) : reader_(std::move(reader)) {}
+    struct Previous {
+        CpuTimes times;
+        std::uint64_t excluded_ns = 0;
+    };
+
+    ProcStatSource(ProcStatReader reader, const CpuTimeExclusion* exclude, double user_hz)
+        : reader_(std::move(reader)), exclude_(exclude), user_hz_(user_hz) {}
 
     ProcStatReader reader_;
+    const CpuTimeExclusion* exclude_;
+    double user_hz_;
     std::optional<CpuTimes> machine_;
-    std::map<int, CpuTimes> cpus_;  // previous reading per CPU present in it
+    std::map<int, Previous> cpus_;  // previous reading per CPU present in it
 };
 
 }  // namespace monitor

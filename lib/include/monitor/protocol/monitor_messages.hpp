@@ -5,12 +5,22 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "monitor/loading/loading_report.hpp"
 
 namespace monitor::protocol {
+
+struct ProbeStatus {
+    int cpu = 0;
+    std::string state;  // starting, calibrating, running, displaced, failed, stopped
+    std::optional<double> baseline_ns;
+    std::uint64_t count = 0;
+    double cpu_seconds = 0;
+    std::string error;  // empty unless failed
+};
 
 struct DaemonStatus {
     std::string version;
@@ -19,6 +29,8 @@ struct DaemonStatus {
     std::int64_t pid = 0;
     std::vector<int> cpus;
     std::vector<std::string> sources;
+    std::string probe_mode = "off";  // spin, sleep, off
+    std::vector<ProbeStatus> probes;
     std::int64_t history_seconds = 0;
 };
 

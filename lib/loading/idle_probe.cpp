@@ -1,0 +1,256 @@
+#include "monitor/loading/idle_probe.hpp"
+
+#include <pthread.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <array>
+#include <bit>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+namespace monitor {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr std::uint64_t kStopCheckLoops = 1024;  // a few ms of spinning between checks
+constexpr auto kRecheckEvery = 100ms;            // CPU placement and a faster baseline
+constexpr int kLoopsPerPass = 8;                 // outer loops per timed pass
+constexpr auto kSleepPeriod = 100ms;             // sleep mode: 10 Hz
+
+// The CPU-time clock of a thread of this process, named by its kernel thread id. This is the
+// encoding glibc's pthread_getcpuclockid uses (CPUCLOCK_SCHED | CPUCLOCK_PERTHREAD); it stays
+// usable for a detached thread, whose pthread_t may not be touched.
+clockid_t thread_cpu_clock(pid_t tid) {
+    return (~static_cast<clockid_t>(tid) << 3) | 6;
+}
+
+std::uint64_t thread_cpu_ns(clockid_t clock) {
+    timespec ts{};
+    if (::clock_gettime(clock, &ts) != 0) return 0;
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u +
+           static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+}  // namespace
+
+std::string_view probe_mode_name(ProbeMode m) noexcept {
+    switch (m) {
+        case ProbeMode::Spin:
+            return "spin";
+        case ProbeMode::Sleep:
+            return "sleep";
+        case ProbeMode::Off:
+            return "off";
+    }
+    return "off";
+}
+
+std::optional<ProbeMode> probe_mode_from_name(std::string_view name) noexcept {
+    for (auto m : {ProbeMode::Spin, ProbeMode::Sleep, ProbeMode::Off}) {
+        if (probe_mode_name(m) == name) return m;
+    }
+    return std::nullopt;
+}
+
+std::string_view probe_state_name(ProbeState s) noexcept {
+    static constexpr std::array<std::string_view, 6> names{"starting",  "calibrating", "running",
+                                                           "displaced", "failed",      "stopped"};
+    return names[static_cast<std::size_t>(s)];
+}
+
+struct IdleProbe::Shared {
+    int cpu = 0;
+    ProbeMode mode = ProbeMode::Spin;
+    ProbeThreadAttr attr;
+    CalibrationPlan plan;
+
+    std::atomic<ProbeState> state{ProbeState::Starting};
+    alignas(64) std::atomic<std::uint64_t> count{0};
+    std::atomic<std::uint64_t> baseline_bits{0};  // a double (ns per loop); 0 = none
+    std::atomic<std::uint64_t> final_cpu_ns{0};
+    std::atomic<bool> stop{false};
+    std::atomic<bool> exited{false};
+    std::atomic<pid_t> tid{0};
+
+    std::mutex mutex;  // error text, and the sleepers' wake-up
+    std::condition_variable wake;
+    std::string error;
+
+    void fail(std::string why) {
+        {
+            std::lock_guard lock(mutex);
+            error = std::move(why);
+        }
+        state = ProbeState::Failed;
+    }
+    void set_baseline(double ns) {
+        baseline_bits.store(std::bit_cast<std::uint64_t>(ns), std::memory_order_relaxed);
+    }
+    double baseline_ns() const {
+        return std::bit_cast<double>(baseline_bits.load(std::memory_order_relaxed));
+    }
+};
+
+IdleProbe::IdleProbe(int cpu, ProbeMode mode, ProbeThreadAttr attr, CalibrationPlan plan)
+    : cpu_(cpu), mode_(mode), shared_(std::make_shared<Shared>()) {
+    shared_->cpu = cpu;
+    shared_->mode = mode;
+    shared_->attr = attr;
+    auto* s = shared_.get();
+    plan.cancelled = [s] { return s->stop.load(std::memory_order_relaxed); };
+    shared_->plan = plan;
+    try {
+        std::thread(run, shared_).detach();
+    } catch (const std::system_error& e) {
+        shared_->fail(std::string{"cannot start the probe thread: "} + e.what());
+        shared_->exited = true;
+    }
+}
+
+IdleProbe::~IdleProbe() {
+    stop();
+}
+
+void IdleProbe::stop(std::chrono::milliseconds grace) {
+    auto& s = *shared_;
+    if (s.exited.load()) return;
+    s.stop = true;
+    s.wake.notify_all();
+    // Let a starved SCHED_IDLE thread compete normally so it can notice the request.
+    if (pid_t tid = s.tid.load(); tid > 0) {
+        sched_param p{};
+        ::sched_setscheduler(tid, SCHED_OTHER, &p);
+    }
+    auto deadline = std::chrono::steady_clock::now() + grace;
+    while (!s.exited.load() && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(1ms);
+    }
+}
+
+ProbeState IdleProbe::state() const {
+    return shared_->state.load();
+}
+
+std::string IdleProbe::error() const {
+    std::lock_guard lock(shared_->mutex);
+    return shared_->error;
+}
+
+std::uint64_t IdleProbe::count() const {
+    return shared_->count.load(std::memory_order_relaxed);
+}
+
+std::optional<std::chrono::duration<double, std::nano>> IdleProbe::baseline() const {
+    double ns = shared_->baseline_ns();
+    if (ns <= 0) return std::nullopt;
+    return std::chrono::duration<double, std::nano>{ns};
+}
+
+std::uint64_t IdleProbe::cpu_time_ns() const {
+    const auto& s = *shared_;
+    if (!s.exited.load()) {
+        if (pid_t tid = s.tid.load(); tid > 0) {
+            if (std::uint64_t ns = thread_cpu_ns(thread_cpu_clock(tid)); ns > 0) return ns;
+        }
+    }
+    return s.final_cpu_ns.load();
+}
+
+void IdleProbe::run(std::shared_ptr<Shared> sp) {
+    Shared& s = *sp;
+    s.tid = static_cast<pid_t>(::syscall(SYS_gettid));
+    struct Exit {
+        Shared& s;
+        ~Exit() {
+            s.final_cpu_ns = thread_cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+            if (s.state.load() != ProbeState::Failed) s.state = ProbeState::Stopped;
+            s.exited = true;
+        }
+    } on_exit{s};
+
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (s.cpu < 0 || s.cpu >= CPU_SETSIZE) {
+        s.fail("cpu" + std::to_string(s.cpu) + " is out of range");
+        return;
+    }
+    CPU_SET(static_cast<std::size_t>(s.cpu), &set);
+    if (int r = ::pthread_setaffinity_np(::pthread_self(), sizeof(set), &set); r != 0) {
+        s.fail("cannot pin the probe to cpu" + std::to_string(s.cpu) + ": " + std::strerror(r));
+        return;
+    }
+    sched_param param{};
+    if (::sched_setscheduler(0, s.attr.policy, &param) != 0) {
+        s.fail("cannot set the probe's scheduling policy " + std::to_string(s.attr.policy) + ": " +
+               std::strerror(errno));
+        return;
+    }
+    if (s.attr.policy != SCHED_IDLE && ::setpriority(PRIO_PROCESS, 0, s.attr.nice) != 0) {
+        s.fail("cannot set the probe's nice value " + std::to_string(s.attr.nice) + ": " +
+               std::strerror(errno));
+        return;
+    }
+    const std::string name = "idle-probe/" + std::to_string(s.cpu);
+    ::pthread_setname_np(::pthread_self(), name.substr(0, 15).c_str());
+
+    if (s.mode == ProbeMode::Sleep) {
+        s.state = ProbeState::Running;
+        std::unique_lock lock(s.mutex);
+        while (!s.stop.load()) {
+            s.count.fetch_add(1, std::memory_order_relaxed);
+            s.wake.wait_for(lock, kSleepPeriod, [&] { return s.stop.load(); });
+        }
+        return;
+    }
+
+    // Spin: calibrate until it succeeds (a busy CPU may give the probe too little time at
+    // first), then count loops.
+    s.state = ProbeState::Calibrating;
+    std::optional<Baseline> baseline;
+    while (!baseline && !s.stop.load()) {
+        baseline = calibrate([] { return timed_outer_loops(kLoopsPerPass); }, s.plan);
+    }
+    if (!baseline) return;
+    s.set_baseline(baseline->per_loop.count());
+    s.state = ProbeState::Running;
+
+    std::uint64_t v = 0;
+    std::uint64_t n = 0;
+    auto next_check = std::chrono::steady_clock::now() + kRecheckEvery;
+    while (true) {
+        v = idle_outer_loop(v + n);
+        s.count.store(++n, std::memory_order_relaxed);
+        if (n % kStopCheckLoops != 0) continue;
+        if (s.stop.load(std::memory_order_relaxed)) break;
+        auto now = std::chrono::steady_clock::now();
+        if (now < next_check) continue;
+        next_check = now + kRecheckEvery;
+        if (::sched_getcpu() != s.cpu) {
+            // Hotplug took the CPU away and the kernel moved us: counting here would measure
+            // another CPU. Wait, not counting, until the owner stops this probe.
+            s.state = ProbeState::Displaced;
+            while (!s.stop.load() && ::sched_getcpu() != s.cpu) std::this_thread::sleep_for(10ms);
+            if (s.stop.load()) break;
+            s.state = ProbeState::Running;
+            continue;
+        }
+        // Turbo or a thermal change can make the loop faster than at start: a faster pass
+        // lowers the baseline, so idle time is never over-counted.
+        auto [elapsed, loops] = timed_outer_loops(kLoopsPerPass);
+        n += static_cast<std::uint64_t>(loops);
+        s.count.store(n, std::memory_order_relaxed);
+        double per_loop = static_cast<double>(elapsed.count()) / loops;
+        if (per_loop > 0 && per_loop < s.baseline_ns()) s.set_baseline(per_loop);
+    }
+    asm volatile("" : : "r"(v));
+}
+
+}  // namespace monitor

@@ -1,0 +1,86 @@
+#include "monitor/loading/probe_set.hpp"
+
+#include <algorithm>
+#include <thread>
+
+namespace monitor {
+
+ProbeSet::ProbeSet(ProbeMode mode, ProbeThreadAttr attr, std::optional<std::vector<int>> only,
+                   CalibrationPlan plan)
+    : mode_(mode), attr_(attr), only_(std::move(only)), plan_(std::move(plan)) {
+    if (only_) std::sort(only_->begin(), only_->end());
+}
+
+ProbeSet::~ProbeSet() {
+    std::lock_guard lock(mutex_);
+    // Ask every probe to stop first, so they wind down together.
+    for (auto& [cpu, slot] : probes_) slot.probe->stop(std::chrono::milliseconds(0));
+    for (auto& [cpu, slot] : probes_) slot.probe->stop();
+}
+
+void ProbeSet::set_online(const std::vector<int>& cpus) {
+    if (mode_ == ProbeMode::Off) return;
+    std::vector<int> wanted;
+    for (int c : cpus) {
+        if (!only_ || std::binary_search(only_->begin(), only_->end(), c)) wanted.push_back(c);
+    }
+    std::lock_guard lock(mutex_);
+    for (auto it = probes_.begin(); it != probes_.end();) {
+        if (std::find(wanted.begin(), wanted.end(), it->first) != wanted.end()) {
+            ++it;
+            continue;
+        }
+        it->second.probe->stop();
+        retired_cpu_ns_[it->first] += it->second.probe->cpu_time_ns();
+        it = probes_.erase(it);
+    }
+    for (int c : wanted) {
+        if (probes_.contains(c)) continue;
+        probes_[c] = Slot{std::make_unique<IdleProbe>(c, mode_, attr_, plan_), next_generation_++};
+    }
+}
+
+bool ProbeSet::wait_calibrated(std::chrono::milliseconds timeout) const {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+        bool pending = false;
+        {
+            std::lock_guard lock(mutex_);
+            for (const auto& [cpu, slot] : probes_) {
+                auto st = slot.probe->state();
+                pending = pending || st == ProbeState::Starting || st == ProbeState::Calibrating;
+            }
+        }
+        if (!pending) return true;
+        if (std::chrono::steady_clock::now() >= deadline) return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+}
+
+std::vector<ProbeReading> ProbeSet::read() const {
+    std::lock_guard lock(mutex_);
+    std::vector<ProbeReading> out;
+    out.reserve(probes_.size());
+    for (const auto& [cpu, slot] : probes_) {
+        ProbeReading r;
+        r.cpu = cpu;
+        r.generation = slot.generation;
+        r.state = slot.probe->state();
+        r.count = slot.probe->count();
+        r.cpu_ns = slot.probe->cpu_time_ns();
+        r.baseline = slot.probe->baseline();
+        if (r.state == ProbeState::Failed) r.error = slot.probe->error();
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
+std::uint64_t ProbeSet::excluded_cpu_ns(int cpu) const {
+    std::lock_guard lock(mutex_);
+    std::uint64_t ns = 0;
+    if (auto it = retired_cpu_ns_.find(cpu); it != retired_cpu_ns_.end()) ns = it->second;
+    if (auto it = probes_.find(cpu); it != probes_.end()) ns += it->second.probe->cpu_time_ns();
+    return ns;
+}
+
+}  // namespace monitor

@@ -1,0 +1,47 @@
+#include "monitor/loading/probe_source.hpp"
+
+#include <algorithm>
+
+namespace monitor {
+
+std::optional<double> probe_load(std::chrono::duration<double, std::nano> idle,
+                                 std::chrono::duration<double, std::nano> interval) {
+    if (interval.count() <= 0) return std::nullopt;
+    return std::clamp(100.0 - 100.0 * idle.count() / interval.count(), 0.0, 100.0);
+}
+
+Result<LoadSample> ProbeSource::sample() {
+    const auto readings = probes_.read();
+    const auto now = clock_();
+    LoadSample out;
+    std::map<int, Previous> next;
+    double idle_sum = 0;
+    bool machine_valid = last_.has_value() && !readings.empty();
+    const std::chrono::duration<double, std::nano> interval =
+        last_ ? now - *last_ : Clock::duration::zero();
+
+    for (const auto& r : readings) {
+        const bool running = r.state == ProbeState::Running;
+        std::optional<double> load;
+        auto prev = previous_.find(r.cpu);
+        if (last_ && running && prev != previous_.end() && prev->second.running &&
+            prev->second.generation == r.generation && r.cpu_ns >= prev->second.cpu_ns) {
+            load = probe_load(std::chrono::duration<double, std::nano>(
+                                  static_cast<double>(r.cpu_ns - prev->second.cpu_ns)),
+                              interval);
+        }
+        if (load) {
+            idle_sum += 100.0 - *load;
+        } else {
+            machine_valid = false;
+        }
+        out.cpus.emplace_back(r.cpu, load);
+        next[r.cpu] = Previous{r.generation, r.cpu_ns, running};
+    }
+    if (machine_valid) out.machine = 100.0 - idle_sum / static_cast<double>(readings.size());
+    previous_ = std::move(next);
+    last_ = now;
+    return out;
+}
+
+}  // namespace monitor
