@@ -37,7 +37,7 @@ const std::array<Key, 4>& keys() {
          [](const toml::node& n, Config& c) -> Result<void> {
              auto s = as_string(n);
              if (!s) return std::unexpected(s.error());
-             if (s->empty() || (*s)[0] != '/') return fail(Status::BadArg, "not an absolute path");
+             if (auto r = validate_socket_path(*s); !r) return r;
              c.socket = *s;
              return {};
          }},
@@ -112,6 +112,50 @@ Result<void> validate_history_seconds(long long seconds) {
     if (seconds >= 1 && seconds <= kMaxHistorySeconds) return {};
     return fail(Status::BadArg, std::to_string(seconds) + " is out of range (1 to " +
                                     std::to_string(kMaxHistorySeconds) + ")");
+}
+
+Result<void> validate_socket_path(const std::string& path) {
+    constexpr std::size_t kMax = 107;  // sizeof(sockaddr_un::sun_path) - 1
+    if (path.empty() || path[0] != '/')
+        return fail(Status::BadArg, "'" + path + "' is not absolute");
+    if (path.size() > kMax) {
+        return fail(Status::BadArg, "'" + path + "' is longer than " + std::to_string(kMax) +
+                                        " bytes, the most a socket address holds");
+    }
+    return {};
+}
+
+Result<void> Overrides::validate() const {
+    auto flag = [](const char* name, Result<void> r, const char* accepted) -> Result<void> {
+        if (r) return r;
+        return fail(Status::BadArg,
+                    std::string{name} + ": " + r.error().message + "; use " + accepted);
+    };
+    if (socket) {
+        if (auto r = flag("--socket", validate_socket_path(*socket), "an absolute path"); !r)
+            return r;
+    }
+    if (log_level) {
+        if (auto r = flag("--log-level", validate_log_level(*log_level), kLogLevelsAccepted); !r) {
+            return r;
+        }
+    }
+    if (history_seconds) {
+        auto r = flag("--history-seconds", validate_history_seconds(*history_seconds),
+                      kHistorySecondsAccepted);
+        if (!r) return r;
+    }
+    if (probe) {
+        if (auto r = flag("--probe", validate_probe(*probe), kProbeAccepted); !r) return r;
+    }
+    return {};
+}
+
+void Overrides::apply(Config& c) const {
+    if (socket) c.socket = *socket;
+    if (log_level) c.log_level = *log_level;
+    if (history_seconds) c.history_seconds = static_cast<std::size_t>(*history_seconds);
+    if (probe) c.probe = *probe;
 }
 
 Result<void> validate_probe(const std::string& mode) {

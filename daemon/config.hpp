@@ -21,6 +21,19 @@ struct Config {
     std::string probe = "spin";  // spin, sleep, off
 };
 
+// Settings given on the command line; each one given replaces the file's value, at start
+// and at every reload.
+struct Overrides {
+    std::optional<std::string> socket;
+    std::optional<std::string> log_level;
+    std::optional<long long> history_seconds;
+    std::optional<std::string> probe;
+
+    // Checks the values given; the error names the flag and what would work.
+    monitor::Result<void> validate() const;
+    void apply(Config& c) const;
+};
+
 // The configuration file used when --config is not given.
 std::filesystem::path default_config_path();
 
@@ -36,5 +49,6 @@ inline constexpr const char* kProbeAccepted = "spin, sleep or off";
 monitor::Result<void> validate_log_level(const std::string& level);
 monitor::Result<void> validate_history_seconds(long long seconds);
 monitor::Result<void> validate_probe(const std::string& mode);
+monitor::Result<void> validate_socket_path(const std::string& path);
 
 }  // namespace monitord

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "monitor/protocol/socket_path.hpp"
+
 namespace monitord {
 namespace {
 
@@ -32,7 +34,8 @@ Result<sockaddr_un> make_address(const std::string& path) {
     return addr;
 }
 
-// The directory must exist (or be created) and be writable by us.
+// The directory must exist (or be created) and be writable by us. The default directory is
+// created when missing and must then be ours alone (see check_socket_directory).
 Result<void> prepare_directory(const std::string& path, bool create) {
     std::filesystem::path dir = std::filesystem::path{path}.parent_path();
     struct stat st {};
@@ -48,10 +51,11 @@ Result<void> prepare_directory(const std::string& path, bool create) {
         if (::mkdir(dir.c_str(), mode) < 0 && errno != EEXIST) {
             return fail_errno(errno, "create socket directory " + dir.string());
         }
-        return {};
-    }
-    if (!S_ISDIR(st.st_mode)) {
+    } else if (!S_ISDIR(st.st_mode)) {
         return fail(Status::BadArg, "socket directory " + dir.string() + " is not a directory");
+    }
+    if (create) {
+        if (auto r = monitor::protocol::check_socket_directory(path); !r) return r;
     }
     if (::access(dir.c_str(), W_OK | X_OK) < 0) {
         return fail(Status::Perm, "socket directory " + dir.string() + " is not writable by uid " +
@@ -73,12 +77,16 @@ Result<void> clear_stale(const std::string& path, const sockaddr_un& addr) {
                                         " exists and is not a socket; remove it or choose "
                                         "another path with --socket");
     }
-    UniqueFd probe{::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+    // Non-blocking, so that a live daemon with a full backlog cannot make this hang.
+    UniqueFd probe{::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)};
     if (!probe) return fail_errno(errno, "socket");
-    if (::connect(probe.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0) {
+    if (::connect(probe.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0 ||
+        errno == EAGAIN) {
         return fail(Status::Busy, "another monitord is already listening on " + path +
                                       "; stop it or choose another path with --socket");
     }
+    // Only a refused connection proves that nobody listens there any more.
+    if (errno != ECONNREFUSED) return fail_errno(errno, "check the existing socket " + path);
     if (::unlink(path.c_str()) < 0 && errno != ENOENT) {
         return fail_errno(errno, "remove stale socket " + path);
     }

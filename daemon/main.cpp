@@ -1,6 +1,7 @@
 // monitord: the CPU monitor daemon. See monitord(8).
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -22,8 +23,7 @@ int main(int argc, char** argv) {
 
     CLI::App app{"monitord: CPU loading monitor daemon (see monitord(8))", "monitord"};
     std::string config_file;
-    Config flags;
-    long long history = 0;
+    monitord::Overrides flags;
     bool show_loading = false;
     bool check_config = false;
     std::string proc_root = "/proc";
@@ -33,18 +33,17 @@ int main(int argc, char** argv) {
     app.add_option("-c,--config", config_file,
                    "Configuration file (default " + monitord::default_config_path().string() +
                        ", if it exists)");
-    auto* socket_opt = app.add_option("-s,--socket", flags.socket,
-                                      "Control socket path (default /run/monitord/"
-                                      "io.monitord.Monitor as root, "
-                                      "$XDG_RUNTIME_DIR/monitord/io.monitord.Monitor otherwise)");
-    auto* history_opt = app.add_option("--history-seconds", history,
-                                       "Length of the loading history window (1-3600, default 60)");
-    auto* level_opt = app.add_option("--log-level", flags.log_level,
-                                     "trace, debug, info, warning or error (default info)");
-    auto* probe_opt = app.add_option(
-        "--probe", flags.probe,
-        "Idle probes: spin (measure loading the MON way, the default), sleep (wake up at "
-        "10 Hz only, for the watchdog), off");
+    app.add_option("-s,--socket", flags.socket,
+                   "Control socket path (default /run/monitord/io.monitord.Monitor as root, "
+                   "$XDG_RUNTIME_DIR/monitord/io.monitord.Monitor otherwise, "
+                   "/tmp/monitord-UID/io.monitord.Monitor without XDG_RUNTIME_DIR)");
+    app.add_option("--history-seconds", flags.history_seconds,
+                   "Length of the loading history window (1-3600, default 60)");
+    app.add_option("--log-level", flags.log_level,
+                   "trace, debug, info, warning or error (default info)");
+    app.add_option("--probe", flags.probe,
+                   "Idle probes: spin (measure loading with them, the default), sleep (wake up "
+                   "at 10 Hz only, for the watchdog), off");
     app.add_flag("--show-loading", show_loading,
                  "Print the loading of the machine and of each CPU every second on stdout");
     app.add_flag("--check-config", check_config, "Check the configuration file and exit");
@@ -57,41 +56,13 @@ int main(int argc, char** argv) {
         int code = app.exit(e);
         return code == 0 ? 0 : kExitUsage;
     }
-
-    monitord::ManagerOptions options;
-    options.socket_given = socket_opt->count() > 0;
-    options.history_given = history_opt->count() > 0;
-    options.log_level_given = level_opt->count() > 0;
-    options.probe_given = probe_opt->count() > 0;
-    if (options.socket_given && (flags.socket.empty() || flags.socket[0] != '/')) {
-        std::fprintf(stderr, "monitord: --socket %s: the path must be absolute\n",
-                     flags.socket.c_str());
+    if (auto r = flags.validate(); !r) {
+        std::fprintf(stderr, "monitord: %s\n", r.error().message.c_str());
         return kExitUsage;
-    }
-    if (options.history_given) {
-        if (auto r = monitord::validate_history_seconds(history); !r) {
-            std::fprintf(stderr, "monitord: --history-seconds: %s; use %s\n",
-                         r.error().message.c_str(), monitord::kHistorySecondsAccepted);
-            return kExitUsage;
-        }
-        flags.history_seconds = static_cast<std::size_t>(history);
-    }
-    if (options.probe_given) {
-        if (auto r = monitord::validate_probe(flags.probe); !r) {
-            std::fprintf(stderr, "monitord: --probe: %s; use %s\n", r.error().message.c_str(),
-                         monitord::kProbeAccepted);
-            return kExitUsage;
-        }
-    }
-    if (options.log_level_given) {
-        if (auto r = monitord::validate_log_level(flags.log_level); !r) {
-            std::fprintf(stderr, "monitord: --log-level: %s; use %s\n", r.error().message.c_str(),
-                         monitord::kLogLevelsAccepted);
-            return kExitUsage;
-        }
     }
 
     // Defaults, then the file, then the flags.
+    monitord::ManagerOptions options;
     Config config;
     std::filesystem::path file =
         config_file.empty() ? monitord::default_config_path() : std::filesystem::path{config_file};
@@ -108,17 +79,21 @@ int main(int argc, char** argv) {
         std::printf("%s: OK\n", options.config_file ? file.c_str() : "built-in defaults");
         return 0;
     }
-    if (options.socket_given) config.socket = flags.socket;
-    if (options.history_given) config.history_seconds = flags.history_seconds;
-    if (options.log_level_given) config.log_level = flags.log_level;
-    if (options.probe_given) config.probe = flags.probe;
+    flags.apply(config);
     options.config = config;
-    options.command_line = flags;
+    options.overrides = flags;
     options.show_loading = show_loading;
     options.proc_root = proc_root;
     options.sys_root = sys_root;
 
     monitord::setup_logging(config.log_level);
+
+    // Every control connection takes a descriptor: allow as many as the hard limit permits.
+    if (rlimit nofile{};
+        ::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+        nofile.rlim_cur = nofile.rlim_max;
+        ::setrlimit(RLIMIT_NOFILE, &nofile);
+    }
 
     // Block the signals the event loop handles before anything could start a thread.
     sigset_t mask;

@@ -4,9 +4,11 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "logging.hpp"
@@ -65,19 +67,8 @@ Result<void> Manager::setup() {
         slot->reset(s);
     }
 
-    std::uint64_t now = 0;
-    sd_event_now(e, CLOCK_MONOTONIC, &now);
-    monitor::EngineOptions eo;
-    eo.proc_root = options_.proc_root;
-    eo.sys_root = options_.sys_root;
-    eo.history_seconds = options_.config.history_seconds;
-    eo.probe =
-        monitor::probe_mode_from_name(options_.config.probe).value_or(monitor::ProbeMode::Spin);
-    auto engine = monitor::Engine::create(eo, steady_from_usec(now));
-    if (!engine) return std::unexpected(engine.error());
-    engine_ = std::move(*engine);
-    log_probes();
-
+    // The socket first: a bad path fails at once, before the probes calibrate. Clients
+    // that connect meanwhile wait in the backlog until the server starts.
     const bool default_path = options_.config.socket.empty();
     const std::string path =
         default_path ? monitor::protocol::daemon_socket_path() : options_.config.socket;
@@ -86,13 +77,33 @@ Result<void> Manager::setup() {
     if (!sock) return std::unexpected(sock.error());
     socket_.emplace(std::move(*sock));
 
+    monitor::EngineOptions eo;
+    eo.proc_root = options_.proc_root;
+    eo.sys_root = options_.sys_root;
+    eo.history_seconds = options_.config.history_seconds;
+    eo.probe =
+        monitor::probe_mode_from_name(options_.config.probe).value_or(monitor::ProbeMode::Spin);
+    // std::chrono::steady_clock is CLOCK_MONOTONIC, the clock of the loop's timer.
+    auto engine = monitor::Engine::create(eo, [] { return std::chrono::steady_clock::now(); });
+    if (!engine) return std::unexpected(engine.error());
+    engine_ = std::move(*engine);
+    log_probes();
+
+    // Leave descriptors for the sampling files and the probes: connections get the rest.
+    ServerLimits limits;
+    rlimit nofile{};
+    if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY) {
+        limits.max_connections = std::clamp<std::size_t>(nofile.rlim_cur, 128, 1 << 20) - 64;
+        limits.max_connections = std::min<std::size_t>(limits.max_connections, 4096);
+    }
     server_ = std::make_unique<VarlinkServer>(
         e, socket_->fd(),
-        VarlinkServer::Info{"monitord", "monitord", MONITORD_VERSION,
-                            "https://github.com/monitord/monitord"});
+        VarlinkServer::Info{"monitord", "monitord", MONITORD_VERSION, "man:monitord(8)"}, limits);
     register_methods();
     if (auto r = server_->start(); !r) return r;
 
+    std::uint64_t now = 0;
+    sd_event_now(e, CLOCK_MONOTONIC, &now);  // the loop has not run: this is the time now
     next_tick_usec_ = now + kTickUsec;
     sd_event_source* t = nullptr;
     if (int r = sd_event_add_time(e, &t, CLOCK_MONOTONIC, next_tick_usec_, kTickAccuracyUsec,
@@ -222,30 +233,32 @@ int Manager::on_signal(sd_event_source*, const signalfd_siginfo* si, void* userd
     return 0;
 }
 
-int Manager::on_timer(sd_event_source* s, uint64_t usec, void* userdata) {
+int Manager::on_timer(sd_event_source* s, uint64_t, void* userdata) {
+    // The argument is the time the timer was due, not the time now.
     auto* self = static_cast<Manager*>(userdata);
-    self->on_tick(usec);
+    std::uint64_t now = 0;
+    sd_event_now(self->event_.get(), CLOCK_MONOTONIC, &now);
+    self->on_tick(now);
     // The next tick is one period after the previous one, not after now, so ticks do not
-    // drift; after a stall (suspend, SIGSTOP) the schedule restarts from now.
+    // drift; after a stall (suspend, SIGSTOP) the schedule restarts from now instead of
+    // firing the missed ticks back to back.
     self->next_tick_usec_ += kTickUsec;
-    if (self->next_tick_usec_ <= usec) self->next_tick_usec_ = usec + kTickUsec;
+    if (self->next_tick_usec_ <= now) self->next_tick_usec_ = now + kTickUsec;
     sd_event_source_set_time(s, self->next_tick_usec_);
     sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
     return 0;
 }
 
-void Manager::on_tick(std::uint64_t) {
-    std::uint64_t now = 0;
-    sd_event_now(event_.get(), CLOCK_MONOTONIC, &now);
+void Manager::on_tick(std::uint64_t now) {
     auto r = engine_->tick(steady_from_usec(now));
     loading_replies_.fill(nullptr);
     // A failure that persists is logged once, and its end once.
     std::string error = r ? std::string{} : r.error().to_string();
     if (error != last_tick_error_) {
         if (!error.empty()) {
-            spdlog::warn("Loading sample failed: {}; recording a gap", error);
+            spdlog::warn("Sampling: {}", error);
         } else {
-            spdlog::info("Loading samples are valid again");
+            spdlog::info("Sampling works again");
         }
         last_tick_error_ = error;
     }
@@ -256,14 +269,14 @@ void Manager::print_loading() const {
     auto report = engine_->loading({.per_cpu = true, .history = false});
     auto pct = [](const std::vector<monitor::SourceLoad>& loads, std::string_view source) {
         const auto* l = monitor::find_source(loads, source);
-        if (l == nullptr || !l->stats || !l->stats->avg_prev_sec) return std::string{"    -"};
-        return fmt::format("{:5.1f}", *l->stats->avg_prev_sec);
+        if (l == nullptr || !l->stats || !l->stats->avg_prev_sec) return std::string{"     -"};
+        return fmt::format("{:5.1f}%", *l->stats->avg_prev_sec);
     };
     std::string line = fmt::format("{:%H:%M:%S}", fmt::localtime(std::time(nullptr)));
     for (auto source : engine_->source_names()) {
-        line += fmt::format("  {} all {}%", source, pct(report.machine, source));
+        line += fmt::format("  {} all {}", source, pct(report.machine, source));
         for (const auto& c : report.cpus) {
-            if (c.online) line += fmt::format("  cpu{} {}%", c.cpu, pct(c.sources, source));
+            if (c.online) line += fmt::format("  cpu{} {}", c.cpu, pct(c.sources, source));
         }
     }
     std::puts(line.c_str());
@@ -281,10 +294,7 @@ void Manager::reload() {
         spdlog::error("Reload failed, keeping the running settings: {}", loaded.error().message);
     } else {
         next = *loaded;
-        if (options_.log_level_given) next.log_level = options_.command_line.log_level;
-        if (options_.history_given) next.history_seconds = options_.command_line.history_seconds;
-        if (options_.socket_given) next.socket = options_.command_line.socket;
-        if (options_.probe_given) next.probe = options_.command_line.probe;
+        options_.overrides.apply(next);
         if (next.probe != options_.config.probe) {
             spdlog::warn("The probe mode changed to '{}'; it takes effect at restart", next.probe);
             next.probe = options_.config.probe;

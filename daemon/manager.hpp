@@ -20,11 +20,7 @@ namespace monitord {
 struct ManagerOptions {
     Config config;
     std::optional<std::filesystem::path> config_file;  // re-read on SIGHUP
-    Config command_line;        // the settings given as flags, which override the file
-    bool socket_given = false;  // --socket was used
-    bool history_given = false;
-    bool log_level_given = false;
-    bool probe_given = false;
+    Overrides overrides;        // the flags, applied over the file again at each reload
     bool show_loading = false;  // print one line of loading per second on stdout
     std::filesystem::path proc_root = "/proc";
     std::filesystem::path sys_root = "/sys";

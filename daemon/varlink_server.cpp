@@ -1,5 +1,6 @@
 #include "varlink_server.hpp"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 
@@ -110,16 +111,22 @@ void VarlinkServer::accept_all() {
             spdlog::warn("Failed to accept a control connection: {}", std::strerror(err));
             return;
         }
-        if (connections_.size() >= limits_.max_connections) {
-            spdlog::warn("Refusing a control connection: {} clients are connected already",
-                         connections_.size());
-            continue;  // fd closes here
-        }
         auto c = std::make_unique<Connection>(this, limits_.max_message);
         c->peer.connection = next_id_++;
         socklen_t len = sizeof(c->peer.cred);
         if (::getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &c->peer.cred, &len) < 0) {
             c->peer.cred = ucred{0, static_cast<uid_t>(-1), static_cast<gid_t>(-1)};
+        }
+        const uid_t uid = c->peer.cred.uid;
+        if (connections_.size() >= limits_.max_connections) {
+            warn_refusal(fmt::format("uid {}: {} clients are connected (the limit)", uid,
+                                     connections_.size()));
+            continue;  // fd closes here
+        }
+        if (uid != 0 && per_user_[uid] >= limits_.max_per_user) {
+            warn_refusal(fmt::format("uid {}: it has {} connections (the limit per user)", uid,
+                                     per_user_[uid]));
+            continue;
         }
         sd_event_source* s = nullptr;
         int r = sd_event_add_io(event_, &s, fd.get(), EPOLLIN, on_io, c.get());
@@ -132,8 +139,17 @@ void VarlinkServer::accept_all() {
         spdlog::debug("Control connection {} from pid {} uid {}", c->peer.connection,
                       c->peer.cred.pid, c->peer.cred.uid);
         auto id = c->peer.connection;
+        ++per_user_[uid];
         connections_.emplace(id, std::move(c));
     }
+}
+
+void VarlinkServer::warn_refusal(const std::string& why) {
+    ++refused_;
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_refusal_log_ < std::chrono::seconds(10)) return;  // a flood: once in a while
+    spdlog::warn("Refusing control connections ({} so far); the latest from {}", refused_, why);
+    last_refusal_log_ = now;
 }
 
 int VarlinkServer::on_io(sd_event_source*, int, uint32_t revents, void* userdata) {
@@ -152,8 +168,8 @@ void VarlinkServer::handle_io(Connection& c, uint32_t revents) {
             if (!c.dead) process_messages(c);
         }
         if (!c.dead && !c.closing && c.in.too_large()) {
-            queue(c, invalid_message("message exceeds " + std::to_string(c.in.max_message()) +
-                                     " bytes without a NUL terminator; closing the connection"));
+            queue(c, invalid_message("message larger than " + std::to_string(c.in.max_message()) +
+                                     " bytes; closing the connection"));
             c.closing = true;
         }
         if (!c.dead && !c.closing && c.peer_closed && c.pending() == 0) {
@@ -225,6 +241,11 @@ void VarlinkServer::handle_message(Connection& c, std::string_view text) {
 
 VarlinkServer::Response VarlinkServer::dispatch(const Call& call, const Peer& peer) {
     const std::string_view iface_name = call.interface_name();
+    if (iface_name.empty()) {
+        return invalid_message("method '" + call.method +
+                               "' is not qualified: use INTERFACE.Method, e.g. "
+                               "io.monitord.Monitor.GetStatus");
+    }
     auto iface = interfaces_.find(iface_name);
     if (iface == interfaces_.end()) {
         return make_error("org.varlink.service.InterfaceNotFound",
@@ -293,6 +314,9 @@ void VarlinkServer::update_events(Connection& c) {
 
 void VarlinkServer::close_connection(Connection& c, const char* why) {
     spdlog::debug("Control connection {} {}", c.peer.connection, why);
+    if (auto it = per_user_.find(c.peer.cred.uid); it != per_user_.end() && --it->second == 0) {
+        per_user_.erase(it);
+    }
     connections_.erase(c.peer.connection);  // destroys c
 }
 

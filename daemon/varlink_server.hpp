@@ -5,6 +5,7 @@
 
 #include <sys/socket.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -27,7 +28,9 @@ struct Peer {
 };
 
 struct ServerLimits {
-    std::size_t max_connections = 1024;
+    std::size_t max_connections = 1024;  // lowered to fit RLIMIT_NOFILE by the caller
+    std::size_t max_per_user = 128;      // for peers other than root, so one user cannot
+                                         // take every connection
     std::size_t max_message = monitor::varlink::kMaxMessageSize;
     std::size_t max_pending_output = std::size_t{1} << 20;  // stop reading above this
 };
@@ -82,6 +85,7 @@ class VarlinkServer {
     bool flush(Connection& c);
     void update_events(Connection& c);
     void close_connection(Connection& c, const char* why);
+    void warn_refusal(const std::string& why);
 
     monitor::varlink::Reply get_info() const;
     monitor::varlink::Reply get_interface_description(const monitor::varlink::Call& call) const;
@@ -95,6 +99,9 @@ class VarlinkServer {
     std::map<std::string, const monitor::varlink::Interface*, std::less<>> interfaces_;
     std::map<std::string, Handler, std::less<>> handlers_;
     std::unordered_map<std::uint64_t, std::unique_ptr<Connection>> connections_;
+    std::unordered_map<uid_t, std::size_t> per_user_;
+    std::uint64_t refused_ = 0;
+    std::chrono::steady_clock::time_point last_refusal_log_{};
     std::uint64_t next_id_ = 1;
 };
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "monitor/loading/cpu_list.hpp"
 #include "monitor/loading/probe_source.hpp"
 #include "monitor/loading/proc_stat_source.hpp"
 
@@ -21,12 +20,24 @@ Engine::Engine(EngineOptions options, Clock::time_point now)
 
 Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options,
                                                Clock::time_point now) {
-    std::unique_ptr<Engine> engine{new Engine(options, now)};
-    if (auto r = engine->setup(); !r) return std::unexpected(r.error());
+    return create(options, [now] { return now; });
+}
+
+Result<std::unique_ptr<Engine>> Engine::create(const EngineOptions& options,
+                                               const std::function<Clock::time_point()>& clock) {
+    std::unique_ptr<Engine> engine{new Engine(options, Clock::time_point{})};
+    if (auto r = engine->setup(clock); !r) return std::unexpected(r.error());
     return engine;
 }
 
-Result<void> Engine::setup() {
+Result<void> Engine::setup(const std::function<Clock::time_point()>& clock) {
+    auto online = OnlineCpusReader::open(options_.sys_root);
+    if (online) {
+        online_reader_.emplace(std::move(*online));
+    } else if (online.error().status != Status::NoDev) {
+        return std::unexpected(online.error());
+    }  // else no sysfs here (a container): the CPUs /proc/stat lists are the online ones
+
     const ProbeMode mode = options_.probe;
     if (mode != ProbeMode::Off) {
         probes_ = std::make_unique<ProbeSet>(mode, options_.probe_attr, options_.probe_cpus,
@@ -50,18 +61,16 @@ Result<void> Engine::setup() {
     }
     procstat_ = sources_.size();
     sources_.push_back({std::move(*procstat), LoadHistory(options_.history_seconds), {}});
+    last_tick_ = clock();
     return {};
 }
 
 Result<void> Engine::refresh_online(const LoadSample* fallback) {
-    if (sysfs_online_) {
-        auto cpus = read_online_cpus(options_.sys_root);
-        if (cpus) {
-            online_ = std::move(*cpus);
-            return {};
-        }
-        if (cpus.error().status != Status::NoDev) return std::unexpected(cpus.error());
-        sysfs_online_ = false;  // no sysfs here: the CPUs /proc/stat lists are the online ones
+    if (online_reader_) {
+        auto cpus = online_reader_->read();
+        if (!cpus) return std::unexpected(cpus.error());
+        online_ = std::move(*cpus);
+        return {};
     }
     if (fallback) {
         online_.clear();

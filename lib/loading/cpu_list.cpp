@@ -1,6 +1,9 @@
 #include "monitor/loading/cpu_list.hpp"
 
+#include <fcntl.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 
 #include "monitor/text_file.hpp"
@@ -55,13 +58,39 @@ Result<std::vector<int>> parse_cpu_list(std::string_view text) {
     return cpus;
 }
 
-Result<std::vector<int>> read_online_cpus(const std::filesystem::path& sys_root) {
-    auto path = sys_root / "devices/system/cpu/online";
-    auto text = read_text_file(path, 1 << 16);
-    if (!text) return std::unexpected(text.error());
-    auto cpus = parse_cpu_list(*text);
+namespace {
+
+std::filesystem::path online_path(const std::filesystem::path& sys_root) {
+    return sys_root / "devices/system/cpu/online";
+}
+
+Result<std::vector<int>> parse_online(const std::filesystem::path& path, std::string_view text) {
+    auto cpus = parse_cpu_list(text);
     if (!cpus) return fail(Status::BadData, path.string() + ": " + cpus.error().message);
     return cpus;
+}
+
+}  // namespace
+
+Result<std::vector<int>> read_online_cpus(const std::filesystem::path& sys_root) {
+    auto path = online_path(sys_root);
+    auto text = read_text_file(path, 1 << 16);
+    if (!text) return std::unexpected(text.error());
+    return parse_online(path, *text);
+}
+
+Result<OnlineCpusReader> OnlineCpusReader::open(const std::filesystem::path& sys_root) {
+    auto path = online_path(sys_root);
+    UniqueFd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+    if (!fd) return fail_errno(errno, "open " + path.string());
+    return OnlineCpusReader{std::move(path), std::move(fd)};
+}
+
+Result<std::vector<int>> OnlineCpusReader::read() {
+    if (auto r = pread_whole(fd_.get(), buffer_, path_, 1 << 16); !r) {
+        return std::unexpected(r.error());
+    }
+    return parse_online(path_, buffer_);
 }
 
 }  // namespace monitor

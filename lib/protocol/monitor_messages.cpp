@@ -1,6 +1,8 @@
 #include "monitor/protocol/monitor_messages.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace monitor::protocol {
 namespace {
@@ -54,7 +56,8 @@ SourceLoad source_from_json(const std::string& name, const json& j) {
     s.avg_prev_min = j.at("avg_prev_min").get<double>();
     s.min_prev_min = j.at("min_prev_min").get<double>();
     s.max_prev_min = j.at("max_prev_min").get<double>();
-    s.samples = j.at("samples").get<std::size_t>();
+    s.samples =
+        static_cast<std::size_t>(std::max<std::int64_t>(0, j.at("samples").get<std::int64_t>()));
     l.stats = s;
     if (auto h = j.find("history"); h != j.end() && h->is_array()) {
         for (const auto& v : *h) {
@@ -65,13 +68,14 @@ SourceLoad source_from_json(const std::string& name, const json& j) {
     return l;
 }
 
-// Every key of `j` other than `skip` names a source.
-std::vector<SourceLoad> sources_from_json(const json& j, std::string_view skip1 = {},
-                                          std::string_view skip2 = {}) {
+// The sources present in an object that has a key per source. Keys this version does not
+// know (added by a newer daemon) and values that are not objects are skipped.
+std::vector<SourceLoad> sources_from_json(const json& j) {
     std::vector<SourceLoad> out;
-    for (const auto& [k, v] : j.items()) {
-        if (k == skip1 || k == skip2) continue;
-        out.push_back(source_from_json(k, v));
+    for (std::string_view name : kLoadSources) {
+        auto it = j.find(name);
+        if (it == j.end() || !(it->is_object() || it->is_null())) continue;
+        out.push_back(source_from_json(std::string{name}, *it));
     }
     return out;
 }
@@ -149,18 +153,22 @@ json to_json(const LoadingReport& r) {
 
 LoadingReport loading_from_json(const json& j) {
     LoadingReport r;
-    if (auto t = j.find("timestamp"); t != j.end() && !t->is_null()) {
+    // Out-of-range values from a confused or hostile peer are dropped, not trusted.
+    if (auto t = j.find("timestamp");
+        t != j.end() && t->is_number_integer() && t->get<std::int64_t>() >= 0 &&
+        t->get<std::int64_t>() <= std::numeric_limits<std::int64_t>::max() / 1000) {
         r.timestamp = std::chrono::system_clock::time_point{
             std::chrono::microseconds{t->get<std::int64_t>()}};
     }
-    r.window_seconds = j.at("window_seconds").get<std::size_t>();
+    r.window_seconds = static_cast<std::size_t>(
+        std::max<std::int64_t>(0, j.at("window_seconds").get<std::int64_t>()));
     r.machine = sources_from_json(j.at("machine"));
     if (auto cpus = j.find("cpus"); cpus != j.end() && cpus->is_array()) {
         for (const auto& c : *cpus) {
             CpuLoading cl;
             cl.cpu = c.at("cpu").get<int>();
             cl.online = c.at("online").get<bool>();
-            cl.sources = sources_from_json(c, "cpu", "online");
+            cl.sources = sources_from_json(c);
             r.cpus.push_back(std::move(cl));
         }
     }

@@ -1,8 +1,11 @@
 #include "monitor/protocol/socket_path.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 
 namespace monitor::protocol {
 namespace {
@@ -21,6 +24,24 @@ std::string daemon_socket_path() {
         return env;
     }
     return ::geteuid() == 0 ? kSystemSocket : user_socket_path();
+}
+
+Result<void> check_socket_directory(const std::string& socket_path) {
+    const std::string dir = std::filesystem::path{socket_path}.parent_path().string();
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) < 0) return fail_errno(errno, "socket directory " + dir);
+    if (!S_ISDIR(st.st_mode)) {
+        return fail(Status::Perm, "socket directory " + dir + " is not a directory");
+    }
+    if (st.st_uid != ::geteuid() && st.st_uid != 0) {
+        return fail(Status::Perm, "socket directory " + dir + " belongs to uid " +
+                                      std::to_string(st.st_uid) + ", not to you; remove it");
+    }
+    if ((st.st_mode & 022) != 0) {
+        return fail(Status::Perm, "socket directory " + dir +
+                                      " is writable by others; make it private (chmod 700)");
+    }
+    return {};
 }
 
 std::vector<std::string> client_socket_paths() {

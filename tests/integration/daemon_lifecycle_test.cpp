@@ -84,10 +84,20 @@ TEST(DaemonLifecycle, UnwritableSocketDirectoryIsAClearError) {
     EXPECT_NE(r.err.find(locked.string()), std::string::npos) << r.err;
 }
 
-TEST(DaemonLifecycle, OverlongSocketPathIsAClearError) {
+TEST(DaemonLifecycle, OverlongSocketPathIsAUsageError) {
     auto r = run({monitord_bin(), "--socket", "/tmp/" + std::string(120, 'x')});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("longer than 107 bytes"), std::string::npos) << r.err;
+}
+
+TEST(DaemonLifecycle, OverlongSocketPathInTheConfigFileIsAnError) {
+    TempDir dir;
+    auto conf = dir / "monitord.conf";
+    std::ofstream(conf) << "[daemon]\nsocket = \"/tmp/" << std::string(120, 'x') << "\"\n";
+    auto r = run({monitord_bin(), "--config", conf.string()});
     EXPECT_EQ(r.exit_code, 1);
-    EXPECT_NE(r.err.find("shorter than 108 bytes"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(conf.string() + ":2"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("longer than 107 bytes"), std::string::npos) << r.err;
 }
 
 TEST(DaemonLifecycle, RelativeSocketPathIsAUsageError) {
@@ -255,6 +265,57 @@ TEST(DaemonLifecycle, SocketActivationUsesThePassedSocketAndLeavesItInPlace) {
     EXPECT_NE(d->log().find("socket activation"), std::string::npos) << d->log();
     EXPECT_EQ(d->stop(SIGTERM), 0);
     EXPECT_TRUE(is_socket(path));  // systemd's socket, not ours to remove
+}
+
+}  // namespace
+}  // namespace itest
+
+namespace itest {
+namespace {
+
+long long machine_samples(Daemon& d) {
+    auto j = d.call("GetLoading");
+    const auto& p = j["machine"]["procstat"];
+    return p.is_object() ? p["samples"].get<long long>() : 0;
+}
+
+TEST(DaemonLifecycle, AStallDoesNotFireTheMissedTicksBackToBack) {
+    Daemon::Options o;
+    o.args = {"--probe", "off"};
+    auto d = Daemon::start(o);
+    ASSERT_TRUE(d);
+    ASSERT_TRUE(d->wait_samples(1));
+    d->signal(SIGSTOP);
+    std::this_thread::sleep_for(3500ms);
+    d->signal(SIGCONT);
+    std::this_thread::sleep_for(300ms);
+    const long long after = machine_samples(*d);
+    // One late tick at most, not one per missed second.
+    auto j = d->call("GetLoading", {{"history", true}});
+    auto history = j["machine"]["procstat"]["history"];
+    ASSERT_TRUE(history.is_array());
+    EXPECT_LE(history.size(), 3u) << j.dump();
+    EXPECT_GE(after, 1);
+}
+
+TEST(DaemonLifecycle, ADefaultDirectoryPreparedBySomeoneElseIsRefused) {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root to create a directory owned by another user";
+    TempDir runtime;
+    auto planted = runtime / "monitord";
+    std::filesystem::create_directory(planted);
+    ::chmod(planted.c_str(), 0777);
+    Daemon::Options o;
+    o.pass_socket = false;
+    o.wait_ready = false;
+    o.spawn.env = {"XDG_RUNTIME_DIR=" + runtime.path().string()};
+    o.spawn.unset_env = {"MONITORD_SOCKET"};
+    o.spawn.uid = nobody_uid();
+    ASSERT_EQ(::chown(runtime.path().c_str(), nobody_uid(), static_cast<gid_t>(-1)), 0);
+    auto d = Daemon::start(o);
+    ASSERT_TRUE(d);
+    auto code = d->stop(0, 10s);  // signal 0: just wait for it to exit
+    EXPECT_EQ(code, 1) << d->log();
+    EXPECT_NE(d->log().find("writable by others"), std::string::npos) << d->log();
 }
 
 }  // namespace

@@ -1,5 +1,11 @@
 // The real monctl against the real monitord.
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <thread>
 
 #include "daemon_process.hpp"
 
@@ -133,6 +139,125 @@ TEST(MonctlUsage, ErrorsExitWithTwo) {
     auto help = run({monctl_bin(), "--help"});
     EXPECT_EQ(help.exit_code, 0);
     EXPECT_NE(help.out.find("loading"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace itest
+
+namespace itest {
+namespace {
+
+// A server that answers every message with one canned reply, to see what monctl does with
+// replies the real daemon never sends.
+class FakeServer {
+  public:
+    explicit FakeServer(std::string reply) : reply_(std::move(reply)) {
+        path_ = (dir_ / "fake.sock").string();
+        fd_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+        sockaddr_un addr{};
+        addr.sun_family = AF_UNIX;
+        std::strncpy(addr.sun_path, path_.c_str(), sizeof(addr.sun_path) - 1);
+        EXPECT_EQ(::bind(fd_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+        EXPECT_EQ(::listen(fd_.get(), 4), 0);
+        thread_ = std::thread([this] { serve(); });
+    }
+    ~FakeServer() {
+        ::shutdown(fd_.get(), SHUT_RDWR);
+        thread_.join();
+    }
+    const std::string& path() const { return path_; }
+
+  private:
+    void serve() {
+        for (;;) {
+            monitor::UniqueFd c{::accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC)};
+            if (!c) return;
+            char buf[4096];
+            std::string in;
+            while (in.find('\0') == std::string::npos) {
+                ssize_t n = ::recv(c.get(), buf, sizeof(buf), 0);
+                if (n <= 0) break;
+                in.append(buf, static_cast<std::size_t>(n));
+            }
+            std::string out = reply_;
+            out.push_back('\0');
+            (void)!::send(c.get(), out.data(), out.size(), MSG_NOSIGNAL);
+        }
+    }
+
+    TempDir dir_;
+    std::string path_;
+    std::string reply_;
+    monitor::UniqueFd fd_;
+    std::thread thread_;
+};
+
+struct HostileCase {
+    const char* name;
+    const char* reply;
+    std::vector<std::string> args;
+};
+
+TEST(MonctlAgainstAStrangeServer, NeverCrashes) {
+    const std::vector<HostileCase> cases = {
+        {"source with a number",
+         R"({"parameters":{"window_seconds":60,"machine":{"probe":5}}})",
+         {"loading"}},
+        {"unknown source key",
+         R"({"parameters":{"window_seconds":60,"machine":{"gpu":{"x":1}}}})",
+         {"loading"}},
+        {"extra field in a CPU",
+         R"({"parameters":{"window_seconds":60,"machine":{},"cpus":[{"cpu":0,"online":true,"mhz":1200}]}})",
+         {"loading", "-p"}},
+        {"negative window", R"({"parameters":{"window_seconds":-5,"machine":{}}})", {"loading"}},
+        {"huge timestamp",
+         R"({"parameters":{"timestamp":9223372036854775807,"window_seconds":60,"machine":{}}})",
+         {"loading"}},
+        {"missing field", R"({"parameters":{"machine":{}}})", {"loading"}},
+        {"not JSON", "hello", {"status"}},
+        {"an error",
+         R"({"error":"org.example.Broken","parameters":{"why":"because"}})",
+         {"status"}},
+        {"huge uptime",
+         R"({"parameters":{"version":"9","uptime":1e300,"state":"running","pid":1,"cpus":[0],"sources":[],"probe_mode":"off","probes":[],"history_seconds":60}})",
+         {"status"}},
+    };
+    for (const auto& c : cases) {
+        FakeServer server(c.reply);
+        std::vector<std::string> argv{monctl_bin(), "--socket", server.path()};
+        argv.insert(argv.end(), c.args.begin(), c.args.end());
+        auto r = run(argv);
+        EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1)
+            << c.name << ": exit " << r.exit_code << "\n"
+            << r.err;
+        if (r.exit_code == 1) {
+            EXPECT_NE(r.err.find("monctl: "), std::string::npos) << c.name;
+        }
+    }
+}
+
+TEST(MonctlAgainstAStrangeServer, ErrorRepliesAreNamed) {
+    FakeServer server(R"({"error":"org.example.Broken","parameters":{"why":"because"}})");
+    auto r = run({monctl_bin(), "--socket", server.path(), "status"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("org.example.Broken"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("because"), std::string::npos) << r.err;
+}
+
+TEST(MonctlDefaults, ADirectoryPreparedBySomeoneElseIsNotUsed) {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root to create a directory owned by another user";
+    TempDir runtime;
+    auto planted = runtime / "monitord";
+    std::filesystem::create_directory(planted);
+    ASSERT_EQ(::chown(planted.c_str(), nobody_uid(), static_cast<gid_t>(-1)), 0);
+    SpawnOptions o;
+    o.env = {"XDG_RUNTIME_DIR=" + runtime.path().string()};
+    o.unset_env = {"MONITORD_SOCKET"};
+    o.uid = 65533;  // someone who is neither root nor the directory's owner
+    auto r = run({monctl_bin(), "status"}, o);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("not used"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("belongs to uid"), std::string::npos) << r.err;
 }
 
 }  // namespace

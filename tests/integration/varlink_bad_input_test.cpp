@@ -1,7 +1,10 @@
 // What monitord does with broken, hostile or careless clients: it answers with a varlink
 // error where one is due and keeps serving everyone else.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <barrier>
 #include <fstream>
@@ -82,6 +85,47 @@ TEST_F(BadInput, UnknownInterfaceAndMethodGetTheirStandardErrors) {
     r = send_and_receive(c, call_text(kMonitor + "Frobnicate"));
     EXPECT_EQ(r.error, "org.varlink.service.MethodNotFound");
     EXPECT_EQ(r.parameters["method"], kMonitor + "Frobnicate");
+}
+
+TEST_F(BadInput, AnUnqualifiedMethodIsExplained) {
+    auto c = client();
+    auto r = send_and_receive(c, call_text("GetStatus"));
+    EXPECT_EQ(r.error, kMonitor + "InvalidMessage");
+    EXPECT_NE(r.parameters.value("reason", "").find("not qualified"), std::string::npos)
+        << r.parameters.dump();
+}
+
+TEST_F(BadInput, OneUserCannotTakeEveryConnection) {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root to connect as another user";
+    // A child process as nobody opens 300 connections and reports how many were served.
+    int pipefd[2];
+    ASSERT_EQ(::pipe(pipefd), 0);
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        ::close(pipefd[0]);
+        if (::setgid(nobody_uid()) != 0 || ::setuid(nobody_uid()) != 0) ::_exit(2);
+        std::vector<Client> clients;
+        int served = 0;
+        for (int i = 0; i < 300; ++i) {
+            auto c = Client::connect(daemon_->socket());
+            if (!c) continue;
+            c->set_timeout(5s);
+            auto r = c->call(kMonitor + "GetStatus");
+            if (r && !r->error) ++served;
+            clients.push_back(std::move(*c));  // keep it open
+        }
+        (void)!::write(pipefd[1], &served, sizeof(served));
+        ::pause();
+    }
+    ::close(pipefd[1]);
+    int served = -1;
+    ASSERT_EQ(::read(pipefd[0], &served, sizeof(served)), static_cast<ssize_t>(sizeof(served)));
+    ::close(pipefd[0]);
+    // While nobody holds its share, root is still served.
+    EXPECT_EQ(daemon_->call("GetStatus")["state"], "running");
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    EXPECT_EQ(served, 128);
 }
 
 TEST_F(BadInput, WrongParameterTypesNameTheParameter) {

@@ -83,7 +83,14 @@ int main(int argc, char** argv) {
         int code = app.exit(e);
         return code == 0 ? kExitOk : kExitUsage;
     }
-    if (status->parsed()) return cmd_status(o);
-    if (loading->parsed()) return cmd_loading(o);
+    try {
+        if (status->parsed()) return cmd_status(o);
+        if (loading->parsed()) return cmd_loading(o);
+    } catch (const nlohmann::json::exception& e) {
+        // Replies are checked against the interface first; this is the backstop for a reply
+        // that passes the check and still cannot be read.
+        std::fprintf(stderr, "monctl: malformed reply from the daemon: %s\n", e.what());
+        return kExitError;
+    }
     return kExitUsage;
 }

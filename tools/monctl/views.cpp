@@ -48,6 +48,8 @@ std::string format_cpu_list(const std::vector<int>& cpus) {
 }
 
 std::string format_duration(double seconds) {
+    if (!std::isfinite(seconds) || seconds < 0 || seconds > 1e12)
+        return fmt::format("{} s", seconds);
     if (seconds < 59.95) return fmt::format("{:.1f} s", seconds);  // 59.96 would print 60.0
     auto total = static_cast<long long>(seconds);
     long long d = total / 86400;

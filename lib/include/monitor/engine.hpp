@@ -4,11 +4,13 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string_view>
 #include <vector>
 
+#include "monitor/loading/cpu_list.hpp"
 #include "monitor/loading/idle_probe.hpp"
 #include "monitor/loading/load_history.hpp"
 #include "monitor/loading/load_source.hpp"
@@ -38,7 +40,12 @@ class Engine {
   public:
     using Clock = std::chrono::steady_clock;
 
-    // Opens the sources and takes their baseline readings at `now`.
+    // Opens the sources, starts the probes and waits for them to calibrate (see
+    // EngineOptions), then takes the baseline readings; `clock` gives their time, which the
+    // first tick's interval starts from.
+    static Result<std::unique_ptr<Engine>> create(const EngineOptions& options,
+                                                  const std::function<Clock::time_point()>& clock);
+    // The same with the baseline readings taken as of `now` (for tests with a made-up clock).
     static Result<std::unique_ptr<Engine>> create(const EngineOptions& options,
                                                   Clock::time_point now);
 
@@ -67,7 +74,7 @@ class Engine {
     };
 
     Engine(EngineOptions options, Clock::time_point now);
-    Result<void> setup();
+    Result<void> setup(const std::function<Clock::time_point()>& clock);
     Result<void> refresh_online(const LoadSample* fallback);
     SourceLoad report(const SourceState& st, const LoadHistory& h, bool history) const;
 
@@ -76,7 +83,9 @@ class Engine {
     std::vector<SourceState> sources_;
     std::size_t procstat_ = 0;  // index of the procstat source in sources_
     std::vector<int> online_;
-    bool sysfs_online_ = true;  // false when the online file is missing: use /proc/stat's CPUs
+    // The sysfs online list; nullopt when it does not exist: then the CPUs of /proc/stat are
+    // the online ones.
+    std::optional<OnlineCpusReader> online_reader_;
     Clock::time_point last_tick_;
     std::optional<std::chrono::system_clock::time_point> last_sample_wall_;
 };

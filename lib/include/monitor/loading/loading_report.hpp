@@ -4,11 +4,15 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "monitor/loading/load_history.hpp"
 
 namespace monitor {
+
+// The loading sources there are, in report order; also the keys on the wire.
+inline constexpr std::string_view kLoadSources[] = {"probe", "procstat"};
 
 struct SourceLoad {
     std::string source;                          // "procstat", "probe"

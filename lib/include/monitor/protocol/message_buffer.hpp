@@ -9,7 +9,8 @@
 
 namespace monitor::varlink {
 
-inline constexpr std::size_t kMaxMessageSize = std::size_t{1} << 20;  // 1 MiB
+inline constexpr std::size_t kMaxMessageSize = std::size_t{1} << 20;  // calls: 1 MiB
+inline constexpr std::size_t kMaxReplySize = std::size_t{64} << 20;   // replies: 64 MiB
 
 // Collects received bytes and splits them into messages.
 class MessageBuffer {

@@ -37,7 +37,7 @@ class Client {
 
     UniqueFd fd_;
     std::string path_;
-    MessageBuffer in_;
+    MessageBuffer in_{kMaxReplySize};
     std::chrono::milliseconds timeout_{30000};
 };
 
