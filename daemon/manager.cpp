@@ -154,18 +154,25 @@ void Manager::register_methods() {
         });
 
     // The loading changes once a tick, so every caller between two ticks gets the same
-    // encoded reply.
+    // encoded reply. With "more", the caller gets a reply after every tick (monctl --watch).
     server_->add_method(
-        p + "GetLoading", [this](const Call& call, const Peer&) -> VarlinkServer::Response {
+        p + "GetLoading", [this](const Call& call, const Peer& peer) -> VarlinkServer::Response {
             auto query = monitor::protocol::loading_query_from_json(call.parameters);
-            auto& cached = loading_replies_[(query.per_cpu ? 1 : 0) + (query.history ? 2 : 0)];
-            if (!cached) {
-                Reply r;
-                r.parameters = monitor::protocol::to_json(engine_->loading(query));
-                cached = std::make_shared<const std::string>(monitor::varlink::encode(r));
-            }
-            return cached;
+            if (call.more) watchers_.push_back({peer.connection, query});
+            return loading_reply(query, call.more);
         });
+}
+
+VarlinkServer::Response Manager::loading_reply(const monitor::LoadingQuery& query, bool more) {
+    auto& cached =
+        loading_replies_[(query.per_cpu ? 1 : 0) + (query.history ? 2 : 0) + (more ? 4 : 0)];
+    if (!cached) {
+        Reply r;
+        r.parameters = monitor::protocol::to_json(engine_->loading(query));
+        r.continues = more;
+        cached = std::make_shared<const std::string>(monitor::varlink::encode(r));
+    }
+    return VarlinkServer::Response{cached, more};
 }
 
 int Manager::run() {
@@ -252,6 +259,9 @@ int Manager::on_timer(sd_event_source* s, uint64_t, void* userdata) {
 void Manager::on_tick(std::uint64_t now) {
     auto r = engine_->tick(steady_from_usec(now));
     loading_replies_.fill(nullptr);
+    std::erase_if(watchers_, [this](const Watcher& w) {
+        return !server_->send(w.connection, loading_reply(w.query, true));
+    });
     // A failure that persists is logged once, and its end once.
     std::string error = r ? std::string{} : r.error().to_string();
     if (error != last_tick_error_) {

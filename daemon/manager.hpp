@@ -43,6 +43,7 @@ class Manager {
     void on_tick(std::uint64_t now_usec);
     void reload();
     void print_loading() const;
+    VarlinkServer::Response loading_reply(const monitor::LoadingQuery& query, bool more);
     void notify_status() const;
     void log_probes() const;
 
@@ -58,8 +59,14 @@ class Manager {
     std::unique_ptr<monitor::Engine> engine_;
     std::optional<ControlSocket> socket_;
     std::unique_ptr<VarlinkServer> server_;
-    // Encoded GetLoading replies by query (per_cpu + 2 * history), valid until the next tick.
-    std::array<VarlinkServer::EncodedReply, 4> loading_replies_;
+    // Encoded GetLoading replies by query (per_cpu + 2 * history + 4 * more), valid until
+    // the next tick.
+    std::array<VarlinkServer::EncodedReply, 8> loading_replies_;
+    struct Watcher {
+        std::uint64_t connection;
+        monitor::LoadingQuery query;
+    };
+    std::vector<Watcher> watchers_;  // GetLoading calls with "more": a reply every tick
     std::uint64_t next_tick_usec_ = 0;
     std::string last_tick_error_;
 };

@@ -40,6 +40,7 @@ struct VarlinkServer::Connection {
     bool peer_closed = false;  // read returned EOF
     bool closing = false;      // close once the output is sent
     bool dead = false;         // close now
+    bool streaming = false;    // a "more" call is answered by send(): no further calls
 
     Connection(VarlinkServer* s, std::size_t max_message) : server(s), in(max_message) {}
     std::size_t pending() const { return out.size() - out_sent; }
@@ -214,7 +215,7 @@ void VarlinkServer::read_input(Connection& c) {
 }
 
 void VarlinkServer::process_messages(Connection& c) {
-    while (!c.closing && !c.dead && c.pending() < limits_.max_pending_output) {
+    while (!c.closing && !c.dead && !c.streaming && c.pending() < limits_.max_pending_output) {
         auto msg = c.in.next();
         if (!msg) return;
         handle_message(c, *msg);
@@ -228,15 +229,17 @@ void VarlinkServer::handle_message(Connection& c, std::string_view text) {
         queue(c, invalid_message(call.error().message));
         return;
     }
-    Response reply;
+    std::optional<Response> reply;
     try {
-        reply = dispatch(*call, c.peer);
+        reply.emplace(dispatch(*call, c.peer));
     } catch (const std::exception& e) {
         spdlog::error("Call {} failed: {}; closing the connection", call->method, e.what());
         c.dead = true;
         return;
     }
-    if (!call->oneway) queue(c, reply);
+    if (call->oneway) return;
+    queue(c, *reply);
+    if (reply->continues && call->more) c.streaming = true;
 }
 
 VarlinkServer::Response VarlinkServer::dispatch(const Call& call, const Peer& peer) {
@@ -277,12 +280,33 @@ void VarlinkServer::queue(Connection& c, const Reply& reply) {
     c.out.push_back('\0');
 }
 
+bool VarlinkServer::send(std::uint64_t connection, const Response& response) {
+    auto it = connections_.find(connection);
+    if (it == connections_.end()) return false;
+    Connection& c = *it->second;
+    if (c.dead || c.closing || !c.streaming) return false;
+    // A reader that fell far behind is dropped rather than buffered without bound.
+    if (c.pending() > limits_.max_pending_output * 4) {
+        spdlog::debug("Control connection {}: stream reader too slow, closing", connection);
+        c.dead = true;
+    } else {
+        queue(c, response);
+        flush(c);
+    }
+    if (c.dead) {
+        close_connection(c, "closed");
+        return false;
+    }
+    update_events(c);
+    return true;
+}
+
 void VarlinkServer::queue(Connection& c, const Response& response) {
-    if (const auto* encoded = std::get_if<EncodedReply>(&response)) {
+    if (const auto* encoded = std::get_if<EncodedReply>(&response.message)) {
         c.out += **encoded;
         c.out.push_back('\0');
     } else {
-        queue(c, std::get<Reply>(response));
+        queue(c, std::get<Reply>(response.message));
     }
 }
 

@@ -40,7 +40,15 @@ class VarlinkServer {
     // A reply already encoded (the message text without its NUL), for replies that many
     // calls share: encoding dominates the cost of a call.
     using EncodedReply = std::shared_ptr<const std::string>;
-    using Response = std::variant<monitor::varlink::Reply, EncodedReply>;
+    struct Response {
+        Response(monitor::varlink::Reply r) : message(std::move(r)) {}  // NOLINT: implicit
+        Response(EncodedReply r, bool more = false)                     // NOLINT: implicit
+            : message(std::move(r)), continues(more) {}
+        std::variant<monitor::varlink::Reply, EncodedReply> message;
+        // More replies follow (the reply's "continues" is true): the call became a stream,
+        // which the handler feeds with send(). The connection reads no further calls.
+        bool continues = false;
+    };
     // Handlers get calls whose parameters match the method's input type.
     using Handler = std::function<Response(const monitor::varlink::Call&, const Peer&)>;
 
@@ -64,6 +72,10 @@ class VarlinkServer {
     void add_method(const std::string& method, Handler handler);
 
     monitor::Result<void> start();
+
+    // Sends one more reply of a stream to `connection`; false when the connection is gone
+    // (the caller then forgets the stream).
+    bool send(std::uint64_t connection, const Response& response);
 
     std::size_t connection_count() const { return connections_.size(); }
 

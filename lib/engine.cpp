@@ -55,7 +55,7 @@ Result<void> Engine::setup(const std::function<Clock::time_point()>& clock) {
         probes_->wait_calibrated(options_.calibration_wait);
     }
     if (mode == ProbeMode::Spin) {
-        auto probe = std::make_unique<ProbeSource>(*probes_);
+        auto probe = std::make_unique<ProbeSource>([p = probes_.get()] { return p->read(); });
         (void)probe->sample();  // the baseline reading; never fails
         sources_.push_back({std::move(probe), LoadHistory(options_.history_seconds), {}});
     }

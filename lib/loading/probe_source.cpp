@@ -11,7 +11,7 @@ std::optional<double> probe_load(std::chrono::duration<double, std::nano> idle,
 }
 
 Result<LoadSample> ProbeSource::sample() {
-    const auto readings = probes_.read();
+    const auto readings = read_();
     const auto now = clock_();
     LoadSample out;
     std::map<int, Previous> next;

@@ -39,17 +39,38 @@ Result<DaemonClient> DaemonClient::connect(const std::string& socket) {
 
 Result<nlohmann::json> DaemonClient::call(const std::string& method,
                                           const nlohmann::json& parameters) {
-    const auto* iface = monitor::varlink::builtin_interface(monitor::varlink::kMonitorInterface);
-    const std::string qualified = std::string{iface->name()} + "." + method;
-    auto reply = client_.call(qualified, parameters);
+    return checked(
+        method,
+        client_.call(std::string{monitor::varlink::kMonitorInterface} + "." + method, parameters));
+}
+
+Result<void> DaemonClient::stream(const std::string& method, const nlohmann::json& parameters,
+                                  const std::function<bool(const nlohmann::json&)>& on_reply) {
+    monitor::varlink::Call c;
+    c.method = std::string{monitor::varlink::kMonitorInterface} + "." + method;
+    c.parameters = parameters;
+    c.more = true;
+    client_.set_timeout(std::chrono::milliseconds(0));  // replies come when the daemon has them
+    auto reply = client_.call(c);
+    for (;;) {
+        const bool more = reply && reply->continues;
+        auto params = checked(method, std::move(reply));
+        if (!params) return std::unexpected(params.error());
+        if (!on_reply(*params) || !more) return {};
+        reply = client_.receive();
+    }
+}
+
+Result<nlohmann::json> DaemonClient::checked(const std::string& method,
+                                             Result<monitor::varlink::Reply> reply) const {
     if (!reply) return std::unexpected(reply.error());
     if (reply->error) {
         std::string msg = method + " failed: " + *reply->error;
         if (!reply->parameters.empty()) msg += " " + reply->parameters.dump();
         return fail(Status::BadArg, msg);
     }
-    const auto* m = iface->method(method);
-    if (m != nullptr) {
+    const auto* iface = monitor::varlink::builtin_interface(monitor::varlink::kMonitorInterface);
+    if (const auto* m = iface->method(method)) {
         if (auto bad =
                 iface->check(*m->output, reply->parameters, monitor::varlink::Extra::Allow)) {
             return fail(Status::BadData, "the reply of " + path_ + " to " + method +

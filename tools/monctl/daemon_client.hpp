@@ -2,6 +2,7 @@
 // interface file.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,9 +22,17 @@ class DaemonClient {
     monitor::Result<nlohmann::json> call(
         const std::string& method, const nlohmann::json& parameters = nlohmann::json::object());
 
+    // Calls io.monitord.Monitor.<method> with "more" and hands each reply to `on_reply`
+    // until the daemon ends the stream, closes the connection, or `on_reply` returns false.
+    monitor::Result<void> stream(const std::string& method, const nlohmann::json& parameters,
+                                 const std::function<bool(const nlohmann::json&)>& on_reply);
+
     const std::string& path() const { return path_; }
 
   private:
+    monitor::Result<nlohmann::json> checked(const std::string& method,
+                                            monitor::Result<monitor::varlink::Reply> reply) const;
+
     DaemonClient(monitor::varlink::Client client, std::string path)
         : client_(std::move(client)), path_(std::move(path)) {}
 

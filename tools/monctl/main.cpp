@@ -1,4 +1,6 @@
 // monctl: query and control monitord. See monctl(1).
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
@@ -19,6 +21,7 @@ struct Options {
     bool json = false;
     bool per_cpu = false;
     bool history = false;
+    bool watch = false;
 };
 
 int report(const monitor::Error& e) {
@@ -49,11 +52,26 @@ int cmd_loading(const Options& o) {
     auto c = connect(o);
     if (!c) return report(c.error());
     monitor::LoadingQuery q{.per_cpu = o.per_cpu, .history = o.history};
+    auto show = [&](const nlohmann::json& reply) {
+        if (o.json) {
+            // One object per line while watching, so that scripts can read them one by one.
+            std::cout << (o.watch ? reply.dump() : reply.dump(2)) << std::endl;
+            return true;
+        }
+        auto r = monitor::protocol::loading_from_json(reply);
+        if (o.watch && ::isatty(STDOUT_FILENO)) std::cout << "\x1b[H\x1b[2J";  // redraw in place
+        std::cout << (o.history ? monctl::format_history(r) : monctl::format_loading(r));
+        if (o.watch) std::cout << std::endl;
+        return static_cast<bool>(std::cout);
+    };
+    if (o.watch) {
+        auto r = c->stream("GetLoading", monitor::protocol::to_json(q), show);
+        if (!r) return report(r.error());
+        return kExitOk;
+    }
     auto reply = c->call("GetLoading", monitor::protocol::to_json(q));
     if (!reply) return report(reply.error());
-    if (o.json) return print_json(*reply);
-    auto r = monitor::protocol::loading_from_json(*reply);
-    std::cout << (o.history ? monctl::format_history(r) : monctl::format_loading(r));
+    show(*reply);
     return kExitOk;
 }
 
@@ -76,6 +94,8 @@ int main(int argc, char** argv) {
                                        "minimum and maximum over the window");
     loading->add_flag("-p,--per-cpu", o.per_cpu, "Add a row per CPU");
     loading->add_flag("-H,--history", o.history, "Show the per-second values of the window");
+    loading->add_flag("-w,--watch", o.watch,
+                      "Show the figures again after every sample, until interrupted");
 
     try {
         app.parse(argc, argv);

@@ -68,6 +68,21 @@ std::string format_status(const monitor::protocol::DaemonStatus& st, const std::
     out += fmt::format("  CPUs:    {} ({} online)\n", format_cpu_list(st.cpus), st.cpus.size());
     out += fmt::format("  sources: {}\n", fmt::join(st.sources, ", "));
     out += fmt::format("  history: {} s\n", st.history_seconds);
+    out += fmt::format("  probes:  {}\n", st.probe_mode);
+    for (const auto& p : st.probes) {
+        out += fmt::format("    cpu{:<3} {}", p.cpu, p.state);
+        if (p.baseline_ns) {
+            out += fmt::format(", loop {:.0f} ns calibrated", *p.baseline_ns);
+            if (p.count > 0 && p.cpu_seconds > 0) {
+                // How much slower the loop ran since, on average: frequency, a busy sibling
+                // hyperthread, a virtual CPU sharing its host core.
+                double mean = p.cpu_seconds * 1e9 / static_cast<double>(p.count);
+                out += fmt::format(", {:.0f} ns on average ({:.2f}x)", mean, mean / *p.baseline_ns);
+            }
+        }
+        if (!p.error.empty()) out += ": " + p.error;
+        out += '\n';
+    }
     return out;
 }
 

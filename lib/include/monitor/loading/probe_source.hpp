@@ -13,6 +13,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <vector>
 
 #include "monitor/loading/load_source.hpp"
 #include "monitor/loading/probe_set.hpp"
@@ -27,11 +28,11 @@ std::optional<double> probe_load(std::chrono::duration<double, std::nano> idle,
 class ProbeSource final : public LoadSource {
   public:
     using Clock = std::chrono::steady_clock;
+    using Reader = std::function<std::vector<ProbeReading>()>;
 
-    // `probes` must be in spin mode and outlive the source. `clock` is read at each sample.
-    explicit ProbeSource(const ProbeSet& probes,
-                         std::function<Clock::time_point()> clock = Clock::now)
-        : probes_(probes), clock_(std::move(clock)) {}
+    // `read` gives the probes' readings (ProbeSet::read); `clock` is read right after it.
+    explicit ProbeSource(Reader read, std::function<Clock::time_point()> clock = Clock::now)
+        : read_(std::move(read)), clock_(std::move(clock)) {}
 
     std::string_view name() const override { return "probe"; }
 
@@ -46,7 +47,7 @@ class ProbeSource final : public LoadSource {
         bool running = false;
     };
 
-    const ProbeSet& probes_;
+    Reader read_;
     std::function<Clock::time_point()> clock_;
     std::optional<Clock::time_point> last_;
     std::map<int, Previous> previous_;
