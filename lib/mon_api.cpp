@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cmath>
 #include <condition_variable>
@@ -93,10 +94,6 @@ MON_status fail(MON_status s, std::string why) {
     return s;
 }
 
-MON_status fail(const monitor::Error& e) {
-    return fail(static_cast<MON_status>(e.status), e.message);
-}
-
 MON_status bad_state(const char* call, State now, const char* needed) {
     return fail(MON_BADSTATE,
                 std::string{call} + ": MON is " + state_name(now) + "; it must be " + needed);
@@ -179,12 +176,12 @@ void poll_loop(Mon& m) {
     }
 }
 
-MON_status fill(const std::vector<monitor::SourceLoad>& loads, MON_loading* out) {
+MON_status fill(const char* call, const std::vector<monitor::SourceLoad>& loads, MON_loading* out) {
     const auto* probe = monitor::find_source(loads, "probe");
     if (probe == nullptr || !probe->stats) {
-        return fail(MON_NOTRDY,
-                    "no loading sample yet (the first comes one second after "
-                    "MON_start)");
+        return fail(MON_NOTRDY, std::string{call} +
+                                    ": no loading sample yet (the first comes one second after "
+                                    "MON_start)");
     }
     const auto& s = *probe->stats;
     out->avg_prev_sec = s.avg_prev_sec ? *s.avg_prev_sec : std::nan("");
@@ -222,58 +219,81 @@ MON_status MON_start(const MON_task_attr* idle_attr, const MON_task_attr* poll_a
     if (m.state != State::Initialized) {
         return bad_state("MON_start", m.state, "initialized (MON_initialize, or MON_stop)");
     }
+    // NULL attributes: the IDLE task at SCHED_IDLE on every online CPU; the POLL task as the
+    // caller runs (its policy and nice value are inherited, and need no privilege).
     const MON_task_attr idle = idle_attr ? *idle_attr : MON_task_attr{SCHED_IDLE, 0, nullptr, 0};
-    const MON_task_attr poll = poll_attr ? *poll_attr : MON_task_attr{SCHED_OTHER, 0, nullptr, 0};
-    if (auto s = check_attr("IDLE task", idle, true); s != MON_SUCCESS) return s;
-    if (auto s = check_attr("POLL task", poll, false); s != MON_SUCCESS) return s;
+    if (auto s = check_attr("MON_start: IDLE task", idle, true); s != MON_SUCCESS) return s;
+    if (poll_attr != nullptr) {
+        if (auto s = check_attr("MON_start: POLL task", *poll_attr, false); s != MON_SUCCESS) {
+            return s;
+        }
+    }
 
     monitor::EngineOptions options;
     options.probe = monitor::ProbeMode::Spin;
     options.probe_attr = {idle.policy, is_nice_policy(idle.policy) ? idle.priority : 0};
     options.probe_cpus = cpu_list(idle);
     auto engine = monitor::Engine::create(options, [] { return std::chrono::steady_clock::now(); });
-    if (!engine) return fail(engine.error());
-
-    // Every requested CPU must be online and its probe running: the IDLE task is started.
-    const auto& online = (*engine)->online_cpus();
-    for (unsigned i = 0; i < idle.ncpus; ++i) {
-        if (std::find(online.begin(), online.end(), idle.cpus[i]) == online.end()) {
-            return fail(MON_BADARG,
-                        "IDLE task: cpu" + std::to_string(idle.cpus[i]) + " is not online");
-        }
+    if (!engine) {
+        return fail(static_cast<MON_status>(engine.error().status),
+                    "MON_start: " + engine.error().message);
     }
+
+    // Every requested CPU must be online, and every probe running: the IDLE task is started.
+    const auto& online = (*engine)->online_cpus();
+    auto require_online = [&](const char* task, const MON_task_attr& a) -> MON_status {
+        for (unsigned i = 0; i < a.ncpus; ++i) {
+            if (std::find(online.begin(), online.end(), a.cpus[i]) == online.end()) {
+                return fail(MON_BADARG, std::string{"MON_start: "} + task + ": cpu" +
+                                            std::to_string(a.cpus[i]) + " is not online");
+            }
+        }
+        return MON_SUCCESS;
+    };
+    if (auto s = require_online("IDLE task", idle); s != MON_SUCCESS) return s;
+    if (poll_attr != nullptr) {
+        if (auto s = require_online("POLL task", *poll_attr); s != MON_SUCCESS) return s;
+    }
+    std::vector<int> monitored;
     for (const auto& r : (*engine)->probes()->read()) {
         if (r.state == monitor::ProbeState::Failed) {
-            return fail(MON_TSKSPAWN, "IDLE task on cpu" + std::to_string(r.cpu) + ": " + r.error);
+            return fail(MON_TSKSPAWN,
+                        "MON_start: IDLE task on cpu" + std::to_string(r.cpu) + ": " + r.error);
         }
+        monitored.push_back(r.cpu);
     }
 
     {
         std::lock_guard data(m.data);
-        m.monitored.clear();
-        for (const auto& r : (*engine)->probes()->read()) m.monitored.push_back(r.cpu);
         m.engine = std::move(*engine);
         m.stop_poll = false;
     }
+    auto undo = [&m](std::string why) {
+        std::lock_guard data(m.data);
+        m.engine.reset();
+        return fail(MON_TSKSPAWN, "MON_start: " + why);
+    };
     std::promise<std::string> started;
     auto ready = started.get_future();
+    const std::optional<MON_task_attr> poll =
+        poll_attr ? std::optional<MON_task_attr>{*poll_attr} : std::nullopt;
     try {
         m.poll = std::thread([&m, poll, &started] {
-            std::string why = apply_poll_attr(poll);
+            std::string why = poll ? apply_poll_attr(*poll) : std::string{};
             const bool ok = why.empty();
             started.set_value(std::move(why));
             if (ok) poll_loop(m);
         });
     } catch (const std::system_error& e) {
-        std::lock_guard data(m.data);
-        m.engine.reset();
-        return fail(MON_TSKSPAWN, std::string{"cannot start the POLL task: "} + e.what());
+        return undo(std::string{"cannot start the POLL task: "} + e.what());
     }
     if (std::string why = ready.get(); !why.empty()) {
         m.poll.join();
+        return undo(why);
+    }
+    {
         std::lock_guard data(m.data);
-        m.engine.reset();
-        return fail(MON_TSKSPAWN, why);
+        m.monitored = std::move(monitored);
     }
     m.state = State::Running;
     return MON_SUCCESS;
@@ -328,7 +348,7 @@ MON_status MON_get_loading(MON_loading* loading) {
     }
     auto report = current_report(m);
     if (!report) return fail(MON_NOTRDY, "MON_get_loading: MON has not been started");
-    return fill(report->machine, loading);
+    return fill("MON_get_loading", report->machine, loading);
 }
 
 MON_status MON_get_cpu_loading(int cpu, MON_loading* loading) {
@@ -338,21 +358,29 @@ MON_status MON_get_cpu_loading(int cpu, MON_loading* loading) {
     if (m.state == State::Uninitialized) {
         return bad_state("MON_get_cpu_loading", m.state, "initialized");
     }
+    auto report = current_report(m);
+    if (!report) return fail(MON_NOTRDY, "MON_get_cpu_loading: MON has not been started");
     if (std::find(m.monitored.begin(), m.monitored.end(), cpu) == m.monitored.end()) {
         return fail(MON_BADARG,
                     "MON_get_cpu_loading: cpu" + std::to_string(cpu) + " is not monitored");
     }
-    auto report = current_report(m);
-    if (!report) return fail(MON_NOTRDY, "MON_get_cpu_loading: MON has not been started");
     for (const auto& c : report->cpus) {
-        if (c.cpu == cpu) return fill(c.sources, loading);
+        if (c.cpu == cpu) return fill("MON_get_cpu_loading", c.sources, loading);
     }
     return fail(MON_BADARG, "MON_get_cpu_loading: cpu" + std::to_string(cpu) + " is not monitored");
 }
 
 const char* MON_status_name(MON_status status) {
+    // The C constants' names: "MON_PRFRUN". The protocol uses the bare MSG names.
+    static const auto names = [] {
+        std::array<std::string, monitor::kStatusCount> n;
+        for (std::size_t i = 0; i < n.size(); ++i) {
+            n[i] = "MON_" + std::string{monitor::status_name(static_cast<Status>(i))};
+        }
+        return n;
+    }();
     if (status >= monitor::kStatusCount) return "UNKNOWN";
-    return monitor::status_name(static_cast<Status>(status)).data();
+    return names[status].c_str();
 }
 
 const char* MON_status_message(MON_status status) {

@@ -16,7 +16,8 @@ Result<LoadSample> ProbeSource::sample() {
     LoadSample out;
     std::map<int, Previous> next;
     double idle_sum = 0;
-    bool machine_valid = last_.has_value() && !readings.empty();
+    std::size_t monitored = 0;  // probes that did not fail: the CPUs this source covers
+    bool machine_valid = last_.has_value();
     const std::chrono::duration<double, std::nano> interval =
         last_ ? now - *last_ : Clock::duration::zero();
 
@@ -30,15 +31,22 @@ Result<LoadSample> ProbeSource::sample() {
                                   static_cast<double>(r.cpu_ns - prev->second.cpu_ns)),
                               interval);
         }
-        if (load) {
-            idle_sum += 100.0 - *load;
-        } else {
-            machine_valid = false;
+        // A probe that could not start (a CPU outside this process's cpuset, say) leaves its
+        // CPU out of the machine figure; any other probe without a value makes it a gap.
+        if (r.state != ProbeState::Failed) {
+            ++monitored;
+            if (load) {
+                idle_sum += 100.0 - *load;
+            } else {
+                machine_valid = false;
+            }
         }
         out.cpus.emplace_back(r.cpu, load);
         next[r.cpu] = Previous{r.generation, r.cpu_ns, running};
     }
-    if (machine_valid) out.machine = 100.0 - idle_sum / static_cast<double>(readings.size());
+    if (machine_valid && monitored > 0) {
+        out.machine = 100.0 - idle_sum / static_cast<double>(monitored);
+    }
     previous_ = std::move(next);
     last_ = now;
     return out;

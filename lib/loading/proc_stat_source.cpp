@@ -50,8 +50,14 @@ LoadSample ProcStatSource::update(const ProcStatSnapshot& snap) {
                 excluded_ns >= prev->second.excluded_ns
                     ? static_cast<double>(excluded_ns - prev->second.excluded_ns) * user_hz_ / 1e9
                     : 0.0;
-            machine_excluded += ticks;
             load = load_between(prev->second.times, line.times, ticks);
+            // The machine loses only what each CPU could give: a CPU whose excluded time
+            // exceeds its busy ticks (tick accounting is coarse) must not eat into another
+            // CPU's real work.
+            const std::uint64_t b0 = prev->second.times.busy();
+            const std::uint64_t b1 = line.times.busy();
+            const double busy = b1 >= b0 ? static_cast<double>(b1 - b0) : 0.0;
+            machine_excluded += std::clamp(ticks, 0.0, busy);
         }
         // A CPU absent from the previous reading (just came online) is listed, without a
         // value: this reading only sets its baseline.

@@ -49,9 +49,11 @@ struct SpawnOptions {
     int pass_fd = -1;  // handed over as fd 3 with LISTEN_FDS=1 (socket activation)
 };
 
-// Runs a program to completion (killed after `timeout`), capturing stdout and stderr.
+// Runs a program to completion, capturing stdout and stderr. After `timeout` it is killed and
+// the test fails, unless `stop_at_timeout`: then it gets SIGTERM, as for a program that runs
+// until interrupted.
 RunResult run(const std::vector<std::string>& argv, const SpawnOptions& opts = {},
-              std::chrono::milliseconds timeout = 30s);
+              std::chrono::milliseconds timeout = 30s, bool stop_at_timeout = false);
 
 // The uid of "nobody" (65534 on Debian).
 uid_t nobody_uid();

@@ -37,7 +37,8 @@ class ProbeSource final : public LoadSource {
     std::string_view name() const override { return "probe"; }
 
     // A CPU has a value when its probe was running at both ends of the interval (the same
-    // thread, not restarted). The machine has a value when every probed CPU has one.
+    // thread, not restarted). The machine figure covers the CPUs whose probe did not fail,
+    // and has a value when each of them has one.
     Result<LoadSample> sample() override;
 
   private:

@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""Loading benchmarks of monitord: accuracy, cost to real work, the daemon's own overhead.
+
+usage: loading_bench.py --monitord PATH --duty-cycle PATH [--window S] [--only NAME ...]
+
+accuracy  A load generator runs a known duty cycle (0, 25, 50, 75, 100 %) on every CPU.
+          With the probes spinning: the window average (avg_prev_min) of the probe and of the
+          corrected procstat source. With --probe off, over another window at the same load:
+          mpstat's busy %. Targets: probe within 2 points of the generated load, corrected
+          procstat within 1 point of mpstat.
+cost      stress-ng bogo-ops/s of a normal-priority CPU workload with the probes spinning and
+          with --probe off, alternating; cyclictest p99 wake-up latency the same way. Target:
+          under 1 % fewer bogo-ops/s with the probes.
+overhead  monitord's own CPU time over a window, the probe threads excluded (target under
+          0.1 % of one CPU), and its peak RSS (target under 8 MiB).
+"""
+import argparse
+import json
+import os
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+class Daemon:
+    def __init__(self, binary, probe, window, workdir):
+        self.socket = os.path.join(workdir, f"monitord-{probe}.sock")
+        self.proc = subprocess.Popen(
+            [binary, "--socket", self.socket, "--probe", probe,
+             "--history-seconds", str(window), "--log-level", "warning"],
+            stdout=subprocess.DEVNULL)
+        for _ in range(500):
+            if os.path.exists(self.socket):
+                try:
+                    self.call("GetStatus")
+                    return
+                except OSError:
+                    pass
+            time.sleep(0.02)
+        raise RuntimeError("monitord did not start")
+
+    def call(self, method, params=None):
+        with socket.socket(socket.AF_UNIX) as s:
+            s.connect(self.socket)
+            msg = {"method": "io.monitord.Monitor." + method, "parameters": params or {}}
+            s.sendall(json.dumps(msg).encode() + b"\0")
+            buf = b""
+            while not buf.endswith(b"\0"):
+                chunk = s.recv(1 << 16)
+                if not chunk:
+                    raise OSError("closed")
+                buf += chunk
+        reply = json.loads(buf[:-1])
+        if "error" in reply:
+            raise RuntimeError(f"{method}: {reply}")
+        return reply["parameters"]
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        self.proc.wait(timeout=10)
+
+
+def busy_percent_from_mpstat(output):
+    for line in output.splitlines():
+        fields = line.split()
+        if len(fields) > 3 and fields[0].startswith("Average") and fields[1] == "all":
+            return 100.0 - float(fields[-1])  # %idle is the last column
+    raise RuntimeError("no 'Average: all' line in mpstat output:\n" + output)
+
+
+def accuracy(args, workdir):
+    print(f"\n== accuracy: window {args.window} s per level and run (two runs per level)")
+    print(f"{'load %':>7} {'probe':>8} {'err':>6} {'procstat':>9} {'mpstat':>7} {'err':>6}"
+          f" {'procstat, probe off':>20}")
+    warm = 3
+    for load in (0, 25, 50, 75, 100):
+        # Probes spinning: the window must cover only the generated load.
+        d = Daemon(args.monitord, "spin", args.window, workdir)
+        gen = subprocess.Popen([args.duty_cycle, str(load), str(args.window + warm + 2)])
+        time.sleep(warm + args.window + 0.5)
+        j = d.call("GetLoading")["machine"]
+        gen.wait()
+        d.stop()
+        probe = j["probe"]["avg_prev_min"]
+        procstat = j["procstat"]["avg_prev_min"]
+        # Probes off: mpstat over the same kind of window.
+        d = Daemon(args.monitord, "off", args.window, workdir)
+        gen = subprocess.Popen([args.duty_cycle, str(load), str(args.window + warm + 2)])
+        time.sleep(warm)
+        mp = subprocess.run(["mpstat", "1", str(args.window)], capture_output=True, text=True,
+                            env=dict(os.environ, LC_ALL="C"))
+        j_off = d.call("GetLoading")["machine"]
+        gen.wait()
+        d.stop()
+        mpstat = busy_percent_from_mpstat(mp.stdout)
+        print(f"{load:>7} {probe:>8.2f} {probe - load:>+6.2f} {procstat:>9.2f} {mpstat:>7.2f}"
+              f" {procstat - mpstat:>+6.2f} {j_off['procstat']['avg_prev_min']:>20.2f}",
+              flush=True)
+
+
+def stress_ops(seconds):
+    out = subprocess.run(["stress-ng", "--cpu", "0", "--cpu-method", "int64", "-t", str(seconds),
+                          "--metrics-brief"], capture_output=True, text=True)
+    for line in (out.stdout + out.stderr).splitlines():
+        m = re.search(r"\bcpu\s+(\d+)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+([\d.]+)", line)
+        if m:
+            return float(m.group(2))  # bogo ops/s (real time)
+    raise RuntimeError("no stress-ng metrics:\n" + out.stdout + out.stderr)
+
+
+def cyclictest_p99(seconds):
+    out = subprocess.run(["cyclictest", "-q", "-m", "-S", "-i", "1000", "-D", str(seconds),
+                          "-h", "5000"], capture_output=True, text=True)
+    counts = {}
+    for line in out.stdout.splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        fields = line.split()
+        if fields[0].isdigit():
+            counts[int(fields[0])] = sum(int(x) for x in fields[1:])
+    total = sum(counts.values())
+    if total == 0:
+        raise RuntimeError("no cyclictest histogram:\n" + out.stdout + out.stderr)
+    seen = 0
+    for us in sorted(counts):
+        seen += counts[us]
+        if seen >= 0.99 * total:
+            return us
+    return max(counts)
+
+
+def cost(args, workdir):
+    print(f"\n== cost: stress-ng --cpu 0 (every CPU), {args.rounds} alternating rounds of"
+          f" {args.window // 3} s")
+    ops = {"spin": [], "off": []}
+    lat = {"spin": [], "off": []}
+    for _ in range(args.rounds):
+        for mode in ("off", "spin"):
+            d = Daemon(args.monitord, mode, args.window, workdir)
+            ops[mode].append(stress_ops(args.window // 3))
+            lat[mode].append(cyclictest_p99(max(5, args.window // 6)))
+            d.stop()
+    for mode in ("off", "spin"):
+        print(f"  probes {mode:>4}: bogo-ops/s {statistics.mean(ops[mode]):12.1f}"
+              f" (runs {', '.join(f'{x:.0f}' for x in ops[mode])});"
+              f" cyclictest p99 {statistics.median(lat[mode])} us"
+              f" (runs {', '.join(str(x) for x in lat[mode])})")
+    loss = 100.0 * (1 - statistics.mean(ops["spin"]) / statistics.mean(ops["off"]))
+    print(f"  loss with the probes spinning: {loss:+.2f} % (target under 1 %)")
+
+
+def cpu_ticks(pid, skip_probes):
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                comm = f.read().strip()
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue
+        if skip_probes and comm.startswith("idle-probe"):
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime + stime
+    return total
+
+
+def overhead(args, workdir):
+    print(f"\n== overhead: monitord over {args.window} s, probes spinning, no clients")
+    d = Daemon(args.monitord, "spin", args.window, workdir)
+    hz = os.sysconf("SC_CLK_TCK")
+    pid = d.proc.pid
+    t0 = time.monotonic()
+    c0 = cpu_ticks(pid, True)
+    time.sleep(args.window)
+    c1 = cpu_ticks(pid, True)
+    t1 = time.monotonic()
+    with open(f"/proc/{pid}/status") as f:
+        hwm = next(int(l.split()[1]) for l in f if l.startswith("VmHWM"))
+    d.stop()
+    cpu = (c1 - c0) / hz
+    print(f"  CPU time without the probes: {cpu:.3f} s in {t1 - t0:.1f} s ="
+          f" {100 * cpu / (t1 - t0):.3f} % of one CPU (target under 0.1 %; resolution"
+          f" {100 / hz / (t1 - t0):.3f} %)")
+    print(f"  peak RSS: {hwm / 1024:.1f} MiB (target under 8 MiB)")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--monitord", default=os.environ.get("MONITORD_BIN"))
+    p.add_argument("--duty-cycle", default=os.environ.get("DUTY_CYCLE_BIN"))
+    p.add_argument("--window", type=int, default=60, help="seconds per measurement (60)")
+    p.add_argument("--rounds", type=int, default=3, help="alternating rounds for cost (3)")
+    p.add_argument("--only", nargs="*", default=["accuracy", "cost", "overhead"])
+    args = p.parse_args()
+    if not args.monitord or not args.duty_cycle:
+        p.error("give --monitord and --duty-cycle (or MONITORD_BIN and DUTY_CYCLE_BIN)")
+    with tempfile.TemporaryDirectory() as workdir:
+        for name in args.only:
+            {"accuracy": accuracy, "cost": cost, "overhead": overhead}[name](args, workdir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
