@@ -1,15 +1,17 @@
 // A load generator with a known duty cycle: on each CPU, a normal-priority thread pinned to
 // it is busy for load% of every period and sleeps for the rest.
 //
-// usage: bench-duty-cycle LOAD_PERCENT SECONDS [PERIOD_MS]
+// usage: bench-duty-cycle LOAD_PERCENT SECONDS [MEAN_PERIOD_MS]
 #include <pthread.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -19,19 +21,28 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-void run(int cpu, double load, Clock::time_point end, std::chrono::nanoseconds period) {
+// Each period lasts a random 0.5 to 1.5 times the mean and is busy for load% of itself, so
+// the duty cycle is exact on average while the busy spans fall at every phase of the kernel's
+// tick: a fixed period that is a multiple of the tick makes tick-sampled accounting (mpstat)
+// see the same phase every time and read, e.g., 20 % for 25 %.
+void run(int cpu, double load, Clock::time_point end, std::chrono::nanoseconds mean_period) {
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(static_cast<std::size_t>(cpu), &set);
     if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0) return;
-    const auto busy = std::chrono::duration_cast<std::chrono::nanoseconds>(period * load / 100.0);
+    std::mt19937_64 rng(static_cast<std::uint64_t>(cpu) * 7919 + 1);
+    std::uniform_real_distribution<double> spread(0.5, 1.5);
     volatile unsigned long sink = 0;
-    for (auto start = Clock::now(); start < end; start += period) {
+    for (auto start = Clock::now(); start < end;) {
+        const auto period =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(mean_period * spread(rng));
+        const auto busy =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(period * load / 100.0);
         while (Clock::now() < start + busy) sink = sink + 1;
-        const auto wake = start + period;
+        start += period;
         if (busy < period) {
             timespec ts{};
-            auto ns = wake.time_since_epoch().count();
+            auto ns = start.time_since_epoch().count();
             ts.tv_sec = ns / 1'000'000'000;
             ts.tv_nsec = ns % 1'000'000'000;
             clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
@@ -61,8 +72,17 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "%s: %s\n", argv[0], cpus.error().message.c_str());
         return 1;
     }
+    const auto start = Clock::now();
     std::vector<std::thread> threads;
     for (int cpu : *cpus) threads.emplace_back(run, cpu, load, end, period);
     for (auto& t : threads) t.join();
+    // What was achieved: the threads' CPU time over the run. Wake-ups that come late (a
+    // halted virtual CPU takes a while to resume) shorten the busy spans.
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    const double cpu_s = static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                         static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+    const double wall = std::chrono::duration<double>(Clock::now() - start).count();
+    std::printf("achieved %.3f\n", 100.0 * cpu_s / (wall * static_cast<double>(cpus->size())));
     return 0;
 }
