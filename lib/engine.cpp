@@ -53,6 +53,8 @@ Result<void> Engine::setup(const std::function<Clock::time_point()>& clock) {
     if (probes_) {
         probes_->set_online(online_);
         probes_->wait_calibrated(options_.calibration_wait);
+        // Calibration took a while: the first interval starts now, for every source.
+        if (auto again = (*procstat)->sample(); !again) return std::unexpected(again.error());
     }
     if (mode == ProbeMode::Spin) {
         auto probe = std::make_unique<ProbeSource>([p = probes_.get()] { return p->read(); });
