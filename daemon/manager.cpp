@@ -42,7 +42,9 @@ Manager::Manager(ManagerOptions options)
     : options_(std::move(options)), started_(std::chrono::steady_clock::now()) {}
 
 Manager::~Manager() {
-    server_.reset();  // before the socket it serves
+    if (server_) server_->set_close_handler({});
+    counters_.reset();  // its sessions' timers, before the loop goes
+    server_.reset();    // before the socket it serves
     socket_.reset();
 }
 
@@ -100,6 +102,11 @@ Result<void> Manager::setup() {
         e, socket_->fd(),
         VarlinkServer::Info{"monitord", "monitord", MONITORD_VERSION, "man:monitord(8)"}, limits);
     register_methods();
+    counters_ = std::make_unique<CounterService>(
+        e, *server_, [this] { return engine_->online_cpus(); }, options_.counters);
+    counters_->setup();
+    server_->set_close_handler(
+        [this](std::uint64_t connection) { counters_->connection_closed(connection); });
     if (auto r = server_->start(); !r) return r;
 
     std::uint64_t now = 0;

@@ -11,6 +11,7 @@
 
 #include "config.hpp"
 #include "control_socket.hpp"
+#include "counter_service.hpp"
 #include "monitor/engine.hpp"
 #include "sd_event_ptr.hpp"
 #include "varlink_server.hpp"
@@ -24,6 +25,7 @@ struct ManagerOptions {
     bool show_loading = false;  // print one line of loading per second on stdout
     std::filesystem::path proc_root = "/proc";
     std::filesystem::path sys_root = "/sys";
+    CounterServiceOptions counters;
 };
 
 class Manager {
@@ -59,6 +61,7 @@ class Manager {
     std::unique_ptr<monitor::Engine> engine_;
     std::optional<ControlSocket> socket_;
     std::unique_ptr<VarlinkServer> server_;
+    std::unique_ptr<CounterService> counters_;
     // Encoded GetLoading replies by query (per_cpu + 2 * history + 4 * more), valid until
     // the next tick.
     std::array<VarlinkServer::EncodedReply, 8> loading_replies_;

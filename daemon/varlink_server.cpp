@@ -237,6 +237,10 @@ void VarlinkServer::handle_message(Connection& c, std::string_view text) {
         c.dead = true;
         return;
     }
+    if (reply->deferred) {
+        c.streaming = true;  // the reply comes from send()
+        return;
+    }
     if (call->oneway) return;
     queue(c, *reply);
     if (reply->continues && call->more) c.streaming = true;
@@ -298,6 +302,12 @@ bool VarlinkServer::send(std::uint64_t connection, const Response& response) {
         return false;
     }
     update_events(c);
+    if (!response.continues) {
+        // The stream ended: calls the client sent meanwhile wait in the input buffer. A
+        // writable socket wakes handle_io at once, which processes them.
+        c.streaming = false;
+        sd_event_source_set_io_events(c.source.get(), EPOLLIN | EPOLLOUT);
+    }
     return true;
 }
 
@@ -338,6 +348,7 @@ void VarlinkServer::update_events(Connection& c) {
 
 void VarlinkServer::close_connection(Connection& c, const char* why) {
     spdlog::debug("Control connection {} {}", c.peer.connection, why);
+    if (on_close_) on_close_(c.peer.connection);
     if (auto it = per_user_.find(c.peer.cred.uid); it != per_user_.end() && --it->second == 0) {
         per_user_.erase(it);
     }

@@ -41,13 +41,24 @@ class VarlinkServer {
     // calls share: encoding dominates the cost of a call.
     using EncodedReply = std::shared_ptr<const std::string>;
     struct Response {
-        Response(monitor::varlink::Reply r) : message(std::move(r)) {}  // NOLINT: implicit
-        Response(EncodedReply r, bool more = false)                     // NOLINT: implicit
+        Response(monitor::varlink::Reply r)  // NOLINT: implicit
+            : continues(r.continues) {
+            message = std::move(r);
+        }
+        Response(EncodedReply r, bool more = false)  // NOLINT: implicit
             : message(std::move(r)), continues(more) {}
+        // No reply now: the handler answers later with send(), the last reply without
+        // "continues". Until then the connection reads no further calls.
+        static Response later() {
+            Response r{monitor::varlink::Reply{}};
+            r.deferred = true;
+            return r;
+        }
         std::variant<monitor::varlink::Reply, EncodedReply> message;
         // More replies follow (the reply's "continues" is true): the call became a stream,
         // which the handler feeds with send(). The connection reads no further calls.
         bool continues = false;
+        bool deferred = false;
     };
     // Handlers get calls whose parameters match the method's input type.
     using Handler = std::function<Response(const monitor::varlink::Call&, const Peer&)>;
@@ -73,9 +84,16 @@ class VarlinkServer {
 
     monitor::Result<void> start();
 
-    // Sends one more reply of a stream to `connection`; false when the connection is gone
-    // (the caller then forgets the stream).
+    // Sends one more reply of a stream, or the reply of a deferred call, to `connection`;
+    // false when the connection is gone (the caller then forgets the stream). A reply without
+    // "continues" ends the stream: the connection reads calls again.
     bool send(std::uint64_t connection, const Response& response);
+
+    // Called with the connection's id when a connection closes, so that what it owned (a
+    // stream, a counting session) can be released.
+    void set_close_handler(std::function<void(std::uint64_t)> handler) {
+        on_close_ = std::move(handler);
+    }
 
     std::size_t connection_count() const { return connections_.size(); }
 
@@ -115,6 +133,7 @@ class VarlinkServer {
     std::uint64_t refused_ = 0;
     std::chrono::steady_clock::time_point last_refusal_log_{};
     std::uint64_t next_id_ = 1;
+    std::function<void(std::uint64_t)> on_close_;
 };
 
 }  // namespace monitord

@@ -53,8 +53,15 @@ TEST(VarlinkIdlBuiltin, MonitorInterface) {
     ASSERT_NO_THROW(iface = builtin_interface(kMonitorInterface));
     ASSERT_NE(iface, nullptr);
     EXPECT_EQ(iface->name(), "io.monitord.Monitor");
-    EXPECT_EQ(method_names(*iface), (std::set<std::string>{"GetLoading", "GetStatus"}));
+    EXPECT_EQ(method_names(*iface),
+              (std::set<std::string>{"GetLoading", "GetStatus", "GetPmuInfo", "ListEvents",
+                                     "PlanCounters", "CollectCounters", "StartCounters",
+                                     "ReadCounters", "StopCounters"}));
     EXPECT_NE(iface->error("InvalidMessage"), nullptr);
+    for (auto e : {"PerfRunning", "PerfNotRunning", "NoSuchEvent", "PermissionDenied", "NoPmu",
+                   "NoSuchTarget", "InvalidRequest", "CounterFailure"}) {
+        EXPECT_NE(iface->error(e), nullptr) << e;
+    }
     EXPECT_EQ(iface->method("NoSuchMethod"), nullptr);
     EXPECT_EQ(iface->error("NoSuchError"), nullptr);
 

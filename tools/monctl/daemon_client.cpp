@@ -37,6 +37,22 @@ Result<DaemonClient> DaemonClient::connect(const std::string& socket) {
                     "--socket or MONITORD_SOCKET at its socket.");
 }
 
+std::optional<Status> status_of_error(std::string_view error) {
+    static constexpr std::pair<std::string_view, Status> kErrors[] = {
+        {"PerfRunning", Status::PrfRun},    {"PerfNotRunning", Status::NotRdy},
+        {"NoSuchEvent", Status::NoEvent},   {"PermissionDenied", Status::Perm},
+        {"NoPmu", Status::NoPmu},           {"NoSuchTarget", Status::NoDev},
+        {"InvalidRequest", Status::BadArg}, {"CounterFailure", Status::IoErr},
+    };
+    const std::string prefix = std::string{monitor::varlink::kMonitorInterface} + ".";
+    if (!error.starts_with(prefix)) return std::nullopt;
+    error.remove_prefix(prefix.size());
+    for (auto [name, status] : kErrors) {
+        if (name == error) return status;
+    }
+    return std::nullopt;
+}
+
 Result<nlohmann::json> DaemonClient::call(const std::string& method,
                                           const nlohmann::json& parameters) {
     return checked(
@@ -65,6 +81,13 @@ Result<nlohmann::json> DaemonClient::checked(const std::string& method,
                                              Result<monitor::varlink::Reply> reply) const {
     if (!reply) return std::unexpected(reply.error());
     if (reply->error) {
+        // The daemon's own errors carry a message written for people: show just that.
+        if (auto status = status_of_error(*reply->error)) {
+            if (auto it = reply->parameters.find("message");
+                it != reply->parameters.end() && it->is_string()) {
+                return fail(*status, it->get<std::string>());
+            }
+        }
         std::string msg = method + " failed: " + *reply->error;
         if (!reply->parameters.empty()) msg += " " + reply->parameters.dump();
         return fail(Status::BadArg, msg);

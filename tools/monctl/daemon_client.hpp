@@ -11,6 +11,10 @@
 
 namespace monctl {
 
+// The status code of one of the daemon's own errors ("io.monitord.Monitor.PerfRunning" ->
+// PRFRUN); nullopt for the others.
+std::optional<monitor::Status> status_of_error(std::string_view error);
+
 class DaemonClient {
   public:
     // Connects to `socket`, or when empty to the first of the usual places that answers.
@@ -28,6 +32,8 @@ class DaemonClient {
                                  const std::function<bool(const nlohmann::json&)>& on_reply);
 
     const std::string& path() const { return path_; }
+    // How long call() waits for a reply; 0 waits as long as it takes.
+    void set_timeout(std::chrono::milliseconds t) { client_.set_timeout(t); }
 
   private:
     monitor::Result<nlohmann::json> checked(const std::string& method,

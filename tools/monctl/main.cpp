@@ -8,6 +8,7 @@
 #include "daemon_client.hpp"
 #include "monitor/protocol/monitor_messages.hpp"
 #include "monitord-config.h"
+#include "perf_commands.hpp"
 #include "views.hpp"
 
 namespace {
@@ -97,6 +98,58 @@ int main(int argc, char** argv) {
     loading->add_flag("-w,--watch", o.watch,
                       "Show the figures again after every sample, until interrupted");
 
+    monctl::PerfOptions po;
+    auto* perf = app.add_subcommand("perf", "Performance counters: list, plan, count");
+    perf->require_subcommand(1);
+    auto* perf_info = perf->add_subcommand("info", "Show the PMUs: counters, width, events");
+    auto* perf_list = perf->add_subcommand("list", "List the events and the counters of each");
+    perf_list->add_option("pmu", po.pmu, "Only the events of this PMU (e.g. perf, ppc750)");
+    auto* perf_plan = perf->add_subcommand(
+        "plan", "Show the counter sets and the counter of each event, without counting");
+    auto* perf_collect =
+        perf->add_subcommand("collect", "Count events for a duration and show the totals");
+    auto* perf_start = perf->add_subcommand("start", "Start counting until `perf stop`");
+    auto* perf_read = perf->add_subcommand("read", "Show the counts of the running session");
+    auto* perf_stop = perf->add_subcommand("stop", "Stop the running session, show its totals");
+    auto* perf_stat = perf->add_subcommand(
+        "stat", "Run a command and count it from its first instruction to its exit");
+    for (auto* sub : {perf_plan, perf_collect, perf_start, perf_stat}) {
+        auto* ev = sub->add_option("-e,--events", po.events,
+                                   "Events, comma-separated; braces keep a group together: "
+                                   "cycles,{ppc750::r205,ppc750::r108}");
+        if (sub != perf_stat) ev->required();
+        sub->add_option("--mux", po.mux, "Who rotates counter sets: daemon or kernel")
+            ->check(CLI::IsMember({"daemon", "kernel"}));
+        sub->add_option("--slice", po.slice_ms, "Milliseconds per counter set (default 100)")
+            ->check(CLI::Range(10, 10000));
+        sub->add_option("--counters", po.counters,
+                        "Use at most N counters per PMU; software events take one too")
+            ->check(CLI::Range(1, 32));
+    }
+    for (auto* sub : {perf_plan, perf_collect, perf_start}) {
+        auto* each = sub->add_flag("-a,--per-cpu", po.per_cpu, "Count each CPU separately");
+        auto* cpu =
+            sub->add_option("-C,--cpu", po.cpu, "Count one CPU")->check(CLI::NonNegativeNumber);
+        auto* pid = sub->add_option("-p,--pid", po.pid, "Count a process and its new children")
+                        ->check(CLI::PositiveNumber);
+        auto* cgroup = sub->add_option("-G,--cgroup", po.cgroup,
+                                       "Count a cgroup (a path below /sys/fs/cgroup)");
+        auto* unit = sub->add_option("-u,--unit", po.unit, "Count a systemd unit's cgroup");
+        for (auto* a : {each, cpu, pid, cgroup, unit}) {
+            for (auto* b : {each, cpu, pid, cgroup, unit}) {
+                if (a != b) a->excludes(b);
+            }
+        }
+    }
+    perf_collect->add_option("-d,--duration", po.duration, "How long: 5s, 250ms, 2m (default 1s)");
+    perf_collect->add_option("-i,--interval", po.interval,
+                             "Show the counts of every period of this length as well");
+    for (auto* sub : {perf_collect, perf_read, perf_stop, perf_stat}) {
+        sub->add_flag("--csv", po.csv, "Comma-separated values, one line per event");
+    }
+    perf_stat->add_option("command", po.command, "The command and its arguments (after --)")
+        ->required();
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -106,6 +159,16 @@ int main(int argc, char** argv) {
     try {
         if (status->parsed()) return cmd_status(o);
         if (loading->parsed()) return cmd_loading(o);
+        po.socket = o.socket;
+        po.json = o.json;
+        if (perf_info->parsed()) return monctl::perf_info(po);
+        if (perf_list->parsed()) return monctl::perf_list(po);
+        if (perf_plan->parsed()) return monctl::perf_plan(po);
+        if (perf_collect->parsed()) return monctl::perf_collect(po);
+        if (perf_start->parsed()) return monctl::perf_start(po);
+        if (perf_read->parsed()) return monctl::perf_read(po);
+        if (perf_stop->parsed()) return monctl::perf_stop(po);
+        if (perf_stat->parsed()) return monctl::perf_stat(po);
     } catch (const nlohmann::json::exception& e) {
         // Replies are checked against the interface first; this is the backstop for a reply
         // that passes the check and still cannot be read.

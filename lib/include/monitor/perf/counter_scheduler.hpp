@@ -17,10 +17,10 @@ namespace monitor::perf {
 
 // One requested event as the scheduler sees it.
 struct SchedulerEvent {
-    std::string name;            // for error messages
-    CounterMask counters = 0;    // 0: takes no counter
+    std::string name;          // for error messages
+    CounterMask counters = 0;  // 0: takes no counter
     bool pinned = false;
-    int group = -1;              // events with the same group >= 0 must share a set
+    int group = -1;  // events with the same group >= 0 must share a set
 };
 
 struct Placement {

@@ -30,6 +30,10 @@ struct EventSpec {
     // The counters that can hold the event; 0 for an event that takes no counter (the
     // kernel's software events), which then counts all the time.
     CounterMask counters = 0;
+    // The PMU whose counters those are: `pmu` itself, except for the kernel's generic
+    // hardware events (perf::CYCLES), which live on the processor's PMU. Events of different
+    // counter PMUs never compete for counters and are never in one kernel group.
+    std::string counter_pmu;
     // Kept in every counter set when events are multiplexed (cycles, instructions), so that
     // every set has them for ratios.
     bool pinned = false;

@@ -1,0 +1,94 @@
+// The performance-counter half of the control interface: PMU information, the event list,
+// plans, and the one counting session (collect for a duration, or start ... stop), with its
+// multiplexing timer on the daemon's event loop.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "monitor/perf/event_catalog.hpp"
+#include "monitor/perf/perf_session.hpp"
+#include "monitor/protocol/counter_messages.hpp"
+#include "sd_event_ptr.hpp"
+#include "varlink_server.hpp"
+
+namespace monitord {
+
+// Makes the counter device of a session: perf_event_open normally, a simulated PMU in tests.
+using DeviceFactory = std::function<std::unique_ptr<monitor::perf::CounterDevice>()>;
+
+struct CounterServiceOptions {
+    std::filesystem::path cgroup_root = "/sys/fs/cgroup";
+    DeviceFactory device;  // empty: perf_event_open
+};
+
+class CounterService {
+  public:
+    CounterService(sd_event* event, VarlinkServer& server,
+                   std::function<std::vector<int>()> online_cpus, CounterServiceOptions options);
+    ~CounterService();
+    CounterService(const CounterService&) = delete;
+    CounterService& operator=(const CounterService&) = delete;
+
+    // Starts libpfm4 and registers the methods. Without libpfm4 the methods answer with the
+    // reason instead.
+    void setup();
+    // A connection closed: a collect it was waiting for ends and frees its counters.
+    void connection_closed(std::uint64_t connection);
+    // "collecting 3 events on all CPUs for pid 42", or empty.
+    std::string describe() const;
+
+  private:
+    struct Session {
+        std::unique_ptr<monitor::perf::PerfSession> session;
+        std::optional<std::uint64_t> owner;  // the connection of a collect
+        bool stream = false;                 // collect with "more": a reply per period
+        bool per_cpu = false;
+        std::optional<std::chrono::milliseconds> interval;
+        std::chrono::steady_clock::time_point ends;  // collect only
+        std::int64_t period = 0;
+        monitor::perf::PerfReport last;  // at the previous period
+        std::string started_by;          // "pid 42 (uid 1000)"
+    };
+
+    using Response = VarlinkServer::Response;
+    Response get_pmu_info() const;
+    Response list_events(const monitor::varlink::Call& call) const;
+    Response plan(const monitor::varlink::Call& call) const;
+    Response collect(const monitor::varlink::Call& call, const Peer& peer);
+    Response start(const monitor::varlink::Call& call, const Peer& peer);
+    Response read();
+    Response stop();
+
+    monitor::Result<monitor::perf::SessionOptions> options_for(
+        const monitor::protocol::CounterRequest& request) const;
+    monitor::Result<std::unique_ptr<monitor::perf::PerfSession>> open_session(
+        const monitor::perf::SessionOptions& options) const;
+    monitor::varlink::Reply error_reply(const monitor::Error& e,
+                                        const std::string& events = {}) const;
+    monitor::Result<void> arm_timers();
+    void on_slice();
+    void on_period();
+    void end_session();
+
+    static int on_slice_timer(sd_event_source* s, uint64_t usec, void* userdata);
+    static int on_period_timer(sd_event_source* s, uint64_t usec, void* userdata);
+
+    sd_event* event_;
+    VarlinkServer& server_;
+    std::function<std::vector<int>()> online_cpus_;
+    CounterServiceOptions options_;
+    std::optional<monitor::perf::EventCatalog> catalog_;
+    std::string catalog_error_;
+    std::optional<Session> active_;
+    SourcePtr slice_timer_;
+    SourcePtr period_timer_;
+};
+
+}  // namespace monitord

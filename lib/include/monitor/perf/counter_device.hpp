@@ -1,0 +1,74 @@
+// The boundary between counting and the hardware: opening an event on a target, enabling and
+// disabling a group, reading a count with its enabled and running times. PerfEventDevice is
+// the real one (perf_event_open); a simulated PMU stands in where the machine has none.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "monitor/perf/event_spec.hpp"
+#include "monitor/status.hpp"
+#include "monitor/unique_fd.hpp"
+
+namespace monitor::perf {
+
+// Where one event counts: a CPU (everything running on it), a process (and, with inherit,
+// the children it creates after the counter is opened) on any CPU, or a cgroup on a CPU.
+struct OpenTarget {
+    int cpu = -1;                 // -1: any CPU (process targets only)
+    pid_t pid = -1;               // -1: every process (CPU targets)
+    int cgroup_fd = -1;           // an open cgroup directory: count its tasks on `cpu`
+    bool inherit = false;         // count the children too
+    bool enable_on_exec = false;  // start counting when the process calls exec (leaders)
+};
+
+struct CounterReading {
+    std::uint64_t value = 0;       // raw count, `width` bits wide
+    std::uint64_t enabled_ns = 0;  // time the event was enabled
+    std::uint64_t running_ns = 0;  // time it was on a counter
+};
+
+class CounterDevice {
+  public:
+    virtual ~CounterDevice() = default;
+
+    // Opens one event, disabled when it leads a group (`leader` < 0); a member (`leader` is
+    // the handle of an open leader) follows its leader. Returns a handle. Errors name the
+    // event, the cause and the fix.
+    virtual Result<int> open(const EventSpec& event, const OpenTarget& target, int leader) = 0;
+    virtual Result<void> enable(int leader) = 0;   // the whole group
+    virtual Result<void> disable(int leader) = 0;  // the whole group
+    virtual Result<void> reset(int leader) = 0;    // the whole group's counts to zero
+    virtual Result<CounterReading> read(int handle) = 0;
+    virtual void close(int handle) = 0;
+    // Bits of the values read() returns: they wrap at 2^width.
+    virtual int width(int handle) const = 0;
+};
+
+// perf_event_open(2).
+class PerfEventDevice final : public CounterDevice {
+  public:
+    Result<int> open(const EventSpec& event, const OpenTarget& target, int leader) override;
+    Result<void> enable(int leader) override;
+    Result<void> disable(int leader) override;
+    Result<void> reset(int leader) override;
+    Result<CounterReading> read(int handle) override;
+    void close(int handle) override;
+    int width(int) const override { return 64; }
+
+  private:
+    std::vector<UniqueFd> fds_;  // by handle; closed handles are empty
+};
+
+// Why perf_event_open refused `event` with `err`, and what to do about it: PERM (paranoid
+// level and privilege), NOPMU (no driver for its PMU: no hardware counters here), NODEV (no
+// such process, CPU offline), ...
+Error explain_open_error(int err, const EventSpec& event, const OpenTarget& target);
+
+// /proc/sys/kernel/perf_event_paranoid, or nullopt when it cannot be read.
+std::optional<int> perf_event_paranoid();
+
+}  // namespace monitor::perf

@@ -1,0 +1,192 @@
+// A counting session: the requested events resolved and packed into counter sets (the plan),
+// opened on their targets, rotated every slice when there are more sets than the counters can
+// hold at once, and read as 64-bit virtual counts with enabled and running times.
+//
+// Multiplexing, daemon side (MuxMode::Daemon): one set (a "slot") is enabled at a time, in
+// turn; an event's enabled time is the session's time, its running time the time its set was
+// on the counters, and the scaled estimate count x enabled / running. MuxMode::Kernel opens
+// every set enabled and lets the kernel rotate them; the times are then the kernel's. Events
+// that take no counter (software) count all the time in both modes.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "monitor/perf/counter_device.hpp"
+#include "monitor/perf/counter_scheduler.hpp"
+#include "monitor/perf/event_catalog.hpp"
+#include "monitor/status.hpp"
+#include "monitor/unique_fd.hpp"
+
+namespace monitor::perf {
+
+// One requested event; events with the same group >= 0 are counted together, always.
+struct EventRequest {
+    std::string name;
+    int group = -1;
+};
+
+// "a,b,{c,d}" -> a, b, and c+d as group 0. BADARG for unbalanced braces or an empty name.
+Result<std::vector<EventRequest>> parse_event_list(std::string_view list);
+
+enum class TargetKind {
+    AllCpus,  // every online CPU, counts added up
+    EachCpu,  // every online CPU, counts kept per CPU
+    OneCpu,   // one CPU
+    Process,  // a process and the children it starts afterwards, on any CPU
+    Cgroup,   // the tasks of a cgroup, on every online CPU
+};
+
+struct CountTarget {
+    TargetKind kind = TargetKind::AllCpus;
+    int cpu = -1;                 // OneCpu
+    pid_t pid = -1;               // Process
+    bool enable_on_exec = false;  // Process: start counting at its next exec (a launched command)
+    std::string cgroup;           // Cgroup: a path below the cgroup2 root, or absolute
+};
+
+enum class MuxMode { Daemon, Kernel };
+
+struct SessionOptions {
+    std::vector<EventRequest> events;
+    CountTarget target;
+    MuxMode mux = MuxMode::Daemon;
+    std::chrono::nanoseconds slice = std::chrono::milliseconds(100);
+    // > 0: each PMU gets at most this many counters, and events that take no counter take
+    // one too, so that multiplexing can be exercised (and compared) with software events.
+    int counter_budget = 0;
+    std::vector<int> cpus;  // the online CPUs, for CPU and cgroup targets
+    std::string cgroup_root = "/sys/fs/cgroup";
+};
+
+// The events and where each one counts, without counting.
+struct Plan {
+    std::vector<EventSpec> events;
+    std::vector<int> groups;  // per event, -1 for none
+    struct Member {
+        std::size_t event = 0;
+        int counter = -1;          // -1 for a free-running event
+        std::string counter_name;  // "PMC2", "counter 3"; empty when free running
+    };
+    // Kernel groups: the events of one PMU counted together. A group with set -1 runs all
+    // the time; the others are set `set` of the `sets` of their PMU, and count in the slots
+    // s with s % sets == set.
+    struct Group {
+        int set = -1;
+        int sets = 1;
+        std::string pmu;
+        std::vector<Member> members;
+    };
+    std::vector<Group> groups_of_counters;
+    int slots = 0;  // sets that take turns; 0 or 1 means no multiplexing
+};
+
+Result<Plan> make_plan(const EventCatalog& catalog, const SessionOptions& options);
+
+struct CountValue {
+    std::uint64_t count = 0;
+    std::uint64_t enabled_ns = 0;
+    std::uint64_t running_ns = 0;
+
+    // count x enabled / running; the count itself when it always ran, 0 when it never did.
+    double scaled() const;
+    // running / enabled, 1 when nothing was enabled yet.
+    double running_ratio() const;
+    CountValue& operator+=(const CountValue& o);
+    CountValue operator-(const CountValue& o) const;
+};
+
+struct EventCount {
+    std::string name;  // as requested
+    std::string canonical;
+    std::string pmu;
+    CountValue total;                      // over every instance
+    std::vector<CountValue> per_instance;  // one per instance of the report
+};
+
+// The counts of one kernel group (a counter set of one PMU), for ratios of events measured
+// over the very same time.
+struct GroupCount {
+    int set = -1;
+    std::vector<std::size_t> events;
+    std::vector<std::uint64_t> counts;
+    std::uint64_t running_ns = 0;
+};
+
+struct PerfReport {
+    std::chrono::nanoseconds elapsed{0};  // wall time since the session started
+    std::vector<int> instances;           // CPU numbers, or {-1} for a process/cgroup total
+    std::vector<EventCount> events;       // in request order
+    std::vector<GroupCount> groups;
+    int slots = 0;
+    int rotations = 0;
+
+    // The counts of the period between `earlier` and this report (same session).
+    PerfReport since(const PerfReport& earlier) const;
+};
+
+class PerfSession {
+  public:
+    // Resolves and plans the events, opens every counter on every instance of the target and
+    // starts counting (unless the target waits for exec). Errors name the event and the cause.
+    static Result<std::unique_ptr<PerfSession>> start(const EventCatalog& catalog,
+                                                      std::unique_ptr<CounterDevice> device,
+                                                      SessionOptions options);
+    ~PerfSession();
+    PerfSession(const PerfSession&) = delete;
+    PerfSession& operator=(const PerfSession&) = delete;
+
+    const Plan& plan() const { return plan_; }
+    const SessionOptions& options() const { return options_; }
+    // True when the counter sets take turns and rotate() must be called every slice.
+    bool rotates() const { return options_.mux == MuxMode::Daemon && plan_.slots > 1; }
+
+    // Moves to the next counter set (daemon multiplexing); a no-op otherwise, and until the
+    // exec for a target that starts at its exec.
+    Result<void> rotate();
+    // Reads every counter that is counting now and returns the totals so far.
+    Result<PerfReport> read();
+    // Stops counting: later reads return the final totals.
+    Result<void> stop();
+    bool stopped() const { return stopped_; }
+
+  private:
+    PerfSession(std::unique_ptr<CounterDevice> device, SessionOptions options, Plan plan);
+    Result<void> open_all();
+    Result<void> set_slot_enabled(int slot, bool enabled);
+    Result<void> poll_slot(int slot);  // slot -1: the free-running groups
+    Result<void> poll();
+
+    struct GroupHandles {
+        std::vector<int> handles;            // per member
+        std::vector<CounterReading> last;    // per member
+        std::vector<std::uint64_t> count;    // per member, accumulated
+        std::vector<std::uint64_t> running;  // per member, accumulated
+        std::uint64_t enabled_ns = 0;        // free-running groups: their own
+    };
+    struct Instance {
+        OpenTarget target;
+        std::vector<GroupHandles> groups;   // per plan group
+        std::uint64_t slot_enabled_ns = 0;  // daemon mux: time of all slices so far
+    };
+
+    std::unique_ptr<CounterDevice> device_;
+    SessionOptions options_;
+    Plan plan_;
+    UniqueFd cgroup_fd_;
+    std::vector<Instance> instances_;
+    std::chrono::steady_clock::time_point started_;
+    std::chrono::steady_clock::time_point stopped_at_;
+    int slot_ = 0;
+    int rotations_ = 0;
+    bool stopped_ = false;
+    bool exec_seen_ = false;  // enable_on_exec: the kernel has started the first set
+};
+
+}  // namespace monitor::perf

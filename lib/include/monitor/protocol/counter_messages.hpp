@@ -1,0 +1,106 @@
+// The performance-counter calls of io.monitord.Monitor between JSON and C++: the request
+// (events, target, multiplexing), the plan, the reports with their metrics, the PMUs and
+// events. Shapes as in lib/protocol/io.monitord.Monitor.varlink; the from_json functions
+// expect values that were checked against it.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "monitor/perf/derived_metrics.hpp"
+#include "monitor/perf/event_catalog.hpp"
+#include "monitor/perf/perf_session.hpp"
+
+namespace monitor::protocol {
+
+struct CounterRequest {
+    std::string events;          // "a,b,{c,d}"
+    std::string target = "all";  // all, each, cpu, process, cgroup, unit
+    std::optional<int> cpu;
+    std::optional<std::int64_t> pid;
+    std::string cgroup;
+    std::string unit;
+    std::string mux = "daemon";  // daemon, kernel
+    std::optional<std::int64_t> slice_ms;
+    std::optional<int> counter_budget;
+};
+
+nlohmann::json to_json(const CounterRequest& r);
+CounterRequest counter_request_from_json(const nlohmann::json& j);
+
+// What a CounterRequest asks of a session, with the names checked (events parsed, target and
+// numbers in range); the cgroup of a unit is looked up by the caller.
+Result<perf::SessionOptions> session_options(const CounterRequest& r);
+
+struct Count {
+    std::uint64_t count = 0;
+    std::uint64_t enabled_ns = 0;
+    std::uint64_t running_ns = 0;
+    double scaled = 0;
+    double running = 1;
+};
+
+struct EventCount {
+    std::string name;
+    std::string canonical;
+    std::string pmu;
+    Count value;
+    std::vector<std::pair<int, Count>> cpus;  // per CPU, with target "each"
+};
+
+struct CounterReport {
+    double elapsed = 0;
+    std::optional<std::int64_t> period;
+    bool final = false;
+    int slots = 0;
+    int rotations = 0;
+    std::vector<EventCount> events;
+    std::vector<perf::Metric> metrics;
+};
+
+// From a session's report: `per_cpu` keeps the per-CPU counts.
+CounterReport make_report(const perf::Plan& plan, const perf::PerfReport& report, bool per_cpu,
+                          std::optional<std::int64_t> period, bool final);
+
+nlohmann::json to_json(const CounterReport& r);
+CounterReport counter_report_from_json(const nlohmann::json& j);
+
+struct PlanMember {
+    std::string event;
+    std::optional<std::string> counter;
+};
+struct PlanGroup {
+    std::string pmu;
+    std::optional<int> set;
+    int sets = 1;
+    std::vector<PlanMember> members;
+};
+struct CounterPlan {
+    int slots = 0;
+    std::vector<PlanGroup> groups;
+};
+
+CounterPlan make_plan_message(const perf::Plan& plan);
+nlohmann::json to_json(const CounterPlan& p);
+CounterPlan counter_plan_from_json(const nlohmann::json& j);
+
+// The counters of a mask as names ("PMC2"), for ListEvents.
+std::vector<std::string> counter_names(const perf::EventInfo& e);
+
+nlohmann::json to_json(const perf::PmuInfo& p);
+perf::PmuInfo pmu_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const perf::EventInfo& e);
+
+struct EventListing {
+    std::string name;
+    std::string description;
+    std::string pmu;
+    std::vector<std::string> counters;
+    bool pinned = false;
+};
+EventListing event_from_json(const nlohmann::json& j);
+
+}  // namespace monitor::protocol

@@ -1,0 +1,188 @@
+#include "monitor/perf/counter_device.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "monitor/text_file.hpp"
+
+namespace monitor::perf {
+namespace {
+
+bool hardware(const EventSpec& e) {
+    return e.counters != 0;
+}
+
+std::string target_text(const OpenTarget& t) {
+    if (t.cgroup_fd >= 0) return fmt::format("the cgroup on cpu{}", t.cpu);
+    if (t.pid >= 0) return fmt::format("process {}", t.pid);
+    return fmt::format("cpu{}", t.cpu);
+}
+
+}  // namespace
+
+std::optional<int> perf_event_paranoid() {
+    auto text = read_text_file("/proc/sys/kernel/perf_event_paranoid");
+    if (!text) return std::nullopt;
+    try {
+        return std::stoi(*text);
+    } catch (const std::exception&) {
+        return std::nullopt;
+    }
+}
+
+Error explain_open_error(int err, const EventSpec& event, const OpenTarget& target) {
+    const std::string what = fmt::format("{} on {}", event.name, target_text(target));
+    switch (err) {
+        case EACCES:
+        case EPERM: {
+            auto level = perf_event_paranoid();
+            const bool system_wide = target.pid < 0 || target.cgroup_fd >= 0;
+            // The level at which an unprivileged user may open this counter.
+            const int needed = system_wide ? 0 : (event.exclude_kernel ? 2 : 1);
+            std::string why;
+            if (level && *level > needed) {
+                why = fmt::format(
+                    "kernel.perf_event_paranoid is {}, and counting {} without privilege needs "
+                    "{} or lower; run as root or with CAP_PERFMON, or `sysctl "
+                    "kernel.perf_event_paranoid={}`{}",
+                    *level, system_wide ? "a whole CPU" : "a process", needed, needed,
+                    !system_wide && !event.exclude_kernel && *level == 2
+                        ? fmt::format(", or count user mode only ({}:u)", event.name)
+                        : std::string{});
+            } else if (!system_wide) {
+                why =
+                    "the process belongs to another user (counting it needs the right to "
+                    "ptrace it, or CAP_PERFMON)";
+            } else {
+                why = "run as root or with CAP_PERFMON";
+            }
+            return Error{Status::Perm, fmt::format("{}: permission denied: {}", what, why)};
+        }
+        case ENOENT:
+        case EOPNOTSUPP:
+            if (hardware(event)) {
+                return Error{
+                    Status::NoPmu,
+                    fmt::format("{}: this kernel has no PMU driver that counts {} events "
+                                "(no hardware counters here: a virtual machine without "
+                                "a virtual PMU, or a processor the kernel does not "
+                                "support); software events such as perf::TASK-CLOCK "
+                                "still count",
+                                what, event.counter_pmu.empty() ? event.pmu : event.counter_pmu)};
+            }
+            return Error{Status::NoEvent,
+                         fmt::format("{}: the kernel does not know this event", what)};
+        case ESRCH:
+            return Error{Status::NoDev, fmt::format("{}: no such process", what)};
+        case ENODEV:
+        case ENXIO:
+            return Error{Status::NoDev,
+                         fmt::format("{}: the CPU is offline or does not exist", what)};
+        case EBUSY:
+            return Error{Status::Busy,
+                         fmt::format("{}: the PMU is held exclusively by another user", what)};
+        case EMFILE:
+        case ENFILE:
+            return Error{Status::IoErr,
+                         fmt::format("{}: out of file descriptors (one per event and CPU; raise "
+                                     "the limit or count fewer events)",
+                                     what)};
+        case EINVAL:
+            return Error{Status::BadArg,
+                         fmt::format("{}: the kernel rejected the event for this target "
+                                     "(type {}, config {:#x})",
+                                     what, event.type, event.config)};
+        default:
+            return Error{Status::IoErr,
+                         fmt::format("{}: perf_event_open: {}", what, std::strerror(err))};
+    }
+}
+
+Result<int> PerfEventDevice::open(const EventSpec& event, const OpenTarget& target, int leader) {
+    perf_event_attr attr{};
+    attr.size = sizeof attr;
+    attr.type = event.type;
+    attr.config = event.config;
+    attr.config1 = event.config1;
+    attr.config2 = event.config2;
+    attr.exclude_user = event.exclude_user;
+    attr.exclude_kernel = event.exclude_kernel;
+    attr.exclude_hv = event.exclude_hv;
+    attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+    attr.inherit = target.inherit;
+    attr.disabled = leader < 0;
+    attr.enable_on_exec = leader < 0 && target.enable_on_exec;
+
+    int group_fd = -1;
+    if (leader >= 0) {
+        if (static_cast<std::size_t>(leader) >= fds_.size() || !fds_[leader]) {
+            return fail(Status::BadArg,
+                        fmt::format("{}: no open group leader {}", event.name, leader));
+        }
+        group_fd = fds_[leader].get();
+    }
+    unsigned long flags = PERF_FLAG_FD_CLOEXEC;
+    pid_t pid = target.pid;
+    if (target.cgroup_fd >= 0) {
+        flags |= PERF_FLAG_PID_CGROUP;
+        pid = target.cgroup_fd;
+    }
+    long fd = ::syscall(SYS_perf_event_open, &attr, pid, target.cpu, group_fd, flags);
+    if (fd < 0) return std::unexpected(explain_open_error(errno, event, target));
+    fds_.emplace_back(static_cast<int>(fd));
+    return static_cast<int>(fds_.size() - 1);
+}
+
+namespace {
+
+Result<void> group_ioctl(const std::vector<UniqueFd>& fds, int leader, unsigned long request,
+                         const char* what) {
+    if (leader < 0 || static_cast<std::size_t>(leader) >= fds.size() || !fds[leader]) {
+        return fail(Status::BadArg, fmt::format("{}: no open counter {}", what, leader));
+    }
+    if (::ioctl(fds[leader].get(), request, PERF_IOC_FLAG_GROUP) < 0) {
+        return fail_errno(errno, fmt::format("{} a counter group", what));
+    }
+    return {};
+}
+
+}  // namespace
+
+Result<void> PerfEventDevice::enable(int leader) {
+    return group_ioctl(fds_, leader, PERF_EVENT_IOC_ENABLE, "enable");
+}
+
+Result<void> PerfEventDevice::disable(int leader) {
+    return group_ioctl(fds_, leader, PERF_EVENT_IOC_DISABLE, "disable");
+}
+
+Result<void> PerfEventDevice::reset(int leader) {
+    return group_ioctl(fds_, leader, PERF_EVENT_IOC_RESET, "reset");
+}
+
+Result<CounterReading> PerfEventDevice::read(int handle) {
+    if (handle < 0 || static_cast<std::size_t>(handle) >= fds_.size() || !fds_[handle]) {
+        return fail(Status::BadArg, fmt::format("read: no open counter {}", handle));
+    }
+    std::uint64_t buf[3] = {};
+    ssize_t n = ::read(fds_[handle].get(), buf, sizeof buf);
+    if (n < 0) return fail_errno(errno, "read a counter");
+    if (n != sizeof buf) {
+        return fail(Status::BadData,
+                    fmt::format("read a counter: {} bytes instead of {}", n, sizeof buf));
+    }
+    return CounterReading{buf[0], buf[1], buf[2]};
+}
+
+void PerfEventDevice::close(int handle) {
+    if (handle >= 0 && static_cast<std::size_t>(handle) < fds_.size()) fds_[handle].reset();
+}
+
+}  // namespace monitor::perf

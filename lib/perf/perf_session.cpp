@@ -1,0 +1,509 @@
+#include "monitor/perf/perf_session.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+#include "monitor/perf/ppc750_events.hpp"
+
+namespace monitor::perf {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+CounterMask low_bits(int n) {
+    return n >= 32 ? ~CounterMask{0} : (CounterMask{1} << n) - 1;
+}
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+    return s;
+}
+
+std::uint64_t wrap_delta(std::uint64_t now, std::uint64_t before, int width) {
+    std::uint64_t d = now - before;
+    return width >= 64 ? d : d & ((std::uint64_t{1} << width) - 1);
+}
+
+// The modes an event counts in, as one value: events of one set must agree on it.
+unsigned mode_of(const EventSpec& e) {
+    return (e.exclude_user ? 1U : 0U) | (e.exclude_kernel ? 2U : 0U) | (e.exclude_hv ? 4U : 0U);
+}
+
+}  // namespace
+
+Result<std::vector<EventRequest>> parse_event_list(std::string_view list) {
+    std::vector<EventRequest> out;
+    int group = -1;
+    int next_group = 0;
+    std::size_t group_start = 0;
+    std::string_view rest = list;
+    while (true) {
+        rest = trim(rest);
+        bool opens = !rest.empty() && rest.front() == '{';
+        if (opens) {
+            if (group >= 0) {
+                return fail(Status::BadArg,
+                            fmt::format("event list '{}': groups cannot nest", list));
+            }
+            group = next_group++;
+            group_start = out.size();
+            rest = trim(rest.substr(1));
+        }
+        auto end = rest.find_first_of(",}");
+        std::string_view name = trim(rest.substr(0, end));
+        if (name.empty()) {
+            return fail(Status::BadArg,
+                        fmt::format("event list '{}': an empty event name (write names "
+                                    "separated by commas, a group in braces: a,{{b,c}})",
+                                    list));
+        }
+        out.push_back({std::string(name), group});
+        if (end == std::string_view::npos) break;
+        if (rest[end] == '}') {
+            if (group < 0) {
+                return fail(Status::BadArg,
+                            fmt::format("event list '{}': '}}' without '{{'", list));
+            }
+            if (out.size() - group_start < 1) {
+                return fail(Status::BadArg, fmt::format("event list '{}': an empty group", list));
+            }
+            group = -1;
+            rest = trim(rest.substr(end + 1));
+            if (rest.empty()) break;
+            if (rest.front() != ',') {
+                return fail(Status::BadArg,
+                            fmt::format("event list '{}': expected ',' after '}}'", list));
+            }
+            rest.remove_prefix(1);
+            continue;
+        }
+        rest = rest.substr(end + 1);
+    }
+    if (group >= 0) {
+        return fail(Status::BadArg, fmt::format("event list '{}': '{{' without '}}'", list));
+    }
+    return out;
+}
+
+Result<Plan> make_plan(const EventCatalog& catalog, const SessionOptions& options) {
+    if (options.events.empty()) return fail(Status::BadArg, "no events to count");
+    Plan plan;
+    for (const auto& req : options.events) {
+        auto spec = catalog.resolve(req.name);
+        if (!spec) return std::unexpected(spec.error());
+        if (options.counter_budget > 0) {
+            if (spec->counters == 0) {
+                spec->counters = low_bits(options.counter_budget);
+                spec->counter_pmu = spec->pmu;
+            } else if ((spec->counters & low_bits(options.counter_budget)) == 0) {
+                return fail(Status::BadArg,
+                            fmt::format("{} cannot be counted with a budget of {} counter{}: "
+                                        "the counters that can hold it are outside it",
+                                        spec->name, options.counter_budget,
+                                        options.counter_budget == 1 ? "" : "s"));
+            } else {
+                spec->counters &= low_bits(options.counter_budget);
+            }
+        }
+        plan.events.push_back(std::move(*spec));
+        plan.groups.push_back(req.group);
+    }
+
+    // A group must live on one PMU: the kernel groups events of one PMU only (software
+    // events, which count all the time anyway, excepted).
+    std::map<int, std::string> group_pmu;
+    std::map<int, std::size_t> group_modes;  // group -> its first counter event
+    for (std::size_t i = 0; i < plan.events.size(); ++i) {
+        const auto& e = plan.events[i];
+        if (plan.groups[i] < 0 || e.counters == 0) continue;
+        auto [it, fresh] = group_pmu.emplace(plan.groups[i], e.counter_pmu);
+        if (!fresh && it->second != e.counter_pmu) {
+            return fail(Status::BadArg,
+                        fmt::format("{} ({}) cannot be in one group with events of {}: a group "
+                                    "counts on one PMU",
+                                    e.name, e.counter_pmu, it->second));
+        }
+        auto [mods, first] = group_modes.emplace(plan.groups[i], i);
+        if (!first && mode_of(plan.events[mods->second]) != mode_of(e)) {
+            return fail(Status::BadArg,
+                        fmt::format("{} and {} cannot be in one group: the events of a group "
+                                    "count in the same modes (give both the same :u or :k)",
+                                    plan.events[mods->second].name, e.name));
+        }
+    }
+
+    // Free-running events: a kernel group each.
+    for (std::size_t i = 0; i < plan.events.size(); ++i) {
+        if (plan.events[i].counters != 0) continue;
+        Plan::Group g;
+        g.pmu = plan.events[i].pmu;
+        g.members.push_back({i, -1, {}});
+        plan.groups_of_counters.push_back(std::move(g));
+    }
+
+    // The other events, scheduled PMU by PMU in order of first appearance.
+    std::vector<std::string> pmus;
+    for (const auto& e : plan.events) {
+        if (e.counters != 0 && std::ranges::find(pmus, e.counter_pmu) == pmus.end()) {
+            pmus.push_back(e.counter_pmu);
+        }
+    }
+    for (const auto& pmu : pmus) {
+        // The counters freeze per mode (the 750's FCS/FCP apply to all of them), so events that
+        // count in different modes never share a set: each mode gets sets of its own, and
+        // all the sets of the PMU take turns.
+        std::vector<unsigned> modes;
+        for (const auto& e : plan.events) {
+            if (e.counters != 0 && e.counter_pmu == pmu &&
+                std::ranges::find(modes, mode_of(e)) == modes.end()) {
+                modes.push_back(mode_of(e));
+            }
+        }
+        const std::size_t pmu_first_group = plan.groups_of_counters.size();
+        int pmu_sets = 0;
+        for (unsigned mode : modes) {
+            std::vector<std::size_t> index;
+            std::vector<SchedulerEvent> request;
+            for (std::size_t i = 0; i < plan.events.size(); ++i) {
+                const auto& e = plan.events[i];
+                if (e.counters == 0 || e.counter_pmu != pmu || mode_of(e) != mode) continue;
+                index.push_back(i);
+                request.push_back({e.name, e.counters, e.pinned, plan.groups[i]});
+            }
+            int counters = 0;
+            if (const PmuInfo* info = catalog.find_pmu(pmu);
+                info != nullptr && info->counters > 0) {
+                counters = info->counters;
+            } else {
+                for (const auto& r : request) {
+                    counters = std::max(counters, static_cast<int>(std::bit_width(r.counters)));
+                }
+            }
+            if (options.counter_budget > 0) counters = std::min(counters, options.counter_budget);
+            if (options.counter_budget > 0 && counters == 0) counters = options.counter_budget;
+            std::vector<std::string> names;
+            for (int c = 0; c < counters; ++c) {
+                names.push_back(pmu == kPpc750Pmu ? std::string(ppc750_counter_name(c))
+                                                  : fmt::format("counter {}", c + 1));
+            }
+            auto schedule = schedule_events(request, counters, names);
+            if (!schedule) return std::unexpected(schedule.error());
+            const int sets = static_cast<int>(schedule->sets.size());
+            for (int s = 0; s < sets; ++s) {
+                Plan::Group g;
+                g.set = pmu_sets + s;
+                g.pmu = pmu;
+                for (const auto& p : schedule->sets[static_cast<std::size_t>(s)].events) {
+                    g.members.push_back(
+                        {index[p.event], p.counter, names[static_cast<std::size_t>(p.counter)]});
+                }
+                plan.groups_of_counters.push_back(std::move(g));
+            }
+            pmu_sets += sets;
+        }
+        for (std::size_t g = pmu_first_group; g < plan.groups_of_counters.size(); ++g) {
+            plan.groups_of_counters[g].sets = pmu_sets;
+        }
+        plan.slots = std::max(plan.slots, pmu_sets);
+    }
+    return plan;
+}
+
+double CountValue::scaled() const {
+    if (running_ns == 0) return 0;
+    if (running_ns >= enabled_ns) return static_cast<double>(count);
+    return static_cast<double>(count) * static_cast<double>(enabled_ns) /
+           static_cast<double>(running_ns);
+}
+
+double CountValue::running_ratio() const {
+    if (enabled_ns == 0) return 1;
+    return std::min(1.0, static_cast<double>(running_ns) / static_cast<double>(enabled_ns));
+}
+
+CountValue& CountValue::operator+=(const CountValue& o) {
+    count += o.count;
+    enabled_ns += o.enabled_ns;
+    running_ns += o.running_ns;
+    return *this;
+}
+
+CountValue CountValue::operator-(const CountValue& o) const {
+    return {count - o.count, enabled_ns - o.enabled_ns, running_ns - o.running_ns};
+}
+
+PerfReport PerfReport::since(const PerfReport& earlier) const {
+    PerfReport d = *this;
+    d.elapsed = elapsed - earlier.elapsed;
+    d.rotations = rotations - earlier.rotations;
+    if (earlier.events.size() != events.size() || earlier.groups.size() != groups.size()) {
+        return d;
+    }
+    for (std::size_t i = 0; i < events.size(); ++i) {
+        d.events[i].total = events[i].total - earlier.events[i].total;
+        for (std::size_t k = 0;
+             k < events[i].per_instance.size() && k < earlier.events[i].per_instance.size(); ++k) {
+            d.events[i].per_instance[k] =
+                events[i].per_instance[k] - earlier.events[i].per_instance[k];
+        }
+    }
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+        for (std::size_t k = 0; k < groups[g].counts.size(); ++k) {
+            d.groups[g].counts[k] -= earlier.groups[g].counts[k];
+        }
+        d.groups[g].running_ns -= earlier.groups[g].running_ns;
+    }
+    return d;
+}
+
+PerfSession::PerfSession(std::unique_ptr<CounterDevice> device, SessionOptions options, Plan plan)
+    : device_(std::move(device)), options_(std::move(options)), plan_(std::move(plan)) {}
+
+PerfSession::~PerfSession() {
+    for (auto& inst : instances_) {
+        for (auto& g : inst.groups) {
+            for (auto it = g.handles.rbegin(); it != g.handles.rend(); ++it) device_->close(*it);
+        }
+    }
+}
+
+Result<std::unique_ptr<PerfSession>> PerfSession::start(const EventCatalog& catalog,
+                                                        std::unique_ptr<CounterDevice> device,
+                                                        SessionOptions options) {
+    auto plan = make_plan(catalog, options);
+    if (!plan) return std::unexpected(plan.error());
+    if (options.slice <= std::chrono::nanoseconds::zero()) {
+        return fail(Status::BadArg, "the multiplexing slice must be longer than zero");
+    }
+    std::unique_ptr<PerfSession> s{
+        new PerfSession(std::move(device), std::move(options), std::move(*plan))};
+    if (auto r = s->open_all(); !r) return std::unexpected(r.error());
+    return s;
+}
+
+Result<void> PerfSession::open_all() {
+    const auto& t = options_.target;
+    std::vector<OpenTarget> targets;
+    auto online = [&](int cpu) {
+        return std::ranges::find(options_.cpus, cpu) != options_.cpus.end();
+    };
+    switch (t.kind) {
+        case TargetKind::AllCpus:
+        case TargetKind::EachCpu:
+            for (int cpu : options_.cpus) targets.push_back({.cpu = cpu});
+            break;
+        case TargetKind::OneCpu:
+            if (!online(t.cpu)) {
+                return fail(Status::NoDev, fmt::format("cpu{} is not online (online: {})", t.cpu,
+                                                       fmt::join(options_.cpus, ", ")));
+            }
+            targets.push_back({.cpu = t.cpu});
+            break;
+        case TargetKind::Process:
+            if (t.pid <= 0) return fail(Status::BadArg, fmt::format("no process {}", t.pid));
+            targets.push_back({.pid = t.pid, .inherit = true, .enable_on_exec = t.enable_on_exec});
+            break;
+        case TargetKind::Cgroup: {
+            std::string path =
+                t.cgroup.starts_with('/') && !t.cgroup.starts_with(options_.cgroup_root)
+                    ? options_.cgroup_root + t.cgroup
+                    : t.cgroup;
+            if (!path.starts_with('/')) path = options_.cgroup_root + "/" + path;
+            int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+            if (fd < 0) {
+                int err = errno;
+                return fail(err == ENOENT || err == ENOTDIR ? Status::NoDev : Status::IoErr,
+                            fmt::format("cgroup {}: {}", path, std::strerror(err)));
+            }
+            cgroup_fd_.reset(fd);
+            for (int cpu : options_.cpus) targets.push_back({.cpu = cpu, .cgroup_fd = fd});
+            break;
+        }
+    }
+    if (targets.empty()) return fail(Status::BadArg, "no CPUs to count on");
+
+    const bool daemon_mux = options_.mux == MuxMode::Daemon;
+    for (const auto& target : targets) {
+        Instance inst;
+        inst.target = target;
+        for (const auto& g : plan_.groups_of_counters) {
+            // Which groups count from the start: the free-running ones, and the first set of
+            // each PMU (every set when the kernel multiplexes).
+            const bool starts = g.set <= 0 || !daemon_mux;
+            OpenTarget ot = target;
+            ot.enable_on_exec = target.enable_on_exec && starts;
+            GroupHandles gh;
+            for (const auto& m : g.members) {
+                int leader = gh.handles.empty() ? -1 : gh.handles.front();
+                auto h = device_->open(plan_.events[m.event], ot, leader);
+                if (!h) {
+                    instances_.push_back(std::move(inst));
+                    instances_.back().groups.push_back(std::move(gh));
+                    return std::unexpected(h.error());
+                }
+                gh.handles.push_back(*h);
+            }
+            gh.last.resize(g.members.size());
+            gh.count.resize(g.members.size());
+            gh.running.resize(g.members.size());
+            inst.groups.push_back(std::move(gh));
+        }
+        instances_.push_back(std::move(inst));
+    }
+    started_ = Clock::now();
+    if (options_.target.enable_on_exec) return {};  // the kernel starts them at exec
+    for (auto& inst : instances_) {
+        for (std::size_t g = 0; g < plan_.groups_of_counters.size(); ++g) {
+            const auto& pg = plan_.groups_of_counters[g];
+            if (pg.set > 0 && daemon_mux) continue;
+            if (auto r = device_->enable(inst.groups[g].handles.front()); !r) return r;
+        }
+    }
+    return {};
+}
+
+Result<void> PerfSession::set_slot_enabled(int slot, bool enabled) {
+    for (auto& inst : instances_) {
+        for (std::size_t g = 0; g < plan_.groups_of_counters.size(); ++g) {
+            const auto& pg = plan_.groups_of_counters[g];
+            if (pg.set < 0 || slot % pg.sets != pg.set) continue;
+            // A PMU with a single set keeps counting through every slot.
+            if (pg.sets == 1) continue;
+            int leader = inst.groups[g].handles.front();
+            auto r = enabled ? device_->enable(leader) : device_->disable(leader);
+            if (!r) return r;
+        }
+    }
+    return {};
+}
+
+Result<void> PerfSession::poll_slot(int slot) {
+    const bool daemon_mux = options_.mux == MuxMode::Daemon;
+    for (auto& inst : instances_) {
+        std::uint64_t slice_enabled = 0;
+        for (std::size_t g = 0; g < plan_.groups_of_counters.size(); ++g) {
+            const auto& pg = plan_.groups_of_counters[g];
+            const bool active =
+                slot < 0 ? (pg.set < 0 || !daemon_mux) : (pg.set >= 0 && slot % pg.sets == pg.set);
+            if (!active) continue;
+            auto& gh = inst.groups[g];
+            for (std::size_t m = 0; m < gh.handles.size(); ++m) {
+                auto r = device_->read(gh.handles[m]);
+                if (!r) return std::unexpected(r.error());
+                const int width = device_->width(gh.handles[m]);
+                gh.count[m] += wrap_delta(r->value, gh.last[m].value, width);
+                gh.running[m] += r->running_ns - gh.last[m].running_ns;
+                if (m == 0) {
+                    const std::uint64_t d = r->enabled_ns - gh.last[m].enabled_ns;
+                    gh.enabled_ns += d;
+                    slice_enabled = std::max(slice_enabled, d);
+                }
+                gh.last[m] = *r;
+            }
+        }
+        if (slot >= 0) inst.slot_enabled_ns += slice_enabled;
+    }
+    return {};
+}
+
+Result<void> PerfSession::poll() {
+    if (auto r = poll_slot(-1); !r) return r;
+    if (options_.mux == MuxMode::Daemon && plan_.slots > 0) return poll_slot(slot_);
+    return {};
+}
+
+Result<void> PerfSession::rotate() {
+    if (stopped_ || !rotates()) return {};
+    if (options_.target.enable_on_exec && !exec_seen_) {
+        // Until the exec the first set waits for the kernel to start it; switching sets now
+        // would count the process before its exec and leave two sets on after it.
+        for (std::size_t g = 0; g < plan_.groups_of_counters.size(); ++g) {
+            if (plan_.groups_of_counters[g].set != 0) continue;
+            auto r = device_->read(instances_.front().groups[g].handles.front());
+            if (!r) return std::unexpected(r.error());
+            if (r->enabled_ns == 0) return {};
+            break;
+        }
+        exec_seen_ = true;
+    }
+    if (auto r = set_slot_enabled(slot_, false); !r) return r;
+    if (auto r = poll_slot(slot_); !r) return r;
+    slot_ = (slot_ + 1) % plan_.slots;
+    ++rotations_;
+    return set_slot_enabled(slot_, true);
+}
+
+Result<void> PerfSession::stop() {
+    if (stopped_) return {};
+    stopped_at_ = Clock::now();
+    for (auto& inst : instances_) {
+        for (auto& gh : inst.groups) {
+            if (!gh.handles.empty()) (void)device_->disable(gh.handles.front());
+        }
+    }
+    auto r = poll();
+    stopped_ = true;
+    return r;
+}
+
+Result<PerfReport> PerfSession::read() {
+    if (!stopped_) {
+        if (auto r = poll(); !r) return std::unexpected(r.error());
+    }
+    const bool daemon_mux = options_.mux == MuxMode::Daemon;
+    PerfReport rep;
+    rep.elapsed = (stopped_ ? stopped_at_ : Clock::now()) - started_;
+    rep.slots = plan_.slots;
+    rep.rotations = rotations_;
+    for (const auto& inst : instances_) rep.instances.push_back(inst.target.cpu);
+    for (std::size_t e = 0; e < plan_.events.size(); ++e) {
+        EventCount ec;
+        ec.name = plan_.events[e].name;
+        ec.canonical = plan_.events[e].canonical;
+        ec.pmu = plan_.events[e].pmu;
+        for (const auto& inst : instances_) {
+            CountValue v;
+            bool counter_event = false;
+            for (std::size_t g = 0; g < plan_.groups_of_counters.size(); ++g) {
+                const auto& pg = plan_.groups_of_counters[g];
+                for (std::size_t m = 0; m < pg.members.size(); ++m) {
+                    if (pg.members[m].event != e) continue;
+                    const auto& gh = inst.groups[g];
+                    v.count += gh.count[m];
+                    v.running_ns += gh.running[m];
+                    v.enabled_ns = std::max(v.enabled_ns, gh.enabled_ns);
+                    counter_event = pg.set >= 0;
+                }
+            }
+            // Daemon multiplexing: enabled whenever the session counted, whichever set.
+            if (counter_event && daemon_mux) v.enabled_ns = inst.slot_enabled_ns;
+            v.running_ns = std::min(v.running_ns, v.enabled_ns);
+            ec.per_instance.push_back(v);
+            ec.total += v;
+        }
+        rep.events.push_back(std::move(ec));
+    }
+    for (std::size_t g = 0; g < plan_.groups_of_counters.size(); ++g) {
+        const auto& pg = plan_.groups_of_counters[g];
+        GroupCount gc;
+        gc.set = pg.set;
+        gc.counts.assign(pg.members.size(), 0);
+        for (const auto& m : pg.members) gc.events.push_back(m.event);
+        for (const auto& inst : instances_) {
+            const auto& gh = inst.groups[g];
+            for (std::size_t m = 0; m < gh.count.size(); ++m) gc.counts[m] += gh.count[m];
+            if (!gh.running.empty()) gc.running_ns += gh.running.front();
+        }
+        rep.groups.push_back(std::move(gc));
+    }
+    return rep;
+}
+
+}  // namespace monitor::perf

@@ -1,0 +1,338 @@
+#include "monitor/protocol/counter_messages.hpp"
+
+#include <fmt/format.h>
+
+#include "monitor/perf/ppc750_events.hpp"
+
+namespace monitor::protocol {
+
+using nlohmann::json;
+
+namespace {
+
+template <typename T>
+void put_optional(json& j, const char* key, const std::optional<T>& v) {
+    if (v) j[key] = *v;
+}
+
+json to_json(const Count& c) {
+    return json{{"count", c.count},
+                {"enabled_ns", c.enabled_ns},
+                {"running_ns", c.running_ns},
+                {"scaled", c.scaled},
+                {"running", c.running}};
+}
+
+Count count_from_json(const json& j) {
+    Count c;
+    c.count = j.at("count").get<std::uint64_t>();
+    c.enabled_ns = j.at("enabled_ns").get<std::uint64_t>();
+    c.running_ns = j.at("running_ns").get<std::uint64_t>();
+    c.scaled = j.at("scaled").get<double>();
+    c.running = j.at("running").get<double>();
+    return c;
+}
+
+Count count_of(const perf::CountValue& v) {
+    return {v.count, v.enabled_ns, v.running_ns, v.scaled(), v.running_ratio()};
+}
+
+// Below this a slice would be mostly the cost of switching sets; above it a set could miss
+// whole phases of a workload.
+constexpr std::int64_t kMinSliceMs = 10;
+constexpr std::int64_t kMaxSliceMs = 10'000;
+
+}  // namespace
+
+json to_json(const CounterRequest& r) {
+    json j{{"events", r.events}, {"mux", r.mux}};
+    json t{{"kind", r.target}};
+    put_optional(t, "cpu", r.cpu);
+    put_optional(t, "pid", r.pid);
+    if (!r.cgroup.empty()) t["cgroup"] = r.cgroup;
+    if (!r.unit.empty()) t["unit"] = r.unit;
+    j["target"] = std::move(t);
+    put_optional(j, "slice_ms", r.slice_ms);
+    put_optional(j, "counter_budget", r.counter_budget);
+    return j;
+}
+
+CounterRequest counter_request_from_json(const json& j) {
+    CounterRequest r;
+    r.events = j.at("events").get<std::string>();
+    if (auto it = j.find("target"); it != j.end() && !it->is_null()) {
+        r.target = it->at("kind").get<std::string>();
+        if (auto v = it->find("cpu"); v != it->end() && !v->is_null()) r.cpu = v->get<int>();
+        if (auto v = it->find("pid"); v != it->end() && !v->is_null()) {
+            r.pid = v->get<std::int64_t>();
+        }
+        if (auto v = it->find("cgroup"); v != it->end() && !v->is_null()) r.cgroup = *v;
+        if (auto v = it->find("unit"); v != it->end() && !v->is_null()) r.unit = *v;
+    }
+    if (auto it = j.find("mux"); it != j.end() && !it->is_null()) r.mux = *it;
+    if (auto it = j.find("slice_ms"); it != j.end() && !it->is_null()) {
+        r.slice_ms = it->get<std::int64_t>();
+    }
+    if (auto it = j.find("counter_budget"); it != j.end() && !it->is_null()) {
+        r.counter_budget = it->get<int>();
+    }
+    return r;
+}
+
+Result<perf::SessionOptions> session_options(const CounterRequest& r) {
+    perf::SessionOptions o;
+    auto events = perf::parse_event_list(r.events);
+    if (!events) return std::unexpected(events.error());
+    o.events = std::move(*events);
+    o.mux = r.mux == "kernel" ? perf::MuxMode::Kernel : perf::MuxMode::Daemon;
+    if (r.slice_ms) {
+        if (*r.slice_ms < kMinSliceMs || *r.slice_ms > kMaxSliceMs) {
+            return fail(Status::BadArg, fmt::format("slice of {} ms: choose from {} to {} ms",
+                                                    *r.slice_ms, kMinSliceMs, kMaxSliceMs));
+        }
+        o.slice = std::chrono::milliseconds(*r.slice_ms);
+    }
+    if (r.counter_budget) {
+        if (*r.counter_budget < 1 || *r.counter_budget > 32) {
+            return fail(Status::BadArg,
+                        fmt::format("counter budget {}: choose from 1 to 32", *r.counter_budget));
+        }
+        o.counter_budget = *r.counter_budget;
+    }
+    auto need = [&](bool present, const char* what) -> Result<void> {
+        if (!present) {
+            return fail(Status::BadArg, fmt::format("target '{}' needs {}", r.target, what));
+        }
+        return {};
+    };
+    if (r.target == "all") {
+        o.target.kind = perf::TargetKind::AllCpus;
+    } else if (r.target == "each") {
+        o.target.kind = perf::TargetKind::EachCpu;
+    } else if (r.target == "cpu") {
+        if (auto ok = need(r.cpu.has_value(), "a cpu"); !ok) return std::unexpected(ok.error());
+        if (*r.cpu < 0) return fail(Status::BadArg, fmt::format("no cpu {}", *r.cpu));
+        o.target.kind = perf::TargetKind::OneCpu;
+        o.target.cpu = *r.cpu;
+    } else if (r.target == "process") {
+        if (auto ok = need(r.pid.has_value(), "a pid"); !ok) return std::unexpected(ok.error());
+        if (*r.pid <= 0 || *r.pid > std::numeric_limits<pid_t>::max()) {
+            return fail(Status::BadArg, fmt::format("no process {}", *r.pid));
+        }
+        o.target.kind = perf::TargetKind::Process;
+        o.target.pid = static_cast<pid_t>(*r.pid);
+    } else if (r.target == "cgroup" || r.target == "unit") {
+        const std::string& path = r.target == "cgroup" ? r.cgroup : r.unit;
+        if (auto ok = need(!path.empty(), r.target == "cgroup" ? "a cgroup path" : "a unit name");
+            !ok) {
+            return std::unexpected(ok.error());
+        }
+        if (path.find("..") != std::string::npos) {
+            return fail(Status::BadArg, fmt::format("'{}': '..' is not allowed", path));
+        }
+        o.target.kind = perf::TargetKind::Cgroup;
+        o.target.cgroup = path;
+    } else {
+        return fail(Status::BadArg, fmt::format("unknown target '{}' (all, each, cpu, process, "
+                                                "cgroup, unit)",
+                                                r.target));
+    }
+    return o;
+}
+
+CounterReport make_report(const perf::Plan& plan, const perf::PerfReport& report, bool per_cpu,
+                          std::optional<std::int64_t> period, bool final) {
+    CounterReport r;
+    r.elapsed = std::chrono::duration<double>(report.elapsed).count();
+    r.period = period;
+    r.final = final;
+    r.slots = report.slots;
+    r.rotations = report.rotations;
+    for (const auto& e : report.events) {
+        EventCount ec;
+        ec.name = e.name;
+        ec.canonical = e.canonical;
+        ec.pmu = e.pmu;
+        ec.value = count_of(e.total);
+        if (per_cpu) {
+            for (std::size_t i = 0; i < e.per_instance.size() && i < report.instances.size(); ++i) {
+                ec.cpus.emplace_back(report.instances[i], count_of(e.per_instance[i]));
+            }
+        }
+        r.events.push_back(std::move(ec));
+    }
+    r.metrics = perf::derive_metrics(plan, report);
+    return r;
+}
+
+json to_json(const CounterReport& r) {
+    json events = json::array();
+    for (const auto& e : r.events) {
+        json je{{"name", e.name},
+                {"canonical", e.canonical},
+                {"pmu", e.pmu},
+                {"value", to_json(e.value)}};
+        if (!e.cpus.empty()) {
+            json cpus = json::array();
+            for (const auto& [cpu, v] : e.cpus)
+                cpus.push_back({{"cpu", cpu}, {"value", to_json(v)}});
+            je["cpus"] = std::move(cpus);
+        }
+        events.push_back(std::move(je));
+    }
+    json metrics = json::array();
+    for (const auto& m : r.metrics) {
+        metrics.push_back({{"name", m.name},
+                           {"description", m.description},
+                           {"value", m.value},
+                           {"same_set", m.same_set}});
+    }
+    json j{{"elapsed", r.elapsed},
+           {"final", r.final},
+           {"slots", r.slots},
+           {"rotations", r.rotations},
+           {"events", std::move(events)},
+           {"metrics", std::move(metrics)}};
+    put_optional(j, "period", r.period);
+    return j;
+}
+
+CounterReport counter_report_from_json(const json& j) {
+    CounterReport r;
+    r.elapsed = j.at("elapsed").get<double>();
+    if (auto it = j.find("period"); it != j.end() && !it->is_null()) {
+        r.period = it->get<std::int64_t>();
+    }
+    r.final = j.at("final").get<bool>();
+    r.slots = j.at("slots").get<int>();
+    r.rotations = j.at("rotations").get<int>();
+    for (const auto& je : j.at("events")) {
+        EventCount e;
+        e.name = je.at("name").get<std::string>();
+        e.canonical = je.at("canonical").get<std::string>();
+        e.pmu = je.at("pmu").get<std::string>();
+        e.value = count_from_json(je.at("value"));
+        if (auto it = je.find("cpus"); it != je.end() && !it->is_null()) {
+            for (const auto& c : *it) {
+                e.cpus.emplace_back(c.at("cpu").get<int>(), count_from_json(c.at("value")));
+            }
+        }
+        r.events.push_back(std::move(e));
+    }
+    for (const auto& jm : j.at("metrics")) {
+        r.metrics.push_back({jm.at("name").get<std::string>(),
+                             jm.at("description").get<std::string>(), jm.at("value").get<double>(),
+                             jm.at("same_set").get<bool>()});
+    }
+    return r;
+}
+
+CounterPlan make_plan_message(const perf::Plan& plan) {
+    CounterPlan p;
+    p.slots = std::max(plan.slots, 1);
+    for (const auto& g : plan.groups_of_counters) {
+        PlanGroup pg;
+        pg.pmu = g.pmu;
+        if (g.set >= 0) pg.set = g.set;
+        pg.sets = g.sets;
+        for (const auto& m : g.members) {
+            PlanMember pm;
+            pm.event = plan.events[m.event].name;
+            if (m.counter >= 0) pm.counter = m.counter_name;
+            pg.members.push_back(std::move(pm));
+        }
+        p.groups.push_back(std::move(pg));
+    }
+    return p;
+}
+
+json to_json(const CounterPlan& p) {
+    json groups = json::array();
+    for (const auto& g : p.groups) {
+        json members = json::array();
+        for (const auto& m : g.members) {
+            json jm{{"event", m.event}};
+            put_optional(jm, "counter", m.counter);
+            members.push_back(std::move(jm));
+        }
+        json jg{{"pmu", g.pmu}, {"sets", g.sets}, {"members", std::move(members)}};
+        put_optional(jg, "set", g.set);
+        groups.push_back(std::move(jg));
+    }
+    return json{{"slots", p.slots}, {"groups", std::move(groups)}};
+}
+
+CounterPlan counter_plan_from_json(const json& j) {
+    CounterPlan p;
+    p.slots = j.at("slots").get<int>();
+    for (const auto& jg : j.at("groups")) {
+        PlanGroup g;
+        g.pmu = jg.at("pmu").get<std::string>();
+        if (auto it = jg.find("set"); it != jg.end() && !it->is_null()) g.set = it->get<int>();
+        g.sets = jg.at("sets").get<int>();
+        for (const auto& jm : jg.at("members")) {
+            PlanMember m;
+            m.event = jm.at("event").get<std::string>();
+            if (auto it = jm.find("counter"); it != jm.end() && !it->is_null()) {
+                m.counter = it->get<std::string>();
+            }
+            g.members.push_back(std::move(m));
+        }
+        p.groups.push_back(std::move(g));
+    }
+    return p;
+}
+
+std::vector<std::string> counter_names(const perf::EventInfo& e) {
+    std::vector<std::string> out;
+    for (int c = 0; c < 32; ++c) {
+        if ((e.counters >> c & 1U) == 0) continue;
+        out.push_back(e.pmu == perf::kPpc750Pmu ? std::string(perf::ppc750_counter_name(c))
+                                                : fmt::format("counter {}", c + 1));
+    }
+    return out;
+}
+
+json to_json(const perf::PmuInfo& p) {
+    return json{{"name", p.name},
+                {"description", p.description},
+                {"counters", p.counters},
+                {"fixed_counters", p.fixed_counters},
+                {"counter_width", p.counter_width},
+                {"events", p.events},
+                {"source", p.source},
+                {"core", p.core}};
+}
+
+perf::PmuInfo pmu_from_json(const json& j) {
+    perf::PmuInfo p;
+    p.name = j.at("name").get<std::string>();
+    p.description = j.at("description").get<std::string>();
+    p.counters = j.at("counters").get<int>();
+    p.fixed_counters = j.at("fixed_counters").get<int>();
+    p.counter_width = j.at("counter_width").get<int>();
+    p.events = j.at("events").get<std::size_t>();
+    p.source = j.at("source").get<std::string>();
+    p.core = j.at("core").get<bool>();
+    return p;
+}
+
+json to_json(const perf::EventInfo& e) {
+    return json{{"name", e.name},
+                {"description", e.description},
+                {"pmu", e.pmu},
+                {"counters", counter_names(e)},
+                {"pinned", e.pinned}};
+}
+
+EventListing event_from_json(const json& j) {
+    EventListing e;
+    e.name = j.at("name").get<std::string>();
+    e.description = j.at("description").get<std::string>();
+    e.pmu = j.at("pmu").get<std::string>();
+    e.counters = j.at("counters").get<std::vector<std::string>>();
+    e.pinned = j.at("pinned").get<bool>();
+    return e;
+}
+
+}  // namespace monitor::protocol

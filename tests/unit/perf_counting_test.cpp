@@ -1,0 +1,352 @@
+// Real counting through perf_event_open with the kernel's software events, which count on
+// any machine: the catalog, task-clock against the thread's CPU time, context switches of a
+// workload that sleeps a known number of times, daemon-side multiplexing with a forced counter
+// budget against a full-time count, and the errors for refused permissions and missing PMUs.
+#include <gtest/gtest.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <thread>
+
+#include "monitor/perf/counter_device.hpp"
+#include "monitor/perf/derived_metrics.hpp"
+#include "monitor/perf/event_catalog.hpp"
+#include "monitor/perf/perf_session.hpp"
+
+namespace monitor::perf {
+namespace {
+
+using namespace std::chrono_literals;
+
+EventCatalog catalog() {
+    auto c = EventCatalog::create();
+    EXPECT_TRUE(c.has_value()) << c.error().to_string();
+    return std::move(*c);
+}
+
+std::chrono::nanoseconds thread_cpu_time() {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
+
+// Spins on this thread for `cpu` of CPU time, calling `every_slice` about every `slice`.
+void spin_for(std::chrono::nanoseconds cpu, std::chrono::nanoseconds slice = 0ns,
+              const std::function<void()>& every_slice = {}) {
+    const auto start = thread_cpu_time();
+    auto next = start + slice;
+    volatile std::uint64_t sink = 0;
+    while (thread_cpu_time() - start < cpu) {
+        for (int i = 0; i < 1000; ++i) sink = sink + static_cast<std::uint64_t>(i);
+        if (every_slice && thread_cpu_time() >= next) {
+            every_slice();
+            next += slice;
+        }
+    }
+}
+
+SessionOptions this_thread(std::string_view events) {
+    SessionOptions o;
+    o.events = *parse_event_list(events);
+    o.target.kind = TargetKind::Process;
+    o.target.pid = static_cast<pid_t>(::syscall(SYS_gettid));
+    return o;
+}
+
+std::unique_ptr<PerfSession> start(const EventCatalog& c, const SessionOptions& o) {
+    auto s = PerfSession::start(c, std::make_unique<PerfEventDevice>(), o);
+    if (!s && s.error().status == Status::Perm) return nullptr;
+    EXPECT_TRUE(s.has_value()) << s.error().to_string();
+    return s ? std::move(*s) : nullptr;
+}
+
+TEST(EventCatalog, ResolvesSoftwareEventsWithoutCounters) {
+    auto c = catalog();
+    auto e = c.resolve("perf::TASK-CLOCK");
+    ASSERT_TRUE(e) << e.error().to_string();
+    EXPECT_EQ(e->pmu, "perf");
+    EXPECT_EQ(e->type, 1u);    // PERF_TYPE_SOFTWARE
+    EXPECT_EQ(e->config, 1u);  // PERF_COUNT_SW_TASK_CLOCK
+    EXPECT_EQ(e->counters, 0u);
+    EXPECT_FALSE(e->pinned);
+}
+
+TEST(EventCatalog, ModifiersSelectUserOrKernel) {
+    auto c = catalog();
+    auto u = c.resolve("perf::CONTEXT-SWITCHES:u");
+    ASSERT_TRUE(u) << u.error().to_string();
+    EXPECT_FALSE(u->exclude_user);
+    EXPECT_TRUE(u->exclude_kernel);
+    auto k = c.resolve("ppc750::CYCLES:k");
+    ASSERT_TRUE(k) << k.error().to_string();
+    EXPECT_TRUE(k->exclude_user);
+    EXPECT_FALSE(k->exclude_kernel);
+    auto bad = c.resolve("ppc750::CYCLES:x");
+    ASSERT_FALSE(bad);
+    EXPECT_EQ(bad.error().status, Status::BadArg);
+    EXPECT_NE(bad.error().message.find(":x"), std::string::npos) << bad.error().message;
+}
+
+TEST(EventCatalog, HardwareEventsArePinnedAndNeedACounter) {
+    auto c = catalog();
+    auto cycles = c.resolve("cycles");
+    ASSERT_TRUE(cycles) << cycles.error().to_string();
+    EXPECT_NE(cycles->counters, 0u);
+    EXPECT_TRUE(cycles->pinned);
+    EXPECT_FALSE(cycles->counter_pmu.empty());
+    auto misses = c.resolve("perf::CACHE-MISSES");
+    ASSERT_TRUE(misses) << misses.error().to_string();
+    EXPECT_FALSE(misses->pinned);
+}
+
+TEST(EventCatalog, UnknownNamesGetTheClosestKnownOnes) {
+    auto c = catalog();
+    auto e = c.resolve("ppc750::L1_ICACHE_MISES");
+    ASSERT_FALSE(e);
+    EXPECT_EQ(e.error().status, Status::NoEvent);
+    EXPECT_NE(e.error().message.find("ppc750::L1_ICACHE_MISSES"), std::string::npos)
+        << e.error().message;
+    auto sw = c.resolve("perf::PERF_COUNT_SW_TASK_CLOK");
+    ASSERT_FALSE(sw);
+    EXPECT_NE(sw.error().message.find("PERF_COUNT_SW_TASK_CLOCK"), std::string::npos)
+        << sw.error().message;
+}
+
+TEST(EventCatalog, RawCodes) {
+    auto c = catalog();
+    auto e = c.resolve("ppc750::r205");
+    ASSERT_TRUE(e) << e.error().to_string();
+    EXPECT_EQ(e->config, 0x205u);
+    EXPECT_EQ(e->counters, 0x2u);  // PMC2 only
+    auto reserved = c.resolve("ppc750::r30e");
+    ASSERT_FALSE(reserved);
+    EXPECT_EQ(reserved.error().status, Status::BadArg);
+    EXPECT_NE(reserved.error().message.find("PMC3"), std::string::npos) << reserved.error().message;
+}
+
+TEST(EventCatalog, ListsEveryPmuAndPpc750) {
+    auto c = catalog();
+    ASSERT_NE(c.find_pmu("ppc750"), nullptr);
+    EXPECT_EQ(c.find_pmu("ppc750")->counters, 4);
+    EXPECT_EQ(c.find_pmu("ppc750")->counter_width, 32);
+    ASSERT_NE(c.find_pmu("perf"), nullptr);
+    auto ppc = c.list("ppc750");
+    ASSERT_TRUE(ppc);
+    EXPECT_GT(ppc->size(), 40u);
+    auto perf = c.list("perf");
+    ASSERT_TRUE(perf);
+    EXPECT_TRUE(std::ranges::any_of(*perf, [](const EventInfo& e) {
+        return e.name == "perf::PERF_COUNT_SW_TASK_CLOCK" && e.counters == 0;
+    }));
+    auto none = c.list("no_such_pmu");
+    ASSERT_FALSE(none);
+    EXPECT_NE(none.error().message.find("ppc750"), std::string::npos);
+}
+
+TEST(EventList, ParsesGroups) {
+    auto l = parse_event_list("a, {b,c},d");
+    ASSERT_TRUE(l) << l.error().to_string();
+    ASSERT_EQ(l->size(), 4u);
+    EXPECT_EQ((*l)[0].name, "a");
+    EXPECT_EQ((*l)[0].group, -1);
+    EXPECT_EQ((*l)[1].name, "b");
+    EXPECT_EQ((*l)[1].group, 0);
+    EXPECT_EQ((*l)[2].group, 0);
+    EXPECT_EQ((*l)[3].group, -1);
+    for (auto bad : {"", "a,,b", "{a,b", "a}", "{a,{b}}", "{a}x"}) {
+        EXPECT_FALSE(parse_event_list(bad)) << bad;
+    }
+}
+
+TEST(PerfCounting, TaskClockMatchesTheThreadsCpuTime) {
+    auto c = catalog();
+    auto s = start(c, this_thread("perf::TASK-CLOCK"));
+    if (!s) GTEST_SKIP() << "perf_event_open refused: kernel.perf_event_paranoid too high";
+    auto before = thread_cpu_time();
+    spin_for(300ms);
+    auto cpu = thread_cpu_time() - before;
+    ASSERT_TRUE(s->stop());
+    auto r = s->read();
+    ASSERT_TRUE(r) << r.error().to_string();
+    const double counted = static_cast<double>(r->events[0].total.count);
+    EXPECT_NEAR(counted, static_cast<double>(cpu.count()), 0.02 * static_cast<double>(cpu.count()))
+        << "task-clock " << counted << " ns against " << cpu.count() << " ns of CPU time";
+    EXPECT_DOUBLE_EQ(r->events[0].total.running_ratio(), 1.0);
+}
+
+TEST(PerfCounting, ContextSwitchesOfAWorkloadThatSleeps) {
+    auto c = catalog();
+    auto s = start(c, this_thread("perf::CONTEXT-SWITCHES"));
+    if (!s) GTEST_SKIP() << "perf_event_open refused: kernel.perf_event_paranoid too high";
+    constexpr int kSleeps = 200;
+    for (int i = 0; i < kSleeps; ++i) std::this_thread::sleep_for(200us);
+    ASSERT_TRUE(s->stop());
+    auto r = s->read();
+    ASSERT_TRUE(r) << r.error().to_string();
+    // Each sleep blocks once; preemption on a shared machine may add a few.
+    EXPECT_GE(r->events[0].total.count, static_cast<std::uint64_t>(kSleeps));
+    EXPECT_LE(r->events[0].total.count, static_cast<std::uint64_t>(kSleeps * 1.1));
+}
+
+TEST(PerfCounting, MultiplexedEstimatesMatchAFullTimeCount) {
+    auto c = catalog();
+    // Four task clocks on a budget of two counters: two sets taking turns.
+    auto muxed_options = this_thread(
+        "perf::TASK-CLOCK,perf::PERF_COUNT_SW_TASK_CLOCK,perf::TASK-CLOCK,perf::TASK-CLOCK");
+    muxed_options.counter_budget = 2;
+    auto muxed = start(c, muxed_options);
+    if (!muxed) GTEST_SKIP() << "perf_event_open refused: kernel.perf_event_paranoid too high";
+    ASSERT_EQ(muxed->plan().slots, 2);
+    ASSERT_TRUE(muxed->rotates());
+    auto full = start(c, this_thread("perf::TASK-CLOCK"));
+    ASSERT_TRUE(full);
+
+    spin_for(1s, 50ms, [&] { ASSERT_TRUE(muxed->rotate()); });
+    ASSERT_TRUE(muxed->stop());
+    ASSERT_TRUE(full->stop());
+    auto m = muxed->read();
+    auto f = full->read();
+    ASSERT_TRUE(m && f);
+    const double reference = static_cast<double>(f->events[0].total.count);
+    EXPECT_GT(m->rotations, 10);
+    for (const auto& e : m->events) {
+        EXPECT_GT(e.total.running_ratio(), 0.3) << e.name;
+        EXPECT_LT(e.total.running_ratio(), 0.7) << e.name;
+        EXPECT_NEAR(e.total.scaled(), reference, 0.05 * reference)
+            << e.name << ": scaled " << e.total.scaled() << " (count " << e.total.count
+            << ", running " << e.total.running_ratio() << ") against " << reference;
+    }
+}
+
+TEST(PerfCounting, KernelMultiplexingCountsSoftwareEventsAllTheTime) {
+    auto c = catalog();
+    auto o = this_thread("perf::TASK-CLOCK,perf::TASK-CLOCK,perf::TASK-CLOCK");
+    o.counter_budget = 1;
+    o.mux = MuxMode::Kernel;
+    auto s = start(c, o);
+    if (!s) GTEST_SKIP() << "perf_event_open refused: kernel.perf_event_paranoid too high";
+    EXPECT_EQ(s->plan().slots, 3);
+    EXPECT_FALSE(s->rotates());
+    spin_for(100ms);
+    ASSERT_TRUE(s->stop());
+    auto r = s->read();
+    ASSERT_TRUE(r);
+    for (const auto& e : r->events) EXPECT_DOUBLE_EQ(e.total.running_ratio(), 1.0);
+}
+
+TEST(PerfCounting, IntervalReportsAddUpToTheTotal) {
+    auto c = catalog();
+    auto s = start(c, this_thread("perf::TASK-CLOCK,perf::CONTEXT-SWITCHES"));
+    if (!s) GTEST_SKIP() << "perf_event_open refused: kernel.perf_event_paranoid too high";
+    spin_for(50ms);
+    auto first = s->read();
+    spin_for(50ms);
+    ASSERT_TRUE(s->stop());
+    auto total = s->read();
+    ASSERT_TRUE(first && total);
+    auto second = total->since(*first);
+    EXPECT_EQ(first->events[0].total.count + second.events[0].total.count,
+              total->events[0].total.count);
+    EXPECT_GT(second.events[0].total.count, 40'000'000u);  // ~50 ms of CPU time
+}
+
+TEST(PerfCounting, CpusUtilizedFromTaskClock) {
+    auto c = catalog();
+    auto s = start(c, this_thread("perf::TASK-CLOCK"));
+    if (!s) GTEST_SKIP() << "perf_event_open refused: kernel.perf_event_paranoid too high";
+    spin_for(100ms);
+    ASSERT_TRUE(s->stop());
+    auto r = s->read();
+    ASSERT_TRUE(r);
+    auto metrics = derive_metrics(s->plan(), *r);
+    ASSERT_EQ(metrics.size(), 1u);
+    EXPECT_EQ(metrics[0].name, "cpus_utilized");
+    EXPECT_GT(metrics[0].value, 0.5);  // one spinning thread, on a shared machine
+    EXPECT_LE(metrics[0].value, 1.05);
+}
+
+TEST(PerfCounting, HardwareEventsWithoutAPmuSayWhy) {
+    auto c = catalog();
+    auto s = PerfSession::start(c, std::make_unique<PerfEventDevice>(), this_thread("cycles"));
+    if (s) GTEST_SKIP() << "this machine has hardware counters";
+    if (s.error().status == Status::Perm) GTEST_SKIP() << s.error().message;
+    EXPECT_EQ(s.error().status, Status::NoPmu) << s.error().to_string();
+    EXPECT_NE(s.error().message.find("cycles"), std::string::npos);
+    EXPECT_NE(s.error().message.find("no PMU driver"), std::string::npos);
+    EXPECT_NE(s.error().message.find("perf::TASK-CLOCK"), std::string::npos);
+}
+
+TEST(PerfCounting, Ppc750EventsOnAnotherProcessorSayWhy) {
+    auto c = catalog();
+    auto s =
+        PerfSession::start(c, std::make_unique<PerfEventDevice>(), this_thread("ppc750::CYCLES"));
+    ASSERT_FALSE(s);
+    if (s.error().status == Status::Perm) GTEST_SKIP() << s.error().message;
+    EXPECT_TRUE(s.error().status == Status::NoPmu || s.error().status == Status::BadArg)
+        << s.error().to_string();
+    EXPECT_NE(s.error().message.find("ppc750::CYCLES"), std::string::npos);
+}
+
+// Runs `body` as the user nobody in a child process and returns what it wrote.
+std::string as_nobody(const std::function<std::string()>& body) {
+    int fds[2];
+    if (::pipe(fds) < 0) return "pipe failed";
+    pid_t pid = ::fork();
+    if (pid == 0) {
+        ::close(fds[0]);
+        std::string out = ::setgid(65534) == 0 && ::setuid(65534) == 0 ? body() : "setuid failed";
+        (void)::write(fds[1], out.data(), out.size());
+        ::_exit(0);
+    }
+    ::close(fds[1]);
+    std::string out;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, n);
+    ::close(fds[0]);
+    ::waitpid(pid, nullptr, 0);
+    return out;
+}
+
+TEST(PerfPermissions, UnprivilegedSystemWideCountingNamesTheFix) {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a case as the user nobody";
+    auto level = perf_event_paranoid();
+    if (!level || *level < 1) GTEST_SKIP() << "kernel.perf_event_paranoid allows it";
+    auto c = catalog();
+    std::string msg = as_nobody([&] {
+        SessionOptions o;
+        o.events = *parse_event_list("perf::TASK-CLOCK");
+        o.target.kind = TargetKind::AllCpus;
+        o.cpus = {0};
+        auto s = PerfSession::start(c, std::make_unique<PerfEventDevice>(), o);
+        return s ? std::string("counted") : s.error().to_string();
+    });
+    EXPECT_NE(msg.find("PERM"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("perf_event_paranoid is " + std::to_string(*level)), std::string::npos)
+        << msg;
+    EXPECT_NE(msg.find("CAP_PERFMON"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("perf::TASK-CLOCK on cpu0"), std::string::npos) << msg;
+}
+
+TEST(PerfPermissions, AnotherUsersProcessIsRefused) {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a case as the user nobody";
+    auto c = catalog();
+    const pid_t root_process = ::getpid();
+    std::string msg = as_nobody([&] {
+        SessionOptions o;
+        o.events = *parse_event_list("perf::TASK-CLOCK:u");
+        o.target.kind = TargetKind::Process;
+        o.target.pid = root_process;
+        auto s = PerfSession::start(c, std::make_unique<PerfEventDevice>(), o);
+        return s ? std::string("counted") : s.error().to_string();
+    });
+    EXPECT_NE(msg.find("PERM"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("process " + std::to_string(root_process)), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace monitor::perf

@@ -1,0 +1,327 @@
+#include "perf_commands.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <iostream>
+#include <thread>
+
+#include "daemon_client.hpp"
+#include "monitor/loading/cpu_list.hpp"
+#include "monitor/perf/derived_metrics.hpp"
+#include "monitor/perf/perf_session.hpp"
+#include "monitor/protocol/counter_messages.hpp"
+#include "perf_views.hpp"
+
+namespace monctl {
+
+using monitor::fail;
+using monitor::Result;
+using monitor::Status;
+using nlohmann::json;
+namespace protocol = monitor::protocol;
+
+namespace {
+
+constexpr int kExitOk = 0;
+constexpr int kExitError = 1;
+
+int report_error(const monitor::Error& e) {
+    std::fprintf(stderr, "monctl: %s\n", e.message.c_str());
+    return kExitError;
+}
+
+protocol::CounterRequest request_of(const PerfOptions& o) {
+    protocol::CounterRequest r;
+    r.events = o.events;
+    if (o.per_cpu) r.target = "each";
+    if (o.cpu) {
+        r.target = "cpu";
+        r.cpu = *o.cpu;
+    }
+    if (o.pid) {
+        r.target = "process";
+        r.pid = *o.pid;
+    }
+    if (!o.cgroup.empty()) {
+        r.target = "cgroup";
+        r.cgroup = o.cgroup;
+    }
+    if (!o.unit.empty()) {
+        r.target = "unit";
+        r.unit = o.unit;
+    }
+    r.mux = o.mux;
+    if (o.slice_ms) r.slice_ms = *o.slice_ms;
+    if (o.counters) r.counter_budget = *o.counters;
+    return r;
+}
+
+std::string target_text(const PerfOptions& o) {
+    if (o.cpu) return fmt::format("cpu{}", *o.cpu);
+    if (o.pid) return fmt::format("process {} and its new children", *o.pid);
+    if (!o.cgroup.empty()) return fmt::format("cgroup {}", o.cgroup);
+    if (!o.unit.empty()) return fmt::format("unit {}", o.unit);
+    return o.per_cpu ? "each CPU" : "all CPUs";
+}
+
+Result<DaemonClient> connect(const PerfOptions& o) {
+    return DaemonClient::connect(o.socket);
+}
+
+void show_report(const PerfOptions& o, const json& reply, bool first, std::ostream& out) {
+    if (o.json) {
+        out << reply.dump() << std::endl;
+        return;
+    }
+    auto report = protocol::counter_report_from_json(reply.at("report"));
+    if (o.csv) {
+        out << format_counter_csv(report, first) << std::flush;
+    } else {
+        out << format_counter_report(report, target_text(o)) << std::endl;
+    }
+}
+
+}  // namespace
+
+Result<std::int64_t> parse_duration_ms(const std::string& text) {
+    double value = 0;
+    const char* end = text.data() + text.size();
+    auto [p, ec] = std::from_chars(text.data(), end, value);
+    std::string_view unit(p, static_cast<std::size_t>(end - p));
+    double factor = 0;
+    if (unit.empty() || unit == "s") {
+        factor = 1000;
+    } else if (unit == "ms") {
+        factor = 1;
+    } else if (unit == "m" || unit == "min") {
+        factor = 60'000;
+    } else if (unit == "h") {
+        factor = 3'600'000;
+    }
+    if (text.empty() || ec != std::errc{} || factor == 0 || !(value > 0) ||
+        value * factor > 7 * 24 * 3'600'000.0) {
+        return fail(Status::BadArg, fmt::format("'{}' is not a duration (examples: 5s, 250ms, "
+                                                "2m, 1.5)",
+                                                text));
+    }
+    return std::max<std::int64_t>(1, std::llround(value * factor));
+}
+
+int perf_info(const PerfOptions& o) {
+    auto c = connect(o);
+    if (!c) return report_error(c.error());
+    auto reply = c->call("GetPmuInfo");
+    if (!reply) return report_error(reply.error());
+    if (o.json) {
+        std::cout << reply->dump(2) << '\n';
+        return kExitOk;
+    }
+    std::vector<monitor::perf::PmuInfo> pmus;
+    for (const auto& p : reply->at("pmus")) pmus.push_back(protocol::pmu_from_json(p));
+    std::optional<int> paranoid;
+    if (auto it = reply->find("paranoid"); it != reply->end() && !it->is_null()) {
+        paranoid = it->get<int>();
+    }
+    std::cout << format_pmus(pmus, paranoid);
+    return kExitOk;
+}
+
+int perf_list(const PerfOptions& o) {
+    auto c = connect(o);
+    if (!c) return report_error(c.error());
+    json params = json::object();
+    if (!o.pmu.empty()) params["pmu"] = o.pmu;
+    auto reply = c->call("ListEvents", params);
+    if (!reply) return report_error(reply.error());
+    if (o.json) {
+        std::cout << reply->dump(2) << '\n';
+        return kExitOk;
+    }
+    std::vector<protocol::EventListing> events;
+    for (const auto& e : reply->at("events")) events.push_back(protocol::event_from_json(e));
+    std::cout << format_events(events);
+    return kExitOk;
+}
+
+int perf_plan(const PerfOptions& o) {
+    auto c = connect(o);
+    if (!c) return report_error(c.error());
+    auto reply = c->call("PlanCounters", json{{"request", protocol::to_json(request_of(o))}});
+    if (!reply) return report_error(reply.error());
+    if (o.json) {
+        std::cout << reply->dump(2) << '\n';
+        return kExitOk;
+    }
+    std::cout << format_plan(protocol::counter_plan_from_json(reply->at("plan")));
+    return kExitOk;
+}
+
+int perf_collect(const PerfOptions& o) {
+    auto duration = parse_duration_ms(o.duration);
+    if (!duration) return report_error(duration.error());
+    json params{{"request", protocol::to_json(request_of(o))}, {"duration_ms", *duration}};
+    if (!o.interval.empty()) {
+        auto interval = parse_duration_ms(o.interval);
+        if (!interval) return report_error(interval.error());
+        params["interval_ms"] = *interval;
+    }
+    auto c = connect(o);
+    if (!c) return report_error(c.error());
+    c->set_timeout(std::chrono::milliseconds(0));  // the reply comes when the duration ends
+    if (params.contains("interval_ms")) {
+        bool first = true;
+        auto r = c->stream("CollectCounters", params, [&](const json& reply) {
+            show_report(o, reply, first, std::cout);
+            first = false;
+            return static_cast<bool>(std::cout);
+        });
+        return r ? kExitOk : report_error(r.error());
+    }
+    auto reply = c->call("CollectCounters", params);
+    if (!reply) return report_error(reply.error());
+    show_report(o, *reply, true, std::cout);
+    return kExitOk;
+}
+
+int perf_start(const PerfOptions& o) {
+    auto c = connect(o);
+    if (!c) return report_error(c.error());
+    auto reply = c->call("StartCounters", json{{"request", protocol::to_json(request_of(o))}});
+    if (!reply) return report_error(reply.error());
+    if (o.json) {
+        std::cout << reply->dump(2) << '\n';
+        return kExitOk;
+    }
+    std::cout << "Counting on " << target_text(o) << "; `monctl perf stop` ends it.\n"
+              << format_plan(protocol::counter_plan_from_json(reply->at("plan")));
+    return kExitOk;
+}
+
+int perf_read(const PerfOptions& o) {
+    auto c = connect(o);
+    if (!c) return report_error(c.error());
+    auto reply = c->call("ReadCounters");
+    if (!reply) return report_error(reply.error());
+    show_report(o, *reply, true, std::cout);
+    return kExitOk;
+}
+
+int perf_stop(const PerfOptions& o) {
+    auto c = connect(o);
+    if (!c) return report_error(c.error());
+    auto reply = c->call("StopCounters");
+    if (!reply) return report_error(reply.error());
+    show_report(o, *reply, true, std::cout);
+    return kExitOk;
+}
+
+int perf_stat(const PerfOptions& o) {
+    if (o.command.empty()) {
+        return report_error({Status::BadArg,
+                             "perf stat needs a command: monctl perf stat -- "
+                             "CMD ARGS"});
+    }
+    PerfOptions shown = o;
+    auto catalog = monitor::perf::EventCatalog::create();
+    if (!catalog) return report_error(catalog.error());
+    monitor::perf::SessionOptions options;
+    auto events = monitor::perf::parse_event_list(
+        o.events.empty()
+            ? "perf::TASK-CLOCK,perf::CONTEXT-SWITCHES,perf::CPU-MIGRATIONS,perf::PAGE-FAULTS"
+            : o.events);
+    if (!events) return report_error(events.error());
+    options.events = std::move(*events);
+    options.mux =
+        o.mux == "kernel" ? monitor::perf::MuxMode::Kernel : monitor::perf::MuxMode::Daemon;
+    if (o.slice_ms) options.slice = std::chrono::milliseconds(*o.slice_ms);
+    if (o.counters) options.counter_budget = *o.counters;
+
+    // The child waits on `go` until its counters are open; `failed` carries errno when exec
+    // fails (it closes on a successful exec).
+    int go[2], failed[2];
+    if (::pipe2(go, O_CLOEXEC) < 0 || ::pipe2(failed, O_CLOEXEC) < 0) {
+        return report_error({Status::IoErr, fmt::format("pipe: {}", std::strerror(errno))});
+    }
+    std::vector<char*> argv;
+    for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    pid_t child = ::fork();
+    if (child < 0) return report_error({Status::TskSpawn, std::strerror(errno)});
+    if (child == 0) {
+        ::close(go[1]);
+        ::close(failed[0]);
+        char byte = 0;
+        if (::read(go[0], &byte, 1) != 1) ::_exit(127);
+        ::execvp(argv[0], argv.data());
+        int err = errno;
+        (void)::write(failed[1], &err, sizeof err);
+        ::_exit(127);
+    }
+    ::close(go[0]);
+    ::close(failed[1]);
+    options.target.kind = monitor::perf::TargetKind::Process;
+    options.target.pid = child;
+    options.target.enable_on_exec = true;
+    auto session = monitor::perf::PerfSession::start(
+        *catalog, std::make_unique<monitor::perf::PerfEventDevice>(), options);
+    if (!session) {
+        ::kill(child, SIGKILL);
+        ::waitpid(child, nullptr, 0);
+        return report_error(session.error());
+    }
+    // Like perf stat and time: ^C reaches the command, and the counts are still shown.
+    struct sigaction ignore {
+    }, old_int{}, old_quit{};
+    ignore.sa_handler = SIG_IGN;
+    ::sigaction(SIGINT, &ignore, &old_int);
+    ::sigaction(SIGQUIT, &ignore, &old_quit);
+    (void)::write(go[1], "x", 1);
+    ::close(go[1]);
+    int err = 0;
+    const bool exec_failed = ::read(failed[0], &err, sizeof err) == sizeof err;
+    ::close(failed[0]);
+
+    int status = 0;
+    for (;;) {
+        pid_t r = ::waitpid(child, &status, (*session)->rotates() ? WNOHANG : 0);
+        if (r == child) break;
+        if (r < 0 && errno != EINTR) break;
+        if (r == 0) {
+            std::this_thread::sleep_for(options.slice);
+            if (auto rot = (*session)->rotate(); !rot) report_error(rot.error());
+        }
+    }
+    ::sigaction(SIGINT, &old_int, nullptr);
+    ::sigaction(SIGQUIT, &old_quit, nullptr);
+    if (exec_failed) {
+        std::fprintf(stderr, "monctl: cannot run %s: %s\n", o.command[0].c_str(),
+                     std::strerror(err));
+        return 127;
+    }
+    (void)(*session)->stop();
+    auto report = (*session)->read();
+    if (!report) return report_error(report.error());
+    auto message = protocol::make_report((*session)->plan(), *report, false, std::nullopt, true);
+    // The counts go to stderr, as perf stat's do, so that the command's output stays its own.
+    if (o.json) {
+        std::cerr << protocol::to_json(message).dump(2) << '\n';
+    } else if (o.csv) {
+        std::cerr << format_counter_csv(message, true);
+    } else {
+        std::string what = "command '" + o.command[0] + "'";
+        std::cerr << '\n' << format_counter_report(message, what);
+    }
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return kExitError;
+}
+
+}  // namespace monctl

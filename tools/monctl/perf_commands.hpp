@@ -1,0 +1,46 @@
+// monctl perf ...: the counter commands. `perf stat` counts a command it launches itself,
+// with the library, like perf stat; the others ask monitord.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "monitor/status.hpp"
+
+namespace monctl {
+
+struct PerfOptions {
+    std::string socket;
+    bool json = false;
+    bool csv = false;
+    std::string events;
+    std::string duration = "1s";
+    std::string interval;  // empty: no periods
+    bool per_cpu = false;
+    std::optional<int> cpu;
+    std::optional<long> pid;
+    std::string cgroup;
+    std::string unit;
+    std::string mux = "daemon";
+    std::optional<int> slice_ms;
+    std::optional<int> counters;  // counter budget
+    std::string pmu;              // perf list
+    std::vector<std::string> command;
+};
+
+// "5s", "250ms", "2m", "1.5" (seconds) -> milliseconds; BADARG naming the text otherwise.
+monitor::Result<std::int64_t> parse_duration_ms(const std::string& text);
+
+int perf_info(const PerfOptions& o);
+int perf_list(const PerfOptions& o);
+int perf_plan(const PerfOptions& o);
+int perf_collect(const PerfOptions& o);
+int perf_start(const PerfOptions& o);
+int perf_read(const PerfOptions& o);
+int perf_stop(const PerfOptions& o);
+// Runs the command counted from its first instruction to its exit; returns its exit code
+// (128 + the signal when a signal ended it), or 1 (127 when it could not be started).
+int perf_stat(const PerfOptions& o);
+
+}  // namespace monctl

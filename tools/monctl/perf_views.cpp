@@ -1,0 +1,136 @@
+#include "perf_views.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <locale>
+
+namespace monctl {
+namespace {
+
+const std::locale& user_locale() {
+    static const std::locale loc = [] {
+        try {
+            return std::locale("");
+        } catch (const std::runtime_error&) {
+            return std::locale::classic();
+        }
+    }();
+    return loc;
+}
+
+std::string count_cell(const monitor::protocol::Count& c) {
+    std::string s = format_count(c.count);
+    if (c.running < 1.0) {
+        // The estimate for the whole time, and how much of it was counted.
+        s += fmt::format("  [{}] ({:.1f}%)", format_count(static_cast<std::uint64_t>(c.scaled)),
+                         c.running * 100);
+    }
+    return s;
+}
+
+std::string metric_value(double v) {
+    if (v != 0 && (std::abs(v) < 0.01 || std::abs(v) >= 1e6)) return fmt::format("{:.3e}", v);
+    return fmt::format("{:.3f}", v);
+}
+
+}  // namespace
+
+std::string format_count(std::uint64_t n) {
+    return fmt::format(user_locale(), "{:L}", n);
+}
+
+std::string format_counter_report(const monitor::protocol::CounterReport& r,
+                                  const std::string& what) {
+    std::string out;
+    if (r.period) {
+        out += fmt::format("Period {} ({:.3f} s), {}\n", *r.period, r.elapsed, what);
+    } else {
+        out += fmt::format("Performance counters, {}, {:.3f} s{}\n", what, r.elapsed,
+                           r.slots > 1 ? fmt::format(" ({} counter sets taking turns, {} "
+                                                     "rotations)",
+                                                     r.slots, r.rotations)
+                                       : std::string{});
+    }
+    std::size_t width = 0;
+    for (const auto& e : r.events) width = std::max(width, format_count(e.value.count).size());
+    for (const auto& e : r.events) {
+        out += fmt::format("  {:>{}}  {}", format_count(e.value.count), width, e.name);
+        if (e.value.running < 1.0) {
+            out += fmt::format("  [{}] ({:.1f}% running)",
+                               format_count(static_cast<std::uint64_t>(e.value.scaled)),
+                               e.value.running * 100);
+        }
+        out += '\n';
+        for (const auto& [cpu, v] : e.cpus) {
+            out += fmt::format("      cpu{:<4} {}\n", cpu, count_cell(v));
+        }
+    }
+    if (!r.metrics.empty()) out += '\n';
+    for (const auto& m : r.metrics) {
+        out += fmt::format("  {:>12}  {:<26} {}{}\n", metric_value(m.value), m.name, m.description,
+                           m.same_set ? "" : " (from scaled estimates)");
+    }
+    return out;
+}
+
+std::string format_counter_csv(const monitor::protocol::CounterReport& r, bool header) {
+    std::string out;
+    if (header) out += "period,event,cpu,count,enabled_ns,running_ns,scaled,running\n";
+    const std::string period = r.period ? std::to_string(*r.period) : "total";
+    auto line = [&](const std::string& name, const std::string& cpu,
+                    const monitor::protocol::Count& c) {
+        out += fmt::format("{},{},{},{},{},{},{:.0f},{:.4f}\n", period, name, cpu, c.count,
+                           c.enabled_ns, c.running_ns, c.scaled, c.running);
+    };
+    for (const auto& e : r.events) {
+        line(e.name, "all", e.value);
+        for (const auto& [cpu, v] : e.cpus) line(e.name, std::to_string(cpu), v);
+    }
+    return out;
+}
+
+std::string format_plan(const monitor::protocol::CounterPlan& p) {
+    std::string out;
+    out += p.slots > 1 ? fmt::format("{} counter sets take turns on the counters\n", p.slots)
+                       : std::string{"Every event counts all the time (no multiplexing)\n"};
+    for (const auto& g : p.groups) {
+        if (g.set) {
+            out += fmt::format("  {} set {} of {}:\n", g.pmu, *g.set + 1, g.sets);
+        } else {
+            out += fmt::format("  always counting ({}, no counter needed):\n", g.pmu);
+        }
+        for (const auto& m : g.members) {
+            out += fmt::format("    {:<10} {}\n", m.counter.value_or("-"), m.event);
+        }
+    }
+    return out;
+}
+
+std::string format_pmus(const std::vector<monitor::perf::PmuInfo>& pmus,
+                        std::optional<int> paranoid) {
+    std::string out = fmt::format("{:<24} {:>8} {:>6} {:>6} {:>7}  {}\n", "PMU", "counters",
+                                  "fixed", "width", "events", "description");
+    for (const auto& p : pmus) {
+        out += fmt::format("{:<24} {:>8} {:>6} {:>6} {:>7}  {}{}\n", p.name, p.counters,
+                           p.fixed_counters, p.counter_width, p.events, p.description,
+                           p.source == "built-in" ? " (built-in table)" : "");
+    }
+    if (paranoid) out += fmt::format("\nkernel.perf_event_paranoid = {}\n", *paranoid);
+    return out;
+}
+
+std::string format_events(const std::vector<monitor::protocol::EventListing>& events) {
+    std::string out;
+    for (const auto& e : events) {
+        std::string counters = e.counters.empty() ? std::string{"no counter"}
+                               : e.counters.size() > 4
+                                   ? fmt::format("any of {} counters", e.counters.size())
+                                   : fmt::format("{}", fmt::join(e.counters, ","));
+        out += fmt::format("{:<48} {:<20} {}{}\n", e.name, counters, e.description,
+                           e.pinned ? " (pinned)" : "");
+    }
+    return out;
+}
+
+}  // namespace monctl

@@ -1,0 +1,29 @@
+// How monctl shows counter replies to people (tables with the locale's thousands separators,
+// scaled estimates in brackets with the running percentage) and to spreadsheets (CSV).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "monitor/protocol/counter_messages.hpp"
+
+namespace monctl {
+
+// "1,234,567" in a locale that groups digits, "1234567" in the C locale.
+std::string format_count(std::uint64_t n);
+
+// What was counted, where, and for how long, then one line per event (per CPU with "each"),
+// then the metrics.
+std::string format_counter_report(const monitor::protocol::CounterReport& report,
+                                  const std::string& what);
+
+// A header line (when `header`), then one line per event (and CPU): period, event, cpu,
+// count, enabled_ns, running_ns, scaled, running.
+std::string format_counter_csv(const monitor::protocol::CounterReport& report, bool header);
+
+std::string format_plan(const monitor::protocol::CounterPlan& plan);
+std::string format_pmus(const std::vector<monitor::perf::PmuInfo>& pmus,
+                        std::optional<int> paranoid);
+std::string format_events(const std::vector<monitor::protocol::EventListing>& events);
+
+}  // namespace monctl
