@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <system_error>
@@ -99,8 +100,10 @@ void CounterService::setup() {
     });
     server_.add_method(p + "ReadCounters",
                        [this](const Call&, const Peer&) -> Response { return read(); });
-    server_.add_method(p + "StopCounters",
-                       [this](const Call&, const Peer&) -> Response { return stop(); });
+    server_.add_method(p + "StopCounters", [this](const Call&, const Peer& peer) -> Response {
+        if (auto refused = refuse(peer)) return error_reply(*refused);
+        return stop();
+    });
 }
 
 std::string CounterService::describe() const {
@@ -211,8 +214,20 @@ Result<std::unique_ptr<perf::PerfSession>> CounterService::open_session(
     return perf::PerfSession::start(*catalog_, std::move(device), options);
 }
 
+// Counting runs with the daemon's privileges (every CPU, any process), so only root and the
+// daemon's own user may start or end a session; the others may look (info, list, plan, read).
+std::optional<monitor::Error> CounterService::refuse(const Peer& peer) const {
+    if (peer.cred.uid == 0 || peer.cred.uid == ::geteuid()) return std::nullopt;
+    return monitor::Error{Status::Perm,
+                          fmt::format("counting needs root (uid {} asked): a session counts "
+                                      "with the daemon's privileges; `monctl perf stat -- CMD` "
+                                      "counts your own command without them",
+                                      peer.cred.uid)};
+}
+
 CounterService::Response CounterService::collect(const Call& call, const Peer& peer) {
     if (!catalog_) return error_reply({Status::NoPmu, catalog_error_});
+    if (auto refused = refuse(peer)) return error_reply(*refused);
     auto request = protocol::counter_request_from_json(call.parameters.at("request"));
     const std::int64_t duration_ms = call.parameters.at("duration_ms").get<std::int64_t>();
     std::optional<std::int64_t> interval_ms;
@@ -261,6 +276,7 @@ CounterService::Response CounterService::collect(const Call& call, const Peer& p
 
 CounterService::Response CounterService::start(const Call& call, const Peer& peer) {
     if (!catalog_) return error_reply({Status::NoPmu, catalog_error_});
+    if (auto refused = refuse(peer)) return error_reply(*refused);
     auto request = protocol::counter_request_from_json(call.parameters.at("request"));
     if (active_) {
         return error_reply({Status::PrfRun, fmt::format("already collecting: {}; `monctl "

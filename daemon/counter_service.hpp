@@ -65,6 +65,7 @@ class CounterService {
     Response start(const monitor::varlink::Call& call, const Peer& peer);
     Response read();
     Response stop();
+    std::optional<monitor::Error> refuse(const Peer& peer) const;
 
     monitor::Result<monitor::perf::SessionOptions> options_for(
         const monitor::protocol::CounterRequest& request) const;

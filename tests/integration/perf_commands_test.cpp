@@ -182,5 +182,21 @@ TEST_F(PerfCommands, StatCountsACommandAndReturnsItsExitCode) {
     EXPECT_NE(missing.err.find("cannot run /no/such/program"), std::string::npos) << missing.err;
 }
 
+TEST_F(PerfCommands, OtherUsersMayLookButNotCount) {
+    std::filesystem::permissions(daemon_->dir().path(), std::filesystem::perms::others_exec,
+                                 std::filesystem::perm_options::add);
+    SpawnOptions as_nobody{.uid = nobody_uid()};
+    auto list = run({monctl_bin(), "--socket", daemon_->socket(), "perf", "info"}, as_nobody);
+    if (list.err.find("ermission denied") != std::string::npos) {
+        GTEST_SKIP() << "the socket is not reachable by nobody here: " << list.err;
+    }
+    EXPECT_EQ(list.exit_code, 0) << list.err;
+    auto collect = run({monctl_bin(), "--socket", daemon_->socket(), "perf", "collect", "-e",
+                        "perf::TASK-CLOCK", "-d", "100ms"},
+                       as_nobody);
+    EXPECT_EQ(collect.exit_code, 1);
+    EXPECT_NE(collect.err.find("counting needs root"), std::string::npos) << collect.err;
+}
+
 }  // namespace
 }  // namespace itest
