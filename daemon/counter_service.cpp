@@ -246,38 +246,18 @@ CounterService::Response CounterService::collect(const Call& call, const Peer& p
                                          "({} ms)",
                                          *interval_ms, kMinIntervalMs, duration_ms)});
     }
-    if (active_) {
-        return error_reply({Status::PrfRun, fmt::format("already collecting: {}; `monctl "
-                                                        "perf stop` ends a started session",
-                                                        describe())});
-    }
-    auto options = options_for(request);
-    if (!options) return error_reply(options.error(), request.events);
-    auto session = open_session(*options);
-    if (!session) return error_reply(session.error(), request.events);
-
     Session s;
-    s.session = std::move(*session);
     s.owner = peer.connection;
     s.stream = call.more && interval_ms.has_value();
-    s.per_cpu = request.target == "each";
     if (interval_ms) s.interval = std::chrono::milliseconds(*interval_ms);
     s.ends = std::chrono::steady_clock::now() + std::chrono::milliseconds(duration_ms);
-    s.started_by = fmt::format("a collect by pid {} (uid {})", peer.cred.pid, peer.cred.uid);
-    active_.emplace(std::move(s));
-    if (auto r = arm_timers(); !r) {
-        end_session();
-        return error_reply(r.error());
-    }
-    spdlog::info("Counter session started: {} for {} ms ({})", request.events, duration_ms,
-                 active_->started_by);
+    s.started_by = fmt::format("a collect of {} ms by pid {} (uid {})", duration_ms, peer.cred.pid,
+                               peer.cred.uid);
+    if (auto refused = begin(request, std::move(s))) return *refused;
     return Response::later();
 }
 
-CounterService::Response CounterService::start(const Call& call, const Peer& peer) {
-    if (!catalog_) return error_reply({Status::NoPmu, catalog_error_});
-    if (auto refused = refuse(peer)) return error_reply(*refused);
-    auto request = protocol::counter_request_from_json(call.parameters.at("request"));
+std::optional<Reply> CounterService::begin(const protocol::CounterRequest& request, Session s) {
     if (active_) {
         return error_reply({Status::PrfRun, fmt::format("already collecting: {}; `monctl "
                                                         "perf stop` ends a started session",
@@ -287,17 +267,25 @@ CounterService::Response CounterService::start(const Call& call, const Peer& pee
     if (!options) return error_reply(options.error(), request.events);
     auto session = open_session(*options);
     if (!session) return error_reply(session.error(), request.events);
-    Session s;
     s.session = std::move(*session);
     s.per_cpu = request.target == "each";
-    s.started_by =
-        fmt::format("a session started by pid {} (uid {})", peer.cred.pid, peer.cred.uid);
     active_.emplace(std::move(s));
     if (auto r = arm_timers(); !r) {
         end_session();
         return error_reply(r.error());
     }
     spdlog::info("Counter session started: {} ({})", request.events, active_->started_by);
+    return std::nullopt;
+}
+
+CounterService::Response CounterService::start(const Call& call, const Peer& peer) {
+    if (!catalog_) return error_reply({Status::NoPmu, catalog_error_});
+    if (auto refused = refuse(peer)) return error_reply(*refused);
+    auto request = protocol::counter_request_from_json(call.parameters.at("request"));
+    Session s;
+    s.started_by =
+        fmt::format("a session started by pid {} (uid {})", peer.cred.pid, peer.cred.uid);
+    if (auto refused = begin(request, std::move(s))) return *refused;
     Reply r;
     r.parameters =
         json{{"plan", protocol::to_json(protocol::make_plan_message(active_->session->plan()))}};

@@ -66,6 +66,10 @@ class CounterService {
     Response read();
     Response stop();
     std::optional<monitor::Error> refuse(const Peer& peer) const;
+    // Opens the request's counters as the one session `s` (its client-side fields filled
+    // in); the error reply when that cannot be.
+    std::optional<monitor::varlink::Reply> begin(const monitor::protocol::CounterRequest& request,
+                                                 Session s);
 
     monitor::Result<monitor::perf::SessionOptions> options_for(
         const monitor::protocol::CounterRequest& request) const;

@@ -120,13 +120,9 @@ Result<int> PerfEventDevice::open(const EventSpec& event, const OpenTarget& targ
     attr.disabled = leader < 0;
     attr.enable_on_exec = leader < 0 && target.enable_on_exec;
 
-    int group_fd = -1;
-    if (leader >= 0) {
-        if (static_cast<std::size_t>(leader) >= fds_.size() || !fds_[leader]) {
-            return fail(Status::BadArg,
-                        fmt::format("{}: no open group leader {}", event.name, leader));
-        }
-        group_fd = fds_[leader].get();
+    const int group_fd = leader < 0 ? -1 : fd_of(leader);
+    if (leader >= 0 && group_fd < 0) {
+        return fail(Status::BadArg, fmt::format("{}: no open group leader {}", event.name, leader));
     }
     unsigned long flags = PERF_FLAG_FD_CLOEXEC;
     pid_t pid = target.pid;
@@ -140,39 +136,37 @@ Result<int> PerfEventDevice::open(const EventSpec& event, const OpenTarget& targ
     return static_cast<int>(fds_.size() - 1);
 }
 
-namespace {
+int PerfEventDevice::fd_of(int handle) const {
+    if (handle < 0 || static_cast<std::size_t>(handle) >= fds_.size()) return -1;
+    return fds_[static_cast<std::size_t>(handle)].get();
+}
 
-Result<void> group_ioctl(const std::vector<UniqueFd>& fds, int leader, unsigned long request,
-                         const char* what) {
-    if (leader < 0 || static_cast<std::size_t>(leader) >= fds.size() || !fds[leader]) {
-        return fail(Status::BadArg, fmt::format("{}: no open counter {}", what, leader));
-    }
-    if (::ioctl(fds[leader].get(), request, PERF_IOC_FLAG_GROUP) < 0) {
+Result<void> PerfEventDevice::group_ioctl(int leader, unsigned long request, const char* what) {
+    const int fd = fd_of(leader);
+    if (fd < 0) return fail(Status::BadArg, fmt::format("{}: no open counter {}", what, leader));
+    if (::ioctl(fd, request, PERF_IOC_FLAG_GROUP) < 0) {
         return fail_errno(errno, fmt::format("{} a counter group", what));
     }
     return {};
 }
 
-}  // namespace
-
 Result<void> PerfEventDevice::enable(int leader) {
-    return group_ioctl(fds_, leader, PERF_EVENT_IOC_ENABLE, "enable");
+    return group_ioctl(leader, PERF_EVENT_IOC_ENABLE, "enable");
 }
 
 Result<void> PerfEventDevice::disable(int leader) {
-    return group_ioctl(fds_, leader, PERF_EVENT_IOC_DISABLE, "disable");
+    return group_ioctl(leader, PERF_EVENT_IOC_DISABLE, "disable");
 }
 
 Result<void> PerfEventDevice::reset(int leader) {
-    return group_ioctl(fds_, leader, PERF_EVENT_IOC_RESET, "reset");
+    return group_ioctl(leader, PERF_EVENT_IOC_RESET, "reset");
 }
 
 Result<CounterReading> PerfEventDevice::read(int handle) {
-    if (handle < 0 || static_cast<std::size_t>(handle) >= fds_.size() || !fds_[handle]) {
-        return fail(Status::BadArg, fmt::format("read: no open counter {}", handle));
-    }
+    const int fd = fd_of(handle);
+    if (fd < 0) return fail(Status::BadArg, fmt::format("read: no open counter {}", handle));
     std::uint64_t buf[3] = {};
-    ssize_t n = ::read(fds_[handle].get(), buf, sizeof buf);
+    ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0) return fail_errno(errno, "read a counter");
     if (n != sizeof buf) {
         return fail(Status::BadData,
@@ -182,7 +176,7 @@ Result<CounterReading> PerfEventDevice::read(int handle) {
 }
 
 void PerfEventDevice::close(int handle) {
-    if (handle >= 0 && static_cast<std::size_t>(handle) < fds_.size()) fds_[handle].reset();
+    if (fd_of(handle) >= 0) fds_[static_cast<std::size_t>(handle)].reset();
 }
 
 }  // namespace monitor::perf

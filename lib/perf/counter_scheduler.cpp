@@ -79,8 +79,7 @@ class Scheduler {
     Scheduler(std::span<const SchedulerEvent> events, int counters,
               std::span<const std::string> counter_names)
         : events_(events), names_(counter_names) {
-        usable_ = counters >= kMaxCounters ? ~CounterMask{0}
-                                           : (CounterMask{1} << std::max(counters, 0)) - 1;
+        usable_ = first_counters(counters);
     }
 
     Result<Schedule> run() {

@@ -87,8 +87,7 @@ struct Ratio {
 };
 
 // num / den over the same window when possible.
-std::optional<Ratio> ratio(const Plan& plan, const PerfReport& report, std::size_t num,
-                           std::size_t den) {
+std::optional<Ratio> ratio(const PerfReport& report, std::size_t num, std::size_t den) {
     for (const auto& g : report.groups) {
         std::optional<std::size_t> a, b;
         for (std::size_t m = 0; m < g.events.size(); ++m) {
@@ -101,7 +100,6 @@ std::optional<Ratio> ratio(const Plan& plan, const PerfReport& report, std::size
                          true};
         }
     }
-    (void)plan;
     const auto& n = report.events[num].total;
     const auto& d = report.events[den].total;
     if (d.scaled() == 0) return std::nullopt;
@@ -125,7 +123,7 @@ std::vector<Metric> derive_metrics(const Plan& plan, const PerfReport& report) {
         auto a = find(num);
         auto b = find(den);
         if (!a || !b) return;
-        if (auto r = ratio(plan, report, *a, *b)) {
+        if (auto r = ratio(report, *a, *b)) {
             out.push_back(
                 {std::move(name), std::move(description), r->value * factor, r->same_set});
         }

@@ -26,10 +26,6 @@ bool iequals(std::string_view a, std::string_view b) {
            });
 }
 
-CounterMask low_bits(int n) {
-    return n >= 32 ? ~CounterMask{0} : (CounterMask{1} << n) - 1;
-}
-
 // "rHEX" -> the value; nullopt when `s` is not a raw code.
 std::optional<std::uint64_t> parse_raw(std::string_view s) {
     if (s.size() < 2 || s.size() > 17 || s[0] != 'r') return std::nullopt;
@@ -147,7 +143,8 @@ const PmuInfo* EventCatalog::find_pmu(std::string_view name) const {
 
 CounterMask EventCatalog::core_counters() const {
     auto it = std::ranges::find_if(pmus_, [](const PmuInfo& p) { return p.core; });
-    return low_bits(it != pmus_.end() && it->counters > 0 ? it->counters : kUnknownCoreCounters);
+    return first_counters(it != pmus_.end() && it->counters > 0 ? it->counters
+                                                                : kUnknownCoreCounters);
 }
 
 Result<EventSpec> EventCatalog::resolve(std::string_view name) const {
@@ -197,12 +194,7 @@ Result<EventSpec> EventCatalog::resolve_ppc750(std::string_view event, std::stri
         return spec;
     }
     e = find_ppc750_event(event);
-    if (e == nullptr) {
-        auto near = closest(name);
-        return fail(Status::NoEvent,
-                    fmt::format("unknown event '{}'{}{}", name,
-                                near.empty() ? "" : "; did you mean ", fmt::join(near, ", ")));
-    }
+    if (e == nullptr) return std::unexpected(unknown_event(name));
     auto m = parse_modifiers(mods, name, e->uses_threshold);
     if (!m) return std::unexpected(m.error());
     apply(*m, spec);
@@ -227,7 +219,7 @@ Result<EventSpec> EventCatalog::resolve_raw(const PmuInfo& pmu, std::string_view
     spec.description = "raw event code";
     spec.type = PERF_TYPE_RAW;
     spec.config = *parse_raw(hex);
-    spec.counters = low_bits(pmu.counters);
+    spec.counters = first_counters(pmu.counters);
     apply(*m, spec);
     return spec;
 }
@@ -243,12 +235,7 @@ Result<EventSpec> EventCatalog::resolve_libpfm(std::string_view name) const {
     int r =
         pfm_get_os_event_encoding(str.c_str(), PFM_PLM0 | PFM_PLM3, PFM_OS_PERF_EVENT_EXT, &arg);
     std::unique_ptr<char, decltype(&std::free)> fstr_owner(fstr, &std::free);
-    if (r == PFM_ERR_NOTFOUND) {
-        auto near = closest(name);
-        return fail(Status::NoEvent,
-                    fmt::format("unknown event '{}'{}{}", name,
-                                near.empty() ? "" : "; did you mean ", fmt::join(near, ", ")));
-    }
+    if (r == PFM_ERR_NOTFOUND) return std::unexpected(unknown_event(name));
     if (r != PFM_SUCCESS) {
         return fail(Status::BadArg, fmt::format("{}: {} (modifiers: :u user mode only, :k kernel "
                                                 "mode only; `monctl perf list` shows the events)",
@@ -292,7 +279,7 @@ Result<EventSpec> EventCatalog::resolve_libpfm(std::string_view name) const {
         default:
             spec.counter_pmu = spec.pmu;
             if (const PmuInfo* p = find_pmu(spec.pmu); p != nullptr && p->counters > 0) {
-                spec.counters = low_bits(p->counters);
+                spec.counters = first_counters(p->counters);
             } else {
                 spec.counters = core_counters();
             }
@@ -342,6 +329,18 @@ Result<std::vector<EventInfo>> EventCatalog::list(std::string_view pmu) const {
         }
     }
     return out;
+}
+
+Error EventCatalog::unknown_event(std::string_view name) const {
+    auto near = closest(name);
+    return Error{Status::NoEvent,
+                 fmt::format("unknown event '{}'{}{}", name, near.empty() ? "" : "; did you mean ",
+                             fmt::join(near, ", "))};
+}
+
+std::string counter_name(std::string_view pmu, int counter) {
+    return pmu == kPpc750Pmu ? std::string(ppc750_counter_name(counter))
+                             : fmt::format("counter {}", counter + 1);
 }
 
 std::vector<std::string> EventCatalog::closest(std::string_view name, std::size_t n) const {

@@ -9,16 +9,10 @@
 #include <cstring>
 #include <map>
 
-#include "monitor/perf/ppc750_events.hpp"
-
 namespace monitor::perf {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-CounterMask low_bits(int n) {
-    return n >= 32 ? ~CounterMask{0} : (CounterMask{1} << n) - 1;
-}
 
 std::string_view trim(std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -100,16 +94,16 @@ Result<Plan> make_plan(const EventCatalog& catalog, const SessionOptions& option
         if (!spec) return std::unexpected(spec.error());
         if (options.counter_budget > 0) {
             if (spec->counters == 0) {
-                spec->counters = low_bits(options.counter_budget);
+                spec->counters = first_counters(options.counter_budget);
                 spec->counter_pmu = spec->pmu;
-            } else if ((spec->counters & low_bits(options.counter_budget)) == 0) {
+            } else if ((spec->counters & first_counters(options.counter_budget)) == 0) {
                 return fail(Status::BadArg,
                             fmt::format("{} cannot be counted with a budget of {} counter{}: "
                                         "the counters that can hold it are outside it",
                                         spec->name, options.counter_budget,
                                         options.counter_budget == 1 ? "" : "s"));
             } else {
-                spec->counters &= low_bits(options.counter_budget);
+                spec->counters &= first_counters(options.counter_budget);
             }
         }
         plan.events.push_back(std::move(*spec));
@@ -190,8 +184,7 @@ Result<Plan> make_plan(const EventCatalog& catalog, const SessionOptions& option
             if (options.counter_budget > 0 && counters == 0) counters = options.counter_budget;
             std::vector<std::string> names;
             for (int c = 0; c < counters; ++c) {
-                names.push_back(pmu == kPpc750Pmu ? std::string(ppc750_counter_name(c))
-                                                  : fmt::format("counter {}", c + 1));
+                names.push_back(counter_name(pmu, c));
             }
             auto schedule = schedule_events(request, counters, names);
             if (!schedule) return std::unexpected(schedule.error());

@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "monitor/perf/ppc750_events.hpp"
-
 namespace monitor::protocol {
 
 using nlohmann::json;
@@ -287,8 +285,7 @@ std::vector<std::string> counter_names(const perf::EventInfo& e) {
     std::vector<std::string> out;
     for (int c = 0; c < 32; ++c) {
         if ((e.counters >> c & 1U) == 0) continue;
-        out.push_back(e.pmu == perf::kPpc750Pmu ? std::string(perf::ppc750_counter_name(c))
-                                                : fmt::format("counter {}", c + 1));
+        out.push_back(perf::counter_name(e.pmu, c));
     }
     return out;
 }

@@ -10,36 +10,15 @@
 #include <system_error>
 #include <vector>
 
+#include "test_support.hpp"
+
 namespace monitor {
 namespace {
 
+using test_support::ScratchDir;
+using test_support::write_file;
+
 namespace fs = std::filesystem;
-
-// A directory under the test temp dir, removed with everything in it at the end of the test.
-class ScratchDir {
-  public:
-    ScratchDir() {
-        std::string tmpl = (fs::path(::testing::TempDir()) / "cpu_list-XXXXXX").string();
-        if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
-    }
-    ~ScratchDir() {
-        std::error_code ec;
-        if (!path_.empty()) fs::remove_all(path_, ec);
-    }
-    ScratchDir(const ScratchDir&) = delete;
-    ScratchDir& operator=(const ScratchDir&) = delete;
-
-    const fs::path& path() const { return path_; }
-
-  private:
-    fs::path path_;
-};
-
-void write_file(const fs::path& path, const std::string& text) {
-    fs::create_directories(path.parent_path());
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << text;
-}
 
 std::vector<int> parsed(std::string_view text) {
     auto r = parse_cpu_list(text);

@@ -15,8 +15,14 @@
 #include <system_error>
 #include <vector>
 
+#include "test_support.hpp"
+
 namespace monitor {
 namespace {
+
+using test_support::stat_text;
+using test_support::Ticks;
+using test_support::write_file;
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
@@ -24,38 +30,7 @@ using Values = std::vector<std::optional<double>>;
 
 constexpr std::optional<double> kGap = std::nullopt;
 
-// Ticks a CPU spent busy (split between user and system) and idle since boot.
-struct Ticks {
-    std::uint64_t busy = 0;
-    std::uint64_t idle = 0;
-};
 using Cpus = std::map<int, Ticks>;
-
-// /proc/stat text for `cpus`, with a machine line that is their sum.
-std::string stat_text(const Cpus& cpus) {
-    auto line = [](const std::string& label, const Ticks& t) {
-        const std::uint64_t system = t.busy / 4;
-        const std::uint64_t user = t.busy - system;
-        return label + " " + std::to_string(user) + " 0 " + std::to_string(system) + " " +
-               std::to_string(t.idle) + " 0 0 0 0 0 0\n";
-    };
-    Ticks sum;
-    for (const auto& [cpu, t] : cpus) {
-        sum.busy += t.busy;
-        sum.idle += t.idle;
-    }
-    std::string text = line("cpu ", sum);
-    for (const auto& [cpu, t] : cpus) text += line("cpu" + std::to_string(cpu), t);
-    text += "intr 1234567 0 0\nctxt 7654321\nbtime 1718102754\nprocesses 4242\n";
-    return text;
-}
-
-// Rewrites the file in place, as procfs and sysfs files change under an open descriptor.
-void write_file(const fs::path& path, const std::string& text) {
-    fs::create_directories(path.parent_path());
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << text;
-}
 
 const SourceLoad* procstat(const std::vector<SourceLoad>& loads) {
     return find_source(loads, "procstat");

@@ -16,21 +16,16 @@
 #include <thread>
 #include <vector>
 
+#include "test_support.hpp"
+
 namespace monitor {
 namespace {
+
+using test_support::wait_until;
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
-
-bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
-    const auto deadline = Clock::now() + timeout;
-    while (!done()) {
-        if (Clock::now() >= deadline) return done();
-        std::this_thread::sleep_for(5ms);
-    }
-    return true;
-}
 
 bool usable_cpu(int cpu) {
     cpu_set_t set;

@@ -15,8 +15,13 @@
 #include <system_error>
 #include <vector>
 
+#include "test_support.hpp"
+
 namespace monitor {
 namespace {
+
+using test_support::ScratchDir;
+using test_support::write_file;
 
 namespace fs = std::filesystem;
 
@@ -65,31 +70,6 @@ std::optional<double> load_of(const LoadSample& s, int cpu) {
 bool no_values(const LoadSample& s) {
     return std::none_of(s.cpus.begin(), s.cpus.end(),
                         [](const auto& e) { return e.second.has_value(); });
-}
-
-// A directory under the test temp dir, removed with everything in it at the end of the test.
-class ScratchDir {
-  public:
-    ScratchDir() {
-        std::string tmpl = (fs::path(::testing::TempDir()) / "proc_stat_source-XXXXXX").string();
-        if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
-    }
-    ~ScratchDir() {
-        std::error_code ec;
-        if (!path_.empty()) fs::remove_all(path_, ec);
-    }
-    ScratchDir(const ScratchDir&) = delete;
-    ScratchDir& operator=(const ScratchDir&) = delete;
-
-    const fs::path& path() const { return path_; }
-
-  private:
-    fs::path path_;
-};
-
-void write_file(const fs::path& path, const std::string& text) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << text;
 }
 
 // --- load_between -----------------------------------------------------------------------

@@ -13,8 +13,13 @@
 #include <system_error>
 #include <vector>
 
+#include "test_support.hpp"
+
 namespace monitor {
 namespace {
+
+using test_support::ScratchDir;
+using test_support::write_file;
 
 namespace fs = std::filesystem;
 
@@ -45,32 +50,6 @@ CpuTimes times_of(std::initializer_list<std::uint64_t> values) {
     std::size_t i = 0;
     for (auto v : values) t.ticks[i++] = v;
     return t;
-}
-
-// A directory under the test temp dir, removed with everything in it at the end of the test.
-class ScratchDir {
-  public:
-    ScratchDir() {
-        std::string tmpl = (fs::path(::testing::TempDir()) / "proc_stat-XXXXXX").string();
-        if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
-    }
-    ~ScratchDir() {
-        std::error_code ec;
-        if (!path_.empty()) fs::remove_all(path_, ec);
-    }
-    ScratchDir(const ScratchDir&) = delete;
-    ScratchDir& operator=(const ScratchDir&) = delete;
-
-    const fs::path& path() const { return path_; }
-
-  private:
-    fs::path path_;
-};
-
-// Rewrites the file in place (same inode), as the kernel's procfs file changes under an open fd.
-void write_file(const fs::path& path, const std::string& text) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << text;
 }
 
 // --- CpuTimes ---------------------------------------------------------------------------

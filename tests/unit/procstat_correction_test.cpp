@@ -14,9 +14,13 @@
 
 #include "monitor/loading/cpu_time_exclusion.hpp"
 #include "monitor/loading/proc_stat_source.hpp"
+#include "test_support.hpp"
 
 namespace monitor {
 namespace {
+
+using test_support::stat_text;
+using test_support::Ticks;
 
 namespace fs = std::filesystem;
 
@@ -40,29 +44,6 @@ class FakeExclusion final : public CpuTimeExclusion {
     }
     std::map<int, std::uint64_t> ns;
 };
-
-// Ticks a CPU spent busy (split between user and system) and idle since boot.
-struct Ticks {
-    std::uint64_t busy = 0;
-    std::uint64_t idle = 0;
-};
-
-// /proc/stat text for `cpus`, with a machine line that is their sum.
-std::string stat_text(const std::map<int, Ticks>& cpus) {
-    auto line = [](const std::string& label, const Ticks& t) {
-        const std::uint64_t system = t.busy / 4;
-        return label + " " + std::to_string(t.busy - system) + " 0 " + std::to_string(system) +
-               " " + std::to_string(t.idle) + " 0 0 0 0 0 0\n";
-    };
-    Ticks sum;
-    for (const auto& [cpu, t] : cpus) {
-        sum.busy += t.busy;
-        sum.idle += t.idle;
-    }
-    std::string text = line("cpu ", sum);
-    for (const auto& [cpu, t] : cpus) text += line("cpu" + std::to_string(cpu), t);
-    return text + "intr 1234 0 0\nctxt 5678\nbtime 1718102754\n";
-}
 
 std::optional<double> load_of(const LoadSample& s, int cpu) {
     for (const auto& [c, load] : s.cpus) {

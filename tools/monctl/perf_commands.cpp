@@ -229,20 +229,15 @@ int perf_stat(const PerfOptions& o) {
                              "perf stat needs a command: monctl perf stat -- "
                              "CMD ARGS"});
     }
-    PerfOptions shown = o;
     auto catalog = monitor::perf::EventCatalog::create();
     if (!catalog) return report_error(catalog.error());
-    monitor::perf::SessionOptions options;
-    auto events = monitor::perf::parse_event_list(
-        o.events.empty()
-            ? "perf::TASK-CLOCK,perf::CONTEXT-SWITCHES,perf::CPU-MIGRATIONS,perf::PAGE-FAULTS"
-            : o.events);
-    if (!events) return report_error(events.error());
-    options.events = std::move(*events);
-    options.mux =
-        o.mux == "kernel" ? monitor::perf::MuxMode::Kernel : monitor::perf::MuxMode::Daemon;
-    if (o.slice_ms) options.slice = std::chrono::milliseconds(*o.slice_ms);
-    if (o.counters) options.counter_budget = *o.counters;
+    PerfOptions counted = o;
+    if (counted.events.empty()) {
+        counted.events =
+            "perf::TASK-CLOCK,perf::CONTEXT-SWITCHES,perf::CPU-MIGRATIONS,perf::PAGE-FAULTS";
+    }
+    auto options = protocol::session_options(request_of(counted));
+    if (!options) return report_error(options.error());
 
     // The child waits on `go` until its counters are open; `failed` carries errno when exec
     // fails (it closes on a successful exec).
@@ -267,11 +262,11 @@ int perf_stat(const PerfOptions& o) {
     }
     ::close(go[0]);
     ::close(failed[1]);
-    options.target.kind = monitor::perf::TargetKind::Process;
-    options.target.pid = child;
-    options.target.enable_on_exec = true;
+    options->target.kind = monitor::perf::TargetKind::Process;
+    options->target.pid = child;
+    options->target.enable_on_exec = true;
     auto session = monitor::perf::PerfSession::start(
-        *catalog, std::make_unique<monitor::perf::PerfEventDevice>(), options);
+        *catalog, std::make_unique<monitor::perf::PerfEventDevice>(), *options);
     if (!session) {
         ::kill(child, SIGKILL);
         ::waitpid(child, nullptr, 0);
@@ -295,7 +290,7 @@ int perf_stat(const PerfOptions& o) {
         if (r == child) break;
         if (r < 0 && errno != EINTR) break;
         if (r == 0) {
-            std::this_thread::sleep_for(options.slice);
+            std::this_thread::sleep_for(options->slice);
             if (auto rot = (*session)->rotate(); !rot) report_error(rot.error());
         }
     }

@@ -60,6 +60,10 @@ class PerfEventDevice final : public CounterDevice {
     int width(int) const override { return 64; }
 
   private:
+    // The descriptor of a handle, -1 for one that is not open.
+    int fd_of(int handle) const;
+    Result<void> group_ioctl(int leader, unsigned long request, const char* what);
+
     std::vector<UniqueFd> fds_;  // by handle; closed handles are empty
 };
 

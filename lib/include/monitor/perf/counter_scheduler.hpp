@@ -43,7 +43,8 @@ struct Schedule {
 //  - an event that no counter can hold;
 //  - pinned events that do not fit together;
 //  - a group (with the pinned events) that does not fit in one set: the message names a
-//    smallest set of its events that compete for too few counters, and those counters.
+//    smallest set of its events that compete for too few counters (a minimal one when more
+//    than 20 counters are involved), and those counters.
 // `counter_names` names the counters in messages ("PMC2"); "counter 2" (1-based) without.
 Result<Schedule> schedule_events(std::span<const SchedulerEvent> events, int counters,
                                  std::span<const std::string> counter_names = {});

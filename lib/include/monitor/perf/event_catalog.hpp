@@ -34,6 +34,9 @@ struct EventInfo {
     bool pinned = false;
 };
 
+// How messages name counter `counter` (0-based) of `pmu`: "PMC2" on ppc750, "counter 3" else.
+std::string counter_name(std::string_view pmu, int counter);
+
 class EventCatalog {
   public:
     // Initializes libpfm4 (once per process). Fails only when libpfm4 cannot start; the
@@ -62,6 +65,8 @@ class EventCatalog {
     Result<EventSpec> resolve_libpfm(std::string_view name) const;
     Result<EventSpec> resolve_raw(const PmuInfo& pmu, std::string_view hex,
                                   std::string_view modifiers, std::string_view name) const;
+    // NOEVENT for `name`, with the closest known names.
+    Error unknown_event(std::string_view name) const;
     // The counters of the processor's PMU, for the kernel's generic hardware events.
     CounterMask core_counters() const;
 

@@ -10,6 +10,11 @@ namespace monitor::perf {
 // Bit i set: counter i can hold the event (counter 0 is the first one, PMC1 on a 750).
 using CounterMask = std::uint32_t;
 
+// The mask of counters 0 to n - 1 (all 32 for n >= 32, none for n <= 0).
+constexpr CounterMask first_counters(int n) {
+    return n >= 32 ? ~CounterMask{0} : n <= 0 ? CounterMask{0} : (CounterMask{1} << n) - 1;
+}
+
 struct EventSpec {
     // The name as requested, with its modifiers: "perf::TASK-CLOCK:u", "ppc750::L1_ICACHE_MISSES".
     std::string name;

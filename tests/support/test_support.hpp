@@ -1,0 +1,82 @@
+// Helpers the unit tests share: a scratch directory, writing fixture files, waiting for a
+// condition, and /proc/stat text made from per-CPU tick counts.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <string>
+#include <system_error>
+#include <thread>
+
+namespace test_support {
+
+// A directory under gtest's temporary directory, removed with its contents at the end of the
+// scope; path() is empty when it could not be made.
+class ScratchDir {
+  public:
+    explicit ScratchDir(const std::string& prefix = "monitord-test") {
+        std::string tmpl =
+            (std::filesystem::path(::testing::TempDir()) / (prefix + "-XXXXXX")).string();
+        if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
+    }
+    ~ScratchDir() {
+        std::error_code ec;
+        if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+    }
+    ScratchDir(const ScratchDir&) = delete;
+    ScratchDir& operator=(const ScratchDir&) = delete;
+
+    const std::filesystem::path& path() const { return path_; }
+
+  private:
+    std::filesystem::path path_;
+};
+
+// Writes `text` to `path`, creating the directories above it.
+inline void write_file(const std::filesystem::path& path, const std::string& text) {
+    std::filesystem::create_directories(path.parent_path());
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << text;
+}
+
+// Polls `done` every 5 ms until it holds or `timeout` passed; returns its last value.
+inline bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!done()) {
+        if (std::chrono::steady_clock::now() >= deadline) return done();
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return true;
+}
+
+// Ticks a CPU spent busy (split between user and system) and idle since boot.
+struct Ticks {
+    std::uint64_t busy = 0;
+    std::uint64_t idle = 0;
+};
+
+// /proc/stat text for `cpus`, with a machine line that is their sum.
+inline std::string stat_text(const std::map<int, Ticks>& cpus) {
+    auto line = [](const std::string& label, const Ticks& t) {
+        const std::uint64_t system = t.busy / 4;
+        return label + " " + std::to_string(t.busy - system) + " 0 " + std::to_string(system) +
+               " " + std::to_string(t.idle) + " 0 0 0 0 0 0\n";
+    };
+    Ticks sum;
+    for (const auto& [cpu, t] : cpus) {
+        sum.busy += t.busy;
+        sum.idle += t.idle;
+    }
+    std::string text = line("cpu ", sum);
+    for (const auto& [cpu, t] : cpus) text += line("cpu" + std::to_string(cpu), t);
+    return text + "intr 1234567 0 0\nctxt 7654321\nbtime 1718102754\nprocesses 4242\n";
+}
+
+}  // namespace test_support
