@@ -1,5 +1,5 @@
 // The MON_* C API (mon.h) over the Engine: the IDLE task is the engine's spinning probes, the
-// POLL task a thread that ticks the engine once a second.
+// POLL task a thread that ticks the engine once a second and ends counter collections.
 #include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
@@ -20,6 +20,9 @@
 
 #include "mon.h"
 #include "monitor/engine.hpp"
+#include "monitor/perf/counter_device.hpp"
+#include "monitor/perf/event_catalog.hpp"
+#include "monitor/perf/perf_session.hpp"
 #include "monitor/status.hpp"
 
 namespace {
@@ -53,7 +56,8 @@ MON_SAME(MON_BADDATA, BadData);
 static_assert(monitor::kStatusCount == MON_BADDATA + 1, "mon.h lists every status");
 #undef MON_SAME
 
-enum class State { Uninitialized, Initialized, Running };
+enum class State { Uninitialized, Initialized, Running, Stopping };
+using Clock = std::chrono::steady_clock;
 
 const char* state_name(State s) {
     switch (s) {
@@ -63,20 +67,41 @@ const char* state_name(State s) {
             return "initialized";
         case State::Running:
             return "running";
+        case State::Stopping:
+            return "stopping";
     }
     return "?";
 }
+
+// A MON_collect_perf_stats in progress: when it ends and whom it tells.
+struct Collection {
+    std::chrono::milliseconds duration{0};
+    Clock::time_point ends;  // duration after the counters started
+    MON_perf_stats* out = nullptr;
+    MON_perf_callback callback = nullptr;
+    void* user = nullptr;
+};
+
+struct PerfState {
+    std::optional<monitor::perf::EventCatalog> catalog;  // made by the first perf call
+    std::unique_ptr<monitor::perf::PerfSession> session;
+    std::array<int, MON_PERF_SETS> event_of_set{};  // the session's event per set, -1 for none
+    std::optional<Collection> collection;
+    std::optional<MON_perf_stats> last;  // the counts of the last session that ended
+};
 
 struct Mon {
     std::mutex api;  // one MON call at a time
     State state = State::Uninitialized;
 
-    std::mutex data;  // the engine, shared with the POLL thread
+    std::mutex data;  // the engine and the counters, shared with the POLL thread
     std::condition_variable wake;
     bool stop_poll = false;
+    bool perf_changed = false;  // the POLL thread must look at the collection's end again
     std::unique_ptr<monitor::Engine> engine;
     std::optional<monitor::LoadingReport> stopped;  // what MON_stop left
     std::vector<int> monitored;                     // the CPUs with a probe, as of MON_start
+    PerfState perf;
     std::thread poll;
 };
 
@@ -164,16 +189,184 @@ std::string apply_poll_attr(const MON_task_attr& a) {
     return {};
 }
 
+// What remains of a counting session that ended: filling the collection's structure and
+// calling its callback, done outside every lock so that the callback may call MON.
+struct Ending {
+    MON_status status = MON_SUCCESS;
+    MON_perf_stats stats{};
+    MON_perf_stats* out = nullptr;
+    MON_perf_callback callback = nullptr;
+    void* user = nullptr;
+
+    void finish() {
+        const bool filled = status == MON_SUCCESS && out != nullptr;
+        if (filled) *out = stats;
+        if (callback != nullptr) callback(status, filled ? out : &stats, user);
+    }
+};
+
+MON_perf_stats to_stats(const monitor::perf::PerfReport& report,
+                        const std::array<int, MON_PERF_SETS>& event_of_set) {
+    MON_perf_stats stats{};
+    for (std::size_t set = 0; set < event_of_set.size(); ++set) {
+        if (event_of_set[set] < 0) continue;
+        const auto& v = report.events.at(static_cast<std::size_t>(event_of_set[set])).total;
+        stats.counts[set] = {v.count, v.enabled_ns, v.running_ns, v.scaled(), v.running_ratio()};
+    }
+    stats.duration_ns = static_cast<unsigned long long>(report.elapsed.count());
+    return stats;
+}
+
+// Stops the session and reads its final counts. Under m.data.
+Ending end_session(Mon& m) {
+    auto& p = m.perf;
+    Ending e;
+    if (p.collection) {
+        e.out = p.collection->out;
+        e.callback = p.collection->callback;
+        e.user = p.collection->user;
+        p.collection.reset();
+        m.perf_changed = true;
+    }
+    auto stopped = p.session->stop();
+    auto report =
+        stopped ? p.session->read()
+                : monitor::Result<monitor::perf::PerfReport>{std::unexpected(stopped.error())};
+    p.session.reset();
+    if (!report) {
+        p.last.reset();  // never the counts of an older session in place of these
+        e.status = fail(static_cast<MON_status>(report.error().status),
+                        "reading the counters: " + report.error().message);
+        return e;
+    }
+    e.stats = to_stats(*report, p.event_of_set);
+    p.last = e.stats;
+    return e;
+}
+
 void poll_loop(Mon& m) {
-    using Clock = std::chrono::steady_clock;
     auto next = Clock::now() + std::chrono::seconds(1);
     std::unique_lock lock(m.data);
-    while (!m.wake.wait_until(lock, next, [&] { return m.stop_poll; })) {
+    while (!m.stop_poll) {
+        auto wake_at = next;
+        if (m.perf.collection) wake_at = std::min(wake_at, m.perf.collection->ends);
+        m.perf_changed = false;
+        m.wake.wait_until(lock, wake_at, [&] { return m.stop_poll || m.perf_changed; });
+        if (m.stop_poll) break;
         auto now = Clock::now();
-        (void)m.engine->tick(now);  // a failed sample is a gap in the history
-        next += std::chrono::seconds(1);
-        if (next <= now) next = now + std::chrono::seconds(1);  // after a stall, no burst
+        if (m.perf.collection && now >= m.perf.collection->ends) {
+            Ending ending = end_session(m);
+            lock.unlock();
+            ending.finish();
+            lock.lock();
+        }
+        if (now >= next) {
+            (void)m.engine->tick(now);  // a failed sample is a gap in the history
+            next += std::chrono::seconds(1);
+            if (next <= now) next = now + std::chrono::seconds(1);  // after a stall, no burst
+        }
     }
+}
+
+// Resolves a MON_perf_config into session options: one event per used set, ppc750 events in
+// one kernel group (they must all be on the counters at once, one per set, as on the 750),
+// the others multiplexed by the kernel if they must be.
+monitor::Result<monitor::perf::SessionOptions> perf_options(
+    const monitor::perf::EventCatalog& catalog, const MON_perf_config& config,
+    const std::vector<int>& online, std::array<int, MON_PERF_SETS>& event_of_set) {
+    namespace perf = monitor::perf;
+    perf::SessionOptions options;
+    options.mux = perf::MuxMode::Kernel;
+    options.cpus = online;
+    event_of_set.fill(-1);
+    for (std::size_t set = 0; set < MON_PERF_SETS; ++set) {
+        const char* name = config.events[set];
+        if (name == nullptr || *name == '\0') continue;
+        auto spec = catalog.resolve(name);
+        if (!spec) {
+            return monitor::fail(spec.error().status,
+                                 "set " + std::to_string(set + 1) + ": " + spec.error().message);
+        }
+        event_of_set[set] = static_cast<int>(options.events.size());
+        options.events.push_back({name, spec->counter_pmu == "ppc750" ? 0 : -1});
+    }
+    if (options.events.empty()) {
+        return monitor::fail(Status::BadArg,
+                             "no event to count: name one in config.events (see `monctl perf "
+                             "list`)");
+    }
+    switch (config.target) {
+        case MON_PERF_MACHINE:
+            options.target.kind = perf::TargetKind::AllCpus;
+            break;
+        case MON_PERF_CPU:
+            options.target.kind = perf::TargetKind::OneCpu;
+            options.target.cpu = config.cpu;
+            break;
+        case MON_PERF_THREAD:
+            if (config.tid < 0) {
+                return monitor::fail(Status::BadArg, "tid " + std::to_string(config.tid) +
+                                                         ": use 0 for the calling thread");
+            }
+            options.target.kind = perf::TargetKind::Process;
+            options.target.pid =
+                config.tid == 0 ? static_cast<pid_t>(syscall(SYS_gettid)) : config.tid;
+            break;
+        default:
+            return monitor::fail(Status::BadArg,
+                                 "target " + std::to_string(config.target) +
+                                     ": use MON_PERF_MACHINE, MON_PERF_CPU or MON_PERF_THREAD");
+    }
+    return options;
+}
+
+MON_status begin_perf(const char* call, const MON_perf_config* config,
+                      std::optional<Collection> collection) {
+    if (config == nullptr) return fail(MON_NULLPTR, std::string{call} + ": config is NULL");
+    Mon& m = mon();
+    std::lock_guard lock(m.api);
+    if (m.state != State::Running) {
+        return bad_state(call, m.state, "running (MON_start): the POLL task does the counting");
+    }
+    std::vector<int> online;
+    {
+        std::lock_guard data(m.data);
+        if (m.perf.session) {
+            return fail(MON_PRFRUN,
+                        std::string{call} + ": already counting; MON_stop_perf_mon ends it");
+        }
+        online = m.engine->online_cpus();
+    }
+    if (!m.perf.catalog) {
+        auto catalog = monitor::perf::EventCatalog::create();
+        if (!catalog) {
+            return fail(static_cast<MON_status>(catalog.error().status),
+                        std::string{call} + ": " + catalog.error().message);
+        }
+        m.perf.catalog.emplace(std::move(*catalog));
+    }
+    std::array<int, MON_PERF_SETS> event_of_set{};
+    auto options = perf_options(*m.perf.catalog, *config, online, event_of_set);
+    if (!options) {
+        return fail(static_cast<MON_status>(options.error().status),
+                    std::string{call} + ": " + options.error().message);
+    }
+    auto session = monitor::perf::PerfSession::start(
+        *m.perf.catalog, std::make_unique<monitor::perf::PerfEventDevice>(), std::move(*options));
+    if (!session) {
+        return fail(static_cast<MON_status>(session.error().status),
+                    std::string{call} + ": " + session.error().message);
+    }
+    {
+        std::lock_guard data(m.data);
+        m.perf.session = std::move(*session);
+        m.perf.event_of_set = event_of_set;
+        m.perf.collection = collection;
+        if (collection) m.perf.collection->ends = Clock::now() + collection->duration;
+        m.perf_changed = true;
+    }
+    m.wake.notify_all();
+    return MON_SUCCESS;
 }
 
 MON_status fill(const char* call, const std::vector<monitor::SourceLoad>& loads, MON_loading* out) {
@@ -301,26 +494,48 @@ MON_status MON_start(const MON_task_attr* idle_attr, const MON_task_attr* poll_a
 
 MON_status MON_stop(void) {
     Mon& m = mon();
-    std::lock_guard lock(m.api);
-    if (m.state != State::Running) return bad_state("MON_stop", m.state, "running (MON_start)");
+    std::thread poll;
     {
-        std::lock_guard data(m.data);
-        m.stop_poll = true;
+        std::lock_guard lock(m.api);
+        if (m.state != State::Running) {
+            return bad_state("MON_stop", m.state, "running (MON_start)");
+        }
+        if (std::this_thread::get_id() == m.poll.get_id()) {
+            return fail(MON_BADSTATE,
+                        "MON_stop: called from a perf callback, which runs on the POLL task that "
+                        "MON_stop waits for; call it from another thread");
+        }
+        m.state = State::Stopping;
+        {
+            std::lock_guard data(m.data);
+            m.stop_poll = true;
+        }
+        m.wake.notify_all();
+        poll = std::move(m.poll);
     }
-    m.wake.notify_all();
-    try {
-        m.poll.join();
-    } catch (const std::system_error& e) {
-        return fail(MON_TSKJOIN, std::string{"cannot stop the POLL task: "} + e.what());
-    }
-    std::unique_ptr<monitor::Engine> engine;
+    // Without the API lock: a perf callback running on the POLL task may call MON functions
+    // (they see the state "stopping"). join() cannot fail: the thread is joinable and not this
+    // one.
+    poll.join();
+
+    Ending ending;
+    bool counting = false;
     {
-        std::lock_guard data(m.data);
-        m.stopped = m.engine->loading({.per_cpu = true, .history = false});
-        engine = std::move(m.engine);
+        std::lock_guard lock(m.api);
+        std::unique_ptr<monitor::Engine> engine;
+        {
+            std::lock_guard data(m.data);
+            if (m.perf.session) {
+                ending = end_session(m);
+                counting = true;
+            }
+            m.stopped = m.engine->loading({.per_cpu = true, .history = false});
+            engine = std::move(m.engine);
+        }
+        engine.reset();  // stops the IDLE task's threads
+        m.state = State::Initialized;
     }
-    engine.reset();  // stops the IDLE task's threads
-    m.state = State::Initialized;
+    if (counting) ending.finish();
     return MON_SUCCESS;
 }
 
@@ -335,6 +550,7 @@ MON_status MON_shutdown(void) {
     std::lock_guard data(m.data);
     m.stopped.reset();
     m.monitored.clear();
+    m.perf.last.reset();
     m.state = State::Uninitialized;
     return MON_SUCCESS;
 }
@@ -368,6 +584,52 @@ MON_status MON_get_cpu_loading(int cpu, MON_loading* loading) {
         if (c.cpu == cpu) return fill("MON_get_cpu_loading", c.sources, loading);
     }
     return fail(MON_BADARG, "MON_get_cpu_loading: cpu" + std::to_string(cpu) + " is not monitored");
+}
+
+MON_status MON_start_perf_mon(const MON_perf_config* config) {
+    return begin_perf("MON_start_perf_mon", config, std::nullopt);
+}
+
+MON_status MON_collect_perf_stats(const MON_perf_config* config, unsigned int duration_ms,
+                                  MON_perf_stats* stats, MON_perf_callback callback, void* user) {
+    constexpr unsigned int kMaxMs = 7u * 24 * 3600 * 1000;
+    if (config != nullptr && (duration_ms == 0 || duration_ms > kMaxMs)) {
+        return fail(MON_BADARG, "MON_collect_perf_stats: duration of " +
+                                    std::to_string(duration_ms) +
+                                    " ms: choose from 1 ms to 7 days (604800000 ms)");
+    }
+    return begin_perf("MON_collect_perf_stats", config,
+                      Collection{.duration = std::chrono::milliseconds(duration_ms),
+                                 .out = stats,
+                                 .callback = callback,
+                                 .user = user});
+}
+
+MON_status MON_stop_perf_mon(MON_perf_stats* stats) {
+    Mon& m = mon();
+    Ending ending;
+    {
+        std::lock_guard lock(m.api);
+        if (m.state == State::Uninitialized) {
+            return bad_state("MON_stop_perf_mon", m.state, "initialized");
+        }
+        std::lock_guard data(m.data);
+        if (!m.perf.session) {
+            // Not counting: the counts of the last session, as the MON package did.
+            if (stats == nullptr) return MON_SUCCESS;
+            if (!m.perf.last) {
+                return fail(MON_NOTRDY, "MON_stop_perf_mon: nothing has been counted yet");
+            }
+            *stats = *m.perf.last;
+            return MON_SUCCESS;
+        }
+        ending = end_session(m);
+    }
+    m.wake.notify_all();
+    ending.finish();
+    if (ending.status != MON_SUCCESS) return ending.status;
+    if (stats != nullptr) *stats = ending.stats;
+    return MON_SUCCESS;
 }
 
 const char* MON_status_name(MON_status status) {

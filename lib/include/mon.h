@@ -6,6 +6,7 @@
  *   MON_initialize()          allocate, set defaults        UNINITIALIZED -> INITIALIZED
  *   MON_start(idle, poll)     start the IDLE and POLL tasks INITIALIZED   -> RUNNING
  *   MON_get_loading(&l)       loading statistics            INITIALIZED or RUNNING
+ *   MON_start_perf_mon(...)   performance counters          RUNNING (see below)
  *   MON_stop()                stop the tasks                RUNNING       -> INITIALIZED
  *   MON_shutdown()            free everything               INITIALIZED   -> UNINITIALIZED
  *
@@ -84,7 +85,8 @@ typedef struct MON_loading {
 MON_status MON_initialize(void);
 MON_status MON_start(const MON_task_attr* idle, const MON_task_attr* poll);
 /* The hardware watchdog, when one is petted, stays armed: it resets the machine unless
- * MON_start() runs again within its timeout. */
+ * MON_start() runs again within its timeout. A counting session ends as by
+ * MON_stop_perf_mon(NULL). MON_BADSTATE when called from a perf callback. */
 MON_status MON_stop(void);
 MON_status MON_shutdown(void);
 
@@ -93,6 +95,82 @@ MON_status MON_shutdown(void);
 MON_status MON_get_loading(MON_loading* loading);
 /* The same for one CPU; MON_BADARG for a CPU that is not monitored. */
 MON_status MON_get_cpu_loading(int cpu, MON_loading* loading);
+
+/*
+ * Performance counters.
+ *
+ * The RAD750 counts four events at a time, one from each of four sets (PMC1 to PMC4); a
+ * MON_perf_config names one event per set. Names are those of `monctl perf list`: the
+ * ppc750:: table (ppc750::CYCLES and three more can go in any set, the others in the set of
+ * their counter), any event libpfm4 knows on this machine (perf::TASK-CLOCK, cycles,
+ * amd64_fam19h_zen3::RETIRED_INSTRUCTIONS, ...), a raw code PMU::rHEX, each with the
+ * modifiers :u or :k. ppc750 events must all fit on the counters at once, as on the 750;
+ * other events are multiplexed by the kernel when there are more than counters, and their
+ * counts come with the time they really counted.
+ *
+ *   MON_start_perf_mon(&config)                         count until MON_stop_perf_mon
+ *   MON_stop_perf_mon(&stats)                           stop, and return the counts
+ *   MON_collect_perf_stats(&config, ms, &stats, fn, v)  count for ms milliseconds, then fill
+ *                                                       stats and call fn(status, stats, v)
+ *
+ * Counting needs MON to be running (MON_start): the POLL task ends collections and calls the
+ * callbacks. One session at a time: a second start or collect returns MON_PRFRUN. Counting
+ * the whole machine or one CPU needs CAP_PERFMON (or root, or perf_event_paranoid <= 0);
+ * MON_PERF_THREAD needs nothing when perf_event_paranoid <= 2.
+ */
+#define MON_PERF_SETS 4
+
+enum {
+    MON_PERF_MACHINE = 0, /* every online CPU, counts added up (the default) */
+    MON_PERF_CPU = 1,     /* the CPU config.cpu */
+    MON_PERF_THREAD = 2   /* the thread config.tid (0: the calling thread), and the threads
+                             and processes it creates while counting */
+};
+
+typedef struct MON_perf_config {
+    /* events[i]: the event of set i + 1; NULL or "" leaves that counter unused. */
+    const char* events[MON_PERF_SETS];
+    int target; /* MON_PERF_MACHINE, MON_PERF_CPU or MON_PERF_THREAD */
+    int cpu;    /* MON_PERF_CPU */
+    int tid;    /* MON_PERF_THREAD */
+} MON_perf_config;
+
+typedef struct MON_perf_count {
+    unsigned long long count;      /* events counted while the event was on a counter */
+    unsigned long long enabled_ns; /* how long the event was asked for */
+    unsigned long long running_ns; /* how long it was on a counter */
+    double scaled;  /* count x enabled / running: the estimate for the whole period */
+    double running; /* running / enabled: 1 when it counted all the time */
+} MON_perf_count;
+
+typedef struct MON_perf_stats {
+    MON_perf_count counts[MON_PERF_SETS]; /* per set, as configured; zero for unused sets */
+    unsigned long long duration_ns;       /* wall time from start to stop */
+} MON_perf_stats;
+
+/* Called when a collection ends: status MON_SUCCESS with the counts, or the reason they
+ * could not be read. `stats` is the caller's structure, or a temporary one when it passed
+ * NULL. It runs on the POLL task, or in the thread of the MON_stop_perf_mon or MON_stop that
+ * ended the collection early; no MON lock is held, so it may call MON functions (not
+ * MON_stop, which waits for the POLL task). */
+typedef void (*MON_perf_callback)(MON_status status, const MON_perf_stats* stats, void* user);
+
+/* Starts counting. MON_NULLPTR for a NULL config, MON_NOEVENT for an unknown event (the
+ * message names the closest ones), MON_BADARG for events that cannot be counted together,
+ * MON_PERM / MON_NOPMU when the kernel refuses (the message says what would allow it),
+ * MON_PRFRUN while counting. */
+MON_status MON_start_perf_mon(const MON_perf_config* config);
+/* Stops counting and stores the counts in *stats unless stats is NULL. When nothing is
+ * counting, stores the counts of the last session (MON_NOTRDY if there was none). Ends a
+ * MON_collect_perf_stats early: its stats are filled and its callback called before this
+ * returns. */
+MON_status MON_stop_perf_mon(MON_perf_stats* stats);
+/* Counts for duration_ms milliseconds (1 to 604800000), then stores the counts in *stats
+ * (unless NULL; it must stay valid until then) and calls callback(status, stats, user)
+ * (unless NULL). Returns at once: errors in starting are returned, errors in reading are
+ * given to the callback. */
+MON_status MON_collect_perf_stats(const MON_perf_config* config, unsigned int duration_ms,
+                                  MON_perf_stats* stats, MON_perf_callback callback, void* user);
 
 /* "MON_PRFRUN", and a sentence saying what it means; for any value, never NULL. */
 const char* MON_status_name(MON_status status);
