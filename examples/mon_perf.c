@@ -1,8 +1,9 @@
 /*
- * The MON package's performance counters from C: count the task clock and the context switches
- * of this thread while it works, for a given time, and print them when the collection ends.
- * The calling thread needs no privilege (perf_event_paranoid <= 2); MON_PERF_MACHINE would
- * count every CPU and needs CAP_PERFMON.
+ * The MON package's performance counters from C: count the task clock and the page faults of
+ * this thread in user mode while it works, for a given time, and print them when the
+ * collection ends. Counting its own thread in user mode (:u) needs no privilege at the
+ * kernel's default perf_event_paranoid (2); MON_PERF_MACHINE would count every CPU and needs
+ * CAP_PERFMON.
  *
  *   cc mon_perf.c $(pkg-config --cflags --libs libmonitor) -o mon_perf
  *   ./mon_perf [MILLISECONDS]
@@ -17,7 +18,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-static const char* const events[] = {"perf::TASK-CLOCK", "perf::CONTEXT-SWITCHES"};
+static const char* const events[] = {"perf::TASK-CLOCK:u", "perf::PAGE-FAULTS:u"};
 static atomic_int done;
 
 static int check(const char* call, MON_status status) {
@@ -36,7 +37,7 @@ static void collected(MON_status status, const MON_perf_stats* stats, void* user
         printf("counted for %.3f s:\n", (double)stats->duration_ns / 1e9);
         for (int set = 0; set < 2; ++set) {
             const MON_perf_count* c = &stats->counts[set];
-            printf("  %-24s %15llu  (%.0f%% of the time on a counter)\n", events[set], c->count,
+            printf("  %-20s %15llu  (%.0f%% of the time on a counter)\n", events[set], c->count,
                    100.0 * c->running);
         }
     }
@@ -48,7 +49,6 @@ int main(int argc, char** argv) {
     MON_perf_config config = {{events[0], events[1], NULL, NULL}, MON_PERF_THREAD, 0, 0};
     MON_perf_stats stats;
     const struct timespec nap = {0, 1000000};
-    volatile unsigned long work = 0;
 
     if (check("MON_initialize", MON_initialize())) return 1;
     if (check("MON_start", MON_start(NULL, NULL))) return 1;
@@ -56,8 +56,10 @@ int main(int argc, char** argv) {
               MON_collect_perf_stats(&config, ms, &stats, collected, NULL))) {
         return 1;
     }
-    while (atomic_load(&done) == 0) { /* work and sleep by turns until the callback has run */
-        for (int i = 0; i < 100000; ++i) work = work + (unsigned long)i;
+    while (atomic_load(&done) == 0) { /* touch fresh memory and sleep by turns */
+        volatile char* block = malloc(1 << 20);
+        for (size_t i = 0; block != NULL && i < (1 << 20); i += 4096) block[i] = 1;
+        free((void*)block);
         nanosleep(&nap, NULL);
     }
     if (check("MON_stop", MON_stop())) return 1;

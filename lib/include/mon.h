@@ -116,7 +116,8 @@ MON_status MON_get_cpu_loading(int cpu, MON_loading* loading);
  * Counting needs MON to be running (MON_start): the POLL task ends collections and calls the
  * callbacks. One session at a time: a second start or collect returns MON_PRFRUN. Counting
  * the whole machine or one CPU needs CAP_PERFMON (or root, or perf_event_paranoid <= 0);
- * MON_PERF_THREAD needs nothing when perf_event_paranoid <= 2.
+ * MON_PERF_THREAD needs no privilege at perf_event_paranoid 1 or lower, and at 2 for events
+ * counted in user mode only (:u).
  */
 #define MON_PERF_SETS 4
 
