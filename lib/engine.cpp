@@ -41,7 +41,7 @@ Result<void> Engine::setup(const std::function<Clock::time_point()>& clock) {
     const ProbeMode mode = options_.probe;
     if (mode != ProbeMode::Off) {
         probes_ = std::make_unique<ProbeSet>(mode, options_.probe_attr, options_.probe_cpus,
-                                             options_.calibration);
+                                             options_.calibration, options_.idle_sink);
     }
     auto procstat =
         ProcStatSource::open(options_.proc_root, mode == ProbeMode::Spin ? probes_.get() : nullptr);

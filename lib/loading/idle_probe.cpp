@@ -71,6 +71,7 @@ struct IdleProbe::Shared {
     ProbeMode mode = ProbeMode::Spin;
     ProbeThreadAttr attr;
     CalibrationPlan plan;
+    std::shared_ptr<IdleCreditSink> sink;
 
     std::atomic<ProbeState> state{ProbeState::Starting};
     alignas(64) std::atomic<std::uint64_t> count{0};
@@ -99,11 +100,13 @@ struct IdleProbe::Shared {
     }
 };
 
-IdleProbe::IdleProbe(int cpu, ProbeMode mode, ProbeThreadAttr attr, CalibrationPlan plan)
+IdleProbe::IdleProbe(int cpu, ProbeMode mode, ProbeThreadAttr attr, CalibrationPlan plan,
+                     std::shared_ptr<IdleCreditSink> sink)
     : cpu_(cpu), mode_(mode), shared_(std::make_shared<Shared>()) {
     shared_->cpu = cpu;
     shared_->mode = mode;
     shared_->attr = attr;
+    shared_->sink = std::move(sink);
     auto* s = shared_.get();
     plan.cancelled = [s] { return s->stop.load(std::memory_order_relaxed); };
     shared_->plan = plan;
@@ -206,6 +209,8 @@ void IdleProbe::run(std::shared_ptr<Shared> sp) {
         std::unique_lock lock(s.mutex);
         while (!s.stop.load()) {
             s.count.fetch_add(1, std::memory_order_relaxed);
+            // Running at all at SCHED_IDLE means the CPU had time to spare.
+            if (s.sink && ::sched_getcpu() == s.cpu) s.sink->credit(s.cpu);
             s.wake.wait_for(lock, kSleepPeriod, [&] { return s.stop.load(); });
         }
         return;
@@ -225,11 +230,22 @@ void IdleProbe::run(std::shared_ptr<Shared> sp) {
     std::uint64_t v = 0;
     std::uint64_t n = 0;
     auto next_check = std::chrono::steady_clock::now() + kRecheckEvery;
+    // Idle credits: the thread's CPU time is the CPU's idle time (calibration included).
+    constexpr auto kCreditNs = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(kIdleCredit).count());
+    std::uint64_t credited_ns = 0;
     while (true) {
         v = idle_outer_loop(v + n);
         s.count.store(++n, std::memory_order_relaxed);
         if (n % kStopCheckLoops != 0) continue;
         if (s.stop.load(std::memory_order_relaxed)) break;
+        if (s.sink && s.state.load(std::memory_order_relaxed) == ProbeState::Running) {
+            const std::uint64_t cpu_ns = thread_cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+            if (cpu_ns >= credited_ns + kCreditNs) {
+                credited_ns = cpu_ns;
+                s.sink->credit(s.cpu);
+            }
+        }
         auto now = std::chrono::steady_clock::now();
         if (now < next_check) continue;
         next_check = now + kRecheckEvery;

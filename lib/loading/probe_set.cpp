@@ -6,8 +6,12 @@
 namespace monitor {
 
 ProbeSet::ProbeSet(ProbeMode mode, ProbeThreadAttr attr, std::optional<std::vector<int>> only,
-                   CalibrationPlan plan)
-    : mode_(mode), attr_(attr), only_(std::move(only)), plan_(std::move(plan)) {
+                   CalibrationPlan plan, std::shared_ptr<IdleCreditSink> sink)
+    : mode_(mode),
+      attr_(attr),
+      only_(std::move(only)),
+      plan_(std::move(plan)),
+      sink_(std::move(sink)) {
     if (only_) std::sort(only_->begin(), only_->end());
 }
 
@@ -36,7 +40,8 @@ void ProbeSet::set_online(const std::vector<int>& cpus) {
     }
     for (int c : wanted) {
         if (probes_.contains(c)) continue;
-        probes_[c] = Slot{std::make_unique<IdleProbe>(c, mode_, attr_, plan_), next_generation_++};
+        probes_[c] =
+            Slot{std::make_unique<IdleProbe>(c, mode_, attr_, plan_, sink_), next_generation_++};
     }
 }
 

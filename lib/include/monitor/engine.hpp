@@ -34,6 +34,8 @@ struct EngineOptions {
     // How long create() waits for the probes to calibrate; those still calibrating after
     // it give gaps until they are done.
     std::chrono::milliseconds calibration_wait{3000};
+    // Gets the probes' idle credits (the watchdog); the probes must spin or sleep.
+    std::shared_ptr<IdleCreditSink> idle_sink;
 };
 
 class Engine {

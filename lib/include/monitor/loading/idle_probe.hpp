@@ -28,6 +28,16 @@ struct ProbeThreadAttr {
     int nice = 0;    // for SCHED_OTHER and SCHED_BATCH
 };
 
+// Told by the probes, from their own threads, each time one has had kIdleCredit of idle time
+// (the CPU time of its SCHED_IDLE thread; a sleeping probe: one per wake-up). The watchdog
+// pets from there, so that a starved CPU cannot pet it.
+inline constexpr std::chrono::milliseconds kIdleCredit{100};
+class IdleCreditSink {
+  public:
+    virtual ~IdleCreditSink() = default;
+    virtual void credit(int cpu) noexcept = 0;
+};
+
 enum class ProbeState : std::uint8_t {
     Starting,     // the thread has not set itself up yet
     Calibrating,  // timing the outer loop (spin) before counting
@@ -40,8 +50,9 @@ std::string_view probe_state_name(ProbeState s) noexcept;
 
 class IdleProbe {
   public:
-    // Starts the thread at once.
-    IdleProbe(int cpu, ProbeMode mode, ProbeThreadAttr attr, CalibrationPlan plan = {});
+    // Starts the thread at once. `sink`, when set, gets the probe's idle credits.
+    IdleProbe(int cpu, ProbeMode mode, ProbeThreadAttr attr, CalibrationPlan plan = {},
+              std::shared_ptr<IdleCreditSink> sink = nullptr);
     // Stops the thread; see stop().
     ~IdleProbe();
     IdleProbe(const IdleProbe&) = delete;

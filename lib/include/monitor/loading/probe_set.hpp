@@ -28,8 +28,9 @@ class ProbeSet final : public CpuTimeExclusion {
   public:
     // `only` restricts the probes to those CPUs (the MON IDLE task's affinity); nullopt
     // probes every online CPU.
+    // `sink`, when set, gets every probe's idle credits (the watchdog).
     ProbeSet(ProbeMode mode, ProbeThreadAttr attr, std::optional<std::vector<int>> only = {},
-             CalibrationPlan plan = {});
+             CalibrationPlan plan = {}, std::shared_ptr<IdleCreditSink> sink = nullptr);
     ~ProbeSet() override;
 
     // Starts probes on CPUs that came online and stops those of CPUs that went away.
@@ -55,6 +56,7 @@ class ProbeSet final : public CpuTimeExclusion {
     ProbeThreadAttr attr_;
     std::optional<std::vector<int>> only_;
     CalibrationPlan plan_;
+    std::shared_ptr<IdleCreditSink> sink_;
     mutable std::mutex mutex_;
     std::map<int, Slot> probes_;
     std::map<int, std::uint64_t> retired_cpu_ns_;  // CPU time of probes already stopped

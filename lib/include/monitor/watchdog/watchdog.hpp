@@ -1,0 +1,71 @@
+// The hardware watchdog as the idle probes pet it: the device, the pet policy, and what has
+// happened so far. The probes call credit() from their threads; the owner arms, disarms and
+// reads the status from its own.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "monitor/loading/idle_probe.hpp"
+#include "monitor/status.hpp"
+#include "monitor/watchdog/pet_policy.hpp"
+#include "monitor/watchdog/watchdog_device.hpp"
+
+namespace monitor::watchdog {
+
+struct WatchdogStatus {
+    bool armed = false;
+    std::string device;
+    std::optional<DeviceIdentity> identity;
+    std::optional<int> timeout_s;    // as granted by the driver
+    std::optional<int> time_left_s;  // when the driver can tell
+    std::optional<std::chrono::nanoseconds> since_last_pet;
+    std::uint64_t pets = 0;
+    std::uint64_t pet_errors = 0;
+    std::string last_error;  // of the last failed pet
+    bool last_reset_by_watchdog = false;
+    PetPolicyKind policy = PetPolicyKind::All;
+    std::vector<int> waiting_for;  // CPUs without a credit since the last pet
+};
+
+class Watchdog final : public IdleCreditSink {
+  public:
+    using Clock = std::chrono::steady_clock;
+
+    // `now` is the clock the pets are timed with (tests pass their own).
+    explicit Watchdog(PetPolicyKind policy, std::function<Clock::time_point()> now = Clock::now);
+    ~Watchdog() override;  // closes an armed device without the magic close
+
+    // Opens the device, which arms it. BADSTATE when already armed.
+    Result<void> arm(const std::string& device, std::chrono::seconds timeout);
+    // The magic close. Credits afterwards do nothing.
+    Result<void> disarm();
+    // Closes without the magic close: the watchdog fires unless someone pets it in time.
+    void close_armed();
+
+    // The CPUs whose probes must earn credits (see PetPolicy::set_cpus).
+    void set_cpus(const std::vector<int>& cpus) { policy_.set_cpus(cpus); }
+
+    // From a probe's thread.
+    void credit(int cpu) noexcept override;
+
+    WatchdogStatus status() const;
+
+  private:
+    PetPolicy policy_;
+    std::function<Clock::time_point()> now_;
+    mutable std::mutex mutex_;  // the device: pets from the probes, arm and disarm from the owner
+    std::optional<WatchdogDevice> device_;
+    std::atomic<std::uint64_t> pets_{0};
+    std::atomic<std::uint64_t> pet_errors_{0};
+    std::atomic<std::int64_t> last_pet_ns_{0};  // on now_'s clock; 0: never
+    std::string last_error_;                    // under mutex_
+};
+
+}  // namespace monitor::watchdog

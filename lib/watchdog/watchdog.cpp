@@ -1,0 +1,72 @@
+#include "monitor/watchdog/watchdog.hpp"
+
+namespace monitor::watchdog {
+
+Watchdog::Watchdog(PetPolicyKind policy, std::function<Clock::time_point()> now)
+    : policy_(policy), now_(std::move(now)) {}
+
+Watchdog::~Watchdog() = default;
+
+Result<void> Watchdog::arm(const std::string& device, std::chrono::seconds timeout) {
+    std::lock_guard lock(mutex_);
+    if (device_ && device_->is_open()) {
+        return fail(Status::BadState, device_->path() + " is already armed");
+    }
+    auto d = WatchdogDevice::open(device, timeout);
+    if (!d) return std::unexpected(d.error());
+    device_.emplace(std::move(*d));
+    // Opening is the first keepalive.
+    last_pet_ns_ = now_().time_since_epoch().count();
+    return {};
+}
+
+Result<void> Watchdog::disarm() {
+    std::lock_guard lock(mutex_);
+    if (!device_) return {};
+    auto r = device_->disarm();
+    return r;
+}
+
+void Watchdog::close_armed() {
+    std::lock_guard lock(mutex_);
+    if (device_) device_->close_armed();
+}
+
+void Watchdog::credit(int cpu) noexcept {
+    const auto now = now_();
+    if (!policy_.credit(cpu, now)) return;
+    std::lock_guard lock(mutex_);
+    if (!device_ || !device_->is_open()) return;
+    if (auto r = device_->pet(); !r) {
+        ++pet_errors_;
+        last_error_ = r.error().message;
+        return;
+    }
+    ++pets_;
+    last_pet_ns_ = now.time_since_epoch().count();
+}
+
+WatchdogStatus Watchdog::status() const {
+    WatchdogStatus s;
+    s.policy = policy_.kind();
+    s.waiting_for = policy_.waiting_for();
+    s.pets = pets_.load();
+    s.pet_errors = pet_errors_.load();
+    std::lock_guard lock(mutex_);
+    s.last_error = last_error_;
+    if (!device_) return s;
+    s.device = device_->path();
+    s.armed = device_->is_open();
+    s.identity = device_->identity();
+    s.timeout_s = device_->timeout();
+    s.last_reset_by_watchdog = device_->last_reset_by_watchdog();
+    if (s.armed) {
+        s.time_left_s = device_->time_left();
+        if (auto last = last_pet_ns_.load(); last != 0) {
+            s.since_last_pet = now_().time_since_epoch() - std::chrono::nanoseconds(last);
+        }
+    }
+    return s;
+}
+
+}  // namespace monitor::watchdog

@@ -1,0 +1,138 @@
+#include "monitor/watchdog/watchdog_device.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <linux/watchdog.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace monitor::watchdog {
+namespace {
+
+std::string open_error(const std::string& path, int err) {
+    switch (err) {
+        case ENOENT:
+            return fmt::format(
+                "{}: no such device; load a watchdog driver (the board's, or `modprobe "
+                "softdog`), or turn the watchdog off (device = \"\")",
+                path);
+        case EBUSY:
+            return fmt::format(
+                "{}: busy: another process holds it, usually systemd (RuntimeWatchdogSec= in "
+                "/etc/systemd/system.conf) or a watchdog daemon; only one may pet it. Let "
+                "monitord have it (RuntimeWatchdogSec=0, or stop the other daemon), or leave "
+                "it to them and turn monitord's off (device = \"\")",
+                path);
+        case EACCES:
+        case EPERM:
+            return fmt::format(
+                "{}: permission denied: opening a watchdog needs root (or "
+                "write access to the device)",
+                path);
+        default:
+            return fmt::format("{}: {}", path, std::strerror(err));
+    }
+}
+
+Status open_status(int err) {
+    switch (err) {
+        case ENOENT:
+        case ENXIO:
+        case ENODEV:
+            return Status::NoDev;
+        case EBUSY:
+            return Status::Busy;
+        case EACCES:
+        case EPERM:
+            return Status::Perm;
+        default:
+            return Status::IoErr;
+    }
+}
+
+}  // namespace
+
+Result<WatchdogDevice> WatchdogDevice::open(const std::string& path, std::chrono::seconds timeout) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
+        const int err = errno;
+        return fail(open_status(err), open_error(path, err));
+    }
+    WatchdogDevice d(path, UniqueFd(fd));
+
+    watchdog_info info{};
+    if (::ioctl(fd, WDIOC_GETSUPPORT, &info) != 0) {
+        if (errno != ENOTTY && errno != EINVAL) {
+            return fail(Status::IoErr,
+                        fmt::format("{}: WDIOC_GETSUPPORT: {}", path, std::strerror(errno)));
+        }
+        d.ioctls_ = false;  // a device without the watchdog ioctls: petted by writes
+        return d;
+    }
+    d.identity_ = DeviceIdentity{
+        std::string(reinterpret_cast<const char*>(info.identity),
+                    strnlen(reinterpret_cast<const char*>(info.identity), sizeof info.identity)),
+        info.options, info.firmware_version};
+
+    // Ask for the timeout; the driver rounds it to what the hardware can do and says so.
+    int granted = static_cast<int>(timeout.count());
+    if ((info.options & WDIOF_SETTIMEOUT) != 0 && ::ioctl(fd, WDIOC_SETTIMEOUT, &granted) != 0) {
+        const int err = errno;
+        (void)d.disarm();  // never leave armed a device we give up on
+        return fail(err == EINVAL ? Status::BadArg : Status::IoErr,
+                    fmt::format("{}: a timeout of {} s: {}", path, timeout.count(),
+                                err == EINVAL ? "out of the driver's range" : std::strerror(err)));
+    }
+    if (int t = 0; ::ioctl(fd, WDIOC_GETTIMEOUT, &t) == 0 && t > 0) d.timeout_ = t;
+    if (int boot = 0; ::ioctl(fd, WDIOC_GETBOOTSTATUS, &boot) == 0) {
+        d.card_reset_ = (static_cast<unsigned>(boot) & WDIOF_CARDRESET) != 0;
+    }
+    return d;
+}
+
+bool WatchdogDevice::magic_close() const {
+    return !identity_ || (identity_->options & WDIOF_MAGICCLOSE) != 0;
+}
+
+Result<void> WatchdogDevice::pet() const {
+    if (!fd_) return fail(Status::BadState, path_ + ": not open");
+    if (ioctls_) {
+        int dummy = 0;
+        if (::ioctl(fd_.get(), WDIOC_KEEPALIVE, &dummy) == 0) return {};
+        if (errno != ENOTTY && errno != EINVAL && errno != EOPNOTSUPP) {
+            return fail(Status::IoErr,
+                        fmt::format("{}: keepalive: {}", path_, std::strerror(errno)));
+        }
+    }
+    // Any byte but 'V' is a keepalive.
+    const char ping = '\0';
+    if (::write(fd_.get(), &ping, 1) != 1) {
+        return fail(Status::IoErr, fmt::format("{}: keepalive: {}", path_, std::strerror(errno)));
+    }
+    return {};
+}
+
+std::optional<int> WatchdogDevice::time_left() const {
+    int left = 0;
+    if (!fd_ || !ioctls_ || ::ioctl(fd_.get(), WDIOC_GETTIMELEFT, &left) != 0) return std::nullopt;
+    return left;
+}
+
+Result<void> WatchdogDevice::disarm() {
+    if (!fd_) return {};
+    const char magic = 'V';
+    const bool written = ::write(fd_.get(), &magic, 1) == 1;
+    const int err = errno;
+    fd_.reset();
+    if (!written) {
+        return fail(Status::IoErr, fmt::format("{}: the magic close failed ({}); the watchdog "
+                                               "stays armed",
+                                               path_, std::strerror(err)));
+    }
+    return {};
+}
+
+}  // namespace monitor::watchdog

@@ -1,0 +1,285 @@
+// The watchdog: the pet policy with a test clock, the device code against a FIFO (where the
+// pets and the magic close can be read on the other end) and against a missing device, and the
+// idle probes' credits on a real CPU, idle and starved.
+#include "monitor/watchdog/watchdog.hpp"
+
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "monitor/loading/idle_probe.hpp"
+#include "monitor/watchdog/pet_policy.hpp"
+#include "monitor/watchdog/watchdog_device.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using monitor::Status;
+using monitor::watchdog::PetPolicy;
+using monitor::watchdog::PetPolicyKind;
+using monitor::watchdog::Watchdog;
+using monitor::watchdog::WatchdogDevice;
+using test_support::ScratchDir;
+using testing::HasSubstr;
+using Clock = std::chrono::steady_clock;
+
+const Clock::time_point t0{std::chrono::seconds(1000)};
+
+// --- The policy ------------------------------------------------------------------------------
+
+TEST(PetPolicy, AnyPetsOnTheFirstCredit) {
+    PetPolicy p(PetPolicyKind::Any);
+    p.set_cpus({0, 1});
+    EXPECT_TRUE(p.credit(1, t0));
+    EXPECT_EQ(p.waiting_for(), (std::vector<int>{0, 1}));  // the pet started the credits over
+}
+
+TEST(PetPolicy, AllWaitsForEveryCpu) {
+    PetPolicy p(PetPolicyKind::All);
+    p.set_cpus({0, 1, 2});
+    EXPECT_FALSE(p.credit(0, t0));
+    EXPECT_FALSE(p.credit(0, t0 + 10ms));  // twice from one CPU is still one CPU
+    EXPECT_FALSE(p.credit(2, t0 + 20ms));
+    EXPECT_EQ(p.waiting_for(), std::vector<int>{1});
+    EXPECT_TRUE(p.credit(1, t0 + 30ms));
+    // The credits start over: a starved CPU holds the next pet back for as long as it starves.
+    EXPECT_FALSE(p.credit(0, t0 + 500ms));
+    EXPECT_FALSE(p.credit(2, t0 + 600ms));
+    for (int i = 0; i < 100; ++i) EXPECT_FALSE(p.credit(i % 2 == 0 ? 0 : 2, t0 + 1s + i * 100ms));
+    EXPECT_EQ(p.waiting_for(), std::vector<int>{1});
+}
+
+TEST(PetPolicy, AtMostTenPetsASecond) {
+    PetPolicy p(PetPolicyKind::Any);
+    p.set_cpus({0, 1});
+    int pets = 0;
+    // Two CPUs crediting every 10 ms for a second: 200 credits.
+    for (int ms = 0; ms < 1000; ms += 10) {
+        pets += p.credit(0, t0 + std::chrono::milliseconds(ms)) ? 1 : 0;
+        pets += p.credit(1, t0 + std::chrono::milliseconds(ms)) ? 1 : 0;
+    }
+    EXPECT_EQ(pets, 10);
+}
+
+TEST(PetPolicy, ACreditTooSoonCountsForTheNextPet) {
+    PetPolicy p(PetPolicyKind::All);
+    p.set_cpus({0, 1});
+    EXPECT_FALSE(p.credit(0, t0));
+    EXPECT_TRUE(p.credit(1, t0));
+    EXPECT_FALSE(p.credit(0, t0 + 50ms));
+    EXPECT_FALSE(p.credit(1, t0 + 60ms));  // policy holds, but too soon
+    EXPECT_TRUE(p.credit(1, t0 + 100ms));  // cpu0's credit of 50 ms still counts
+}
+
+TEST(PetPolicy, CpusThatLeaveNoLongerHoldPetsBack) {
+    PetPolicy p(PetPolicyKind::All);
+    p.set_cpus({0, 1});
+    EXPECT_FALSE(p.credit(0, t0));
+    p.set_cpus({0});  // cpu1 went offline
+    EXPECT_TRUE(p.credit(0, t0 + 1ms));
+    EXPECT_FALSE(p.credit(1, t0 + 1s)) << "a CPU outside the set earns nothing";
+}
+
+TEST(PetPolicy, NamesRoundTrip) {
+    for (auto k : {PetPolicyKind::Any, PetPolicyKind::All}) {
+        EXPECT_EQ(monitor::watchdog::pet_policy_from_name(monitor::watchdog::pet_policy_name(k)),
+                  k);
+    }
+    EXPECT_FALSE(monitor::watchdog::pet_policy_from_name("some"));
+}
+
+// --- The device ------------------------------------------------------------------------------
+
+// A FIFO in place of /dev/watchdog: no watchdog ioctls (ENOTTY), so every pet is a write, and
+// the reader sees the pets and the magic 'V'.
+class FifoDevice : public testing::Test {
+  protected:
+    void SetUp() override {
+        path_ = (dir_.path() / "watchdog").string();
+        ASSERT_EQ(::mkfifo(path_.c_str(), 0600), 0);
+        reader_ = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        ASSERT_GE(reader_, 0);
+    }
+    void TearDown() override { ::close(reader_); }
+
+    // What was written so far; "" when nothing.
+    std::string Drain() {
+        std::string out;
+        char buf[256];
+        for (ssize_t n; (n = ::read(reader_, buf, sizeof buf)) > 0;)
+            out.append(buf, std::size_t(n));
+        return out;
+    }
+    // Whether the writer closed (read returns 0 once drained).
+    bool WriterClosed() {
+        char c;
+        return ::read(reader_, &c, 1) == 0;
+    }
+
+    ScratchDir dir_;
+    std::string path_;
+    int reader_ = -1;
+};
+
+TEST_F(FifoDevice, PetsAreWritesAndTheMagicCloseWritesV) {
+    auto d = WatchdogDevice::open(path_, 10s);
+    ASSERT_TRUE(d) << d.error().message;
+    EXPECT_FALSE(d->identity()) << "a FIFO has no watchdog ioctls";
+    EXPECT_FALSE(d->timeout());
+    EXPECT_FALSE(d->time_left());
+    EXPECT_TRUE(d->magic_close());
+    EXPECT_EQ(Drain(), "");  // opening writes nothing
+    ASSERT_TRUE(d->pet());
+    ASSERT_TRUE(d->pet());
+    EXPECT_EQ(Drain(), std::string(2, '\0'));
+    ASSERT_TRUE(d->disarm());
+    EXPECT_FALSE(d->is_open());
+    EXPECT_EQ(Drain(), "V");
+    EXPECT_TRUE(WriterClosed());
+    EXPECT_EQ(d->pet().error().status, Status::BadState) << "no pets after the close";
+}
+
+TEST_F(FifoDevice, ClosingArmedWritesNoV) {
+    {
+        auto d = WatchdogDevice::open(path_, 10s);
+        ASSERT_TRUE(d) << d.error().message;
+        ASSERT_TRUE(d->pet());
+    }  // destroyed: closed without the magic character
+    EXPECT_EQ(Drain(), std::string(1, '\0'));
+    EXPECT_TRUE(WriterClosed());
+}
+
+TEST(WatchdogDevice, AMissingDeviceSaysWhatToDo) {
+    ScratchDir dir;
+    const std::string path = (dir.path() / "watchdog").string();
+    auto d = WatchdogDevice::open(path, 10s);
+    ASSERT_FALSE(d);
+    EXPECT_EQ(d.error().status, Status::NoDev);
+    EXPECT_THAT(d.error().message, HasSubstr(path));
+    EXPECT_THAT(d.error().message, HasSubstr("modprobe softdog"));
+    EXPECT_THAT(d.error().message, HasSubstr("device = \"\""));
+}
+
+// A character device without the watchdog ioctls (ENOTTY) is still petted, by writes.
+TEST(WatchdogDevice, ADeviceWithoutTheIoctlsIsPettedByWrites) {
+    auto d = WatchdogDevice::open("/dev/null", 10s);
+    ASSERT_TRUE(d) << d.error().message;
+    EXPECT_FALSE(d->identity());
+    EXPECT_TRUE(d->pet());
+    EXPECT_TRUE(d->disarm());
+}
+
+// --- Watchdog: the policy driving the device ---------------------------------------------------
+
+TEST_F(FifoDevice, CreditsPetThroughThePolicy) {
+    Clock::time_point now = t0;
+    Watchdog w(PetPolicyKind::All, [&] { return now; });
+    w.set_cpus({0, 1});
+    w.credit(0);  // not armed yet: nothing to pet
+    ASSERT_TRUE(w.arm(path_, 10s));
+    EXPECT_EQ(w.arm(path_, 10s).error().status, Status::BadState);
+    now += 200ms;
+    w.credit(0);
+    EXPECT_EQ(Drain(), "") << "cpu1 has not earned a credit";
+    auto s = w.status();
+    EXPECT_TRUE(s.armed);
+    EXPECT_EQ(s.device, path_);
+    EXPECT_EQ(s.waiting_for, std::vector<int>{1});
+    ASSERT_TRUE(s.since_last_pet);
+    EXPECT_EQ(*s.since_last_pet, 200ms) << "opening counts as the first pet";
+    w.credit(1);
+    EXPECT_EQ(Drain(), std::string(1, '\0'));
+    now += 50ms;
+    s = w.status();
+    EXPECT_EQ(s.pets, 1u);
+    EXPECT_EQ(*s.since_last_pet, 50ms);
+    ASSERT_TRUE(w.disarm());
+    EXPECT_EQ(Drain(), "V");
+    w.credit(0);
+    w.credit(1);
+    EXPECT_EQ(w.status().pets, 1u) << "no pets after the disarm";
+    EXPECT_FALSE(w.status().armed);
+}
+
+// --- The probes' credits on a real CPU ---------------------------------------------------------
+
+struct CountingSink : monitor::IdleCreditSink {
+    std::atomic<int> credits{0};
+    std::atomic<int> wrong_cpu{0};
+    int cpu = 0;
+    void credit(int c) noexcept override {
+        if (c != cpu) ++wrong_cpu;
+        ++credits;
+    }
+};
+
+int SomeCpu() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (::sched_getaffinity(0, sizeof set, &set) != 0) return 0;
+    for (int c = CPU_SETSIZE - 1; c >= 0; --c) {
+        if (CPU_ISSET(c, &set)) return c;
+    }
+    return 0;
+}
+
+// A sleeping probe credits at each wake-up: ten a second.
+TEST(IdleCredits, ASleepingProbeCreditsTenTimesASecond) {
+    auto sink = std::make_shared<CountingSink>();
+    sink->cpu = SomeCpu();
+    monitor::IdleProbe probe(sink->cpu, monitor::ProbeMode::Sleep, {}, {}, sink);
+    std::this_thread::sleep_for(1s);
+    probe.stop();
+    EXPECT_GE(sink->credits.load(), 5);
+    EXPECT_LE(sink->credits.load(), 12);
+    EXPECT_EQ(sink->wrong_cpu.load(), 0);
+}
+
+// A spinning probe credits every 100 ms of CPU time it gets; a busy thread of normal priority
+// on its CPU leaves it (SCHED_IDLE) almost none, so the credits stop.
+TEST(IdleCredits, ASpinningProbeCreditsItsIdleTimeAndStopsWhenStarved) {
+    auto sink = std::make_shared<CountingSink>();
+    sink->cpu = SomeCpu();
+    monitor::IdleProbe probe(sink->cpu, monitor::ProbeMode::Spin, {}, {}, sink);
+    ASSERT_TRUE(test_support::wait_until(
+        [&] { return probe.state() == monitor::ProbeState::Running; }, 5000ms));
+    const auto cpu_before = probe.cpu_time_ns();
+    const int before = sink->credits.load();
+    std::this_thread::sleep_for(1s);
+    const int idle_credits = sink->credits.load() - before;
+    const double idle_cpu_ms = static_cast<double>(probe.cpu_time_ns() - cpu_before) / 1e6;
+    // One credit per 100 ms of the probe's CPU time, whatever else ran on the CPU.
+    EXPECT_NEAR(idle_credits, idle_cpu_ms / 100.0, 1.5) << idle_cpu_ms << " ms of idle time";
+
+    std::atomic<bool> stop{false};
+    std::thread busy([&] {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(static_cast<std::size_t>(sink->cpu), &set);
+        ::pthread_setaffinity_np(::pthread_self(), sizeof set, &set);
+        volatile unsigned long x = 0;
+        while (!stop.load(std::memory_order_relaxed)) x = x + 1;
+    });
+    std::this_thread::sleep_for(200ms);  // the credit in progress may still complete
+    const int starved_before = sink->credits.load();
+    std::this_thread::sleep_for(1s);
+    const int starved_credits = sink->credits.load() - starved_before;
+    stop = true;
+    busy.join();
+    probe.stop();
+    EXPECT_LE(starved_credits, 1) << "a SCHED_IDLE probe under a busy thread gets ~0.3% of "
+                                     "the CPU: a credit every ~30 s";
+    EXPECT_EQ(sink->wrong_cpu.load(), 0);
+}
+
+}  // namespace
