@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <functional>
+#include <initializer_list>
 
 #include "monitor/loading/idle_probe.hpp"
 #include "monitord-config.h"
@@ -31,8 +32,15 @@ Result<std::string> as_string(const toml::node& n) {
     return fail(Status::BadArg, "expected a string");
 }
 
-const std::array<Key, 4>& keys() {
-    static const std::array<Key, 4> table{{
+Result<void> one_of(const std::string& value, std::initializer_list<const char*> accepted) {
+    for (const char* a : accepted) {
+        if (value == a) return {};
+    }
+    return fail(Status::BadArg, "'" + value + "' is not accepted");
+}
+
+const std::array<Key, 8>& keys() {
+    static const std::array<Key, 8> table{{
         {"daemon", "socket", "an absolute path, e.g. \"/run/monitord/io.monitord.Monitor\"",
          [](const toml::node& n, Config& c) -> Result<void> {
              auto s = as_string(n);
@@ -63,6 +71,38 @@ const std::array<Key, 4>& keys() {
              if (!s) return std::unexpected(s.error());
              if (auto r = validate_probe(*s); !r) return r;
              c.probe = *s;
+             return {};
+         }},
+        {"watchdog", "device", kWatchdogDeviceAccepted,
+         [](const toml::node& n, Config& c) -> Result<void> {
+             auto s = as_string(n);
+             if (!s) return std::unexpected(s.error());
+             if (auto r = validate_watchdog_device(*s); !r) return r;
+             c.watchdog_device = *s;
+             return {};
+         }},
+        {"watchdog", "timeout", kWatchdogTimeoutAccepted,
+         [](const toml::node& n, Config& c) -> Result<void> {
+             auto v = n.value_exact<std::int64_t>();
+             if (!v) return fail(Status::BadArg, "expected an integer");
+             if (auto r = validate_watchdog_timeout(*v); !r) return r;
+             c.watchdog_timeout = *v;
+             return {};
+         }},
+        {"watchdog", "policy", kWatchdogPolicyAccepted,
+         [](const toml::node& n, Config& c) -> Result<void> {
+             auto s = as_string(n);
+             if (!s) return std::unexpected(s.error());
+             if (auto r = one_of(*s, {"any", "all"}); !r) return r;
+             c.watchdog_policy = *s;
+             return {};
+         }},
+        {"watchdog", "on-stop", kWatchdogOnStopAccepted,
+         [](const toml::node& n, Config& c) -> Result<void> {
+             auto s = as_string(n);
+             if (!s) return std::unexpected(s.error());
+             if (auto r = one_of(*s, {"disarm", "keep-armed"}); !r) return r;
+             c.watchdog_on_stop = *s;
              return {};
          }},
     }};
@@ -125,6 +165,16 @@ Result<void> validate_socket_path(const std::string& path) {
     return {};
 }
 
+Result<void> validate_watchdog_device(const std::string& path) {
+    if (path.empty() || path[0] == '/') return {};
+    return fail(Status::BadArg, "'" + path + "' is not absolute");
+}
+
+Result<void> validate_watchdog_timeout(long long seconds) {
+    if (seconds >= 1 && seconds <= 3600) return {};
+    return fail(Status::BadArg, std::to_string(seconds) + " is out of range");
+}
+
 Result<void> Overrides::validate() const {
     auto flag = [](const char* name, Result<void> r, const char* accepted) -> Result<void> {
         if (r) return r;
@@ -148,6 +198,16 @@ Result<void> Overrides::validate() const {
     if (probe) {
         if (auto r = flag("--probe", validate_probe(*probe), kProbeAccepted); !r) return r;
     }
+    if (watchdog_device && *watchdog_device != "none") {
+        auto r = flag("--watchdog", validate_watchdog_device(*watchdog_device),
+                      "an absolute path such as /dev/watchdog, or none");
+        if (!r) return r;
+    }
+    if (watchdog_timeout) {
+        auto r = flag("--watchdog-timeout", validate_watchdog_timeout(*watchdog_timeout),
+                      kWatchdogTimeoutAccepted);
+        if (!r) return r;
+    }
     return {};
 }
 
@@ -156,6 +216,8 @@ void Overrides::apply(Config& c) const {
     if (log_level) c.log_level = *log_level;
     if (history_seconds) c.history_seconds = static_cast<std::size_t>(*history_seconds);
     if (probe) c.probe = *probe;
+    if (watchdog_device) c.watchdog_device = *watchdog_device == "none" ? "" : *watchdog_device;
+    if (watchdog_timeout) c.watchdog_timeout = *watchdog_timeout;
 }
 
 Result<void> validate_probe(const std::string& mode) {

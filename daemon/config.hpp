@@ -19,6 +19,13 @@ struct Config {
     // [loading]
     std::size_t history_seconds = 60;
     std::string probe = "spin";  // spin, sleep, off
+    // [watchdog]
+    // nullopt: /dev/watchdog when it exists (a missing or refused device is then only a
+    // warning); "": off; a path: that device, which must open.
+    std::optional<std::string> watchdog_device;
+    long long watchdog_timeout = 10;          // seconds, as asked of the driver
+    std::string watchdog_policy = "all";      // any, all
+    std::string watchdog_on_stop = "disarm";  // disarm, keep-armed
 };
 
 // Settings given on the command line; each one given replaces the file's value, at start
@@ -28,6 +35,8 @@ struct Overrides {
     std::optional<std::string> log_level;
     std::optional<long long> history_seconds;
     std::optional<std::string> probe;
+    std::optional<std::string> watchdog_device;  // "none" or "": off
+    std::optional<long long> watchdog_timeout;
 
     // Checks the values given; the error names the flag and what would work.
     monitor::Result<void> validate() const;
@@ -46,9 +55,16 @@ monitor::Result<Config> load_config(const std::filesystem::path& file, Config ba
 inline constexpr const char* kLogLevelsAccepted = "trace, debug, info, warning or error";
 inline constexpr const char* kHistorySecondsAccepted = "an integer from 1 to 3600";
 inline constexpr const char* kProbeAccepted = "spin, sleep or off";
+inline constexpr const char* kWatchdogDeviceAccepted =
+    "an absolute path such as \"/dev/watchdog\", or \"\" for none";
+inline constexpr const char* kWatchdogTimeoutAccepted = "an integer from 1 to 3600 (seconds)";
+inline constexpr const char* kWatchdogPolicyAccepted = "any or all";
+inline constexpr const char* kWatchdogOnStopAccepted = "disarm or keep-armed";
 monitor::Result<void> validate_log_level(const std::string& level);
 monitor::Result<void> validate_history_seconds(long long seconds);
 monitor::Result<void> validate_probe(const std::string& mode);
 monitor::Result<void> validate_socket_path(const std::string& path);
+monitor::Result<void> validate_watchdog_device(const std::string& path);
+monitor::Result<void> validate_watchdog_timeout(long long seconds);
 
 }  // namespace monitord

@@ -44,6 +44,11 @@ int main(int argc, char** argv) {
     app.add_option("--probe", flags.probe,
                    "Idle probes: spin (measure loading with them, the default), sleep (wake up "
                    "at 10 Hz only, for the watchdog), off");
+    app.add_option("--watchdog", flags.watchdog_device,
+                   "Hardware watchdog device petted by the idle probes, or none (default "
+                   "/dev/watchdog when it exists)");
+    app.add_option("--watchdog-timeout", flags.watchdog_timeout,
+                   "Watchdog timeout asked of the driver, in seconds (1-3600, default 10)");
     app.add_flag("--show-loading", show_loading,
                  "Print the loading of the machine and of each CPU every second on stdout");
     app.add_flag("--check-config", check_config, "Check the configuration file and exit");

@@ -42,6 +42,7 @@ Manager::Manager(ManagerOptions options)
     : options_(std::move(options)), started_(std::chrono::steady_clock::now()) {}
 
 Manager::~Manager() {
+    release_watchdog();
     if (server_) server_->set_close_handler({});
     counters_.reset();  // its sessions' timers, before the loop goes
     server_.reset();    // before the socket it serves
@@ -85,11 +86,17 @@ Result<void> Manager::setup() {
     eo.history_seconds = options_.config.history_seconds;
     eo.probe =
         monitor::probe_mode_from_name(options_.config.probe).value_or(monitor::ProbeMode::Spin);
+    watchdog_ = std::make_shared<monitor::watchdog::Watchdog>(
+        monitor::watchdog::pet_policy_from_name(options_.config.watchdog_policy)
+            .value_or(monitor::watchdog::PetPolicyKind::All));
+    eo.idle_sink = watchdog_;
     // std::chrono::steady_clock is CLOCK_MONOTONIC, the clock of the loop's timer.
     auto engine = monitor::Engine::create(eo, [] { return std::chrono::steady_clock::now(); });
     if (!engine) return std::unexpected(engine.error());
     engine_ = std::move(*engine);
     log_probes();
+    // Armed once the probes are calibrated and can pet it; before READY=1.
+    if (auto r = arm_watchdog(); !r) return r;
 
     // Leave descriptors for the sampling files and the probes: connections get the rest.
     ServerLimits limits;
@@ -155,6 +162,7 @@ void Manager::register_methods() {
                 }
             }
             s.history_seconds = static_cast<std::int64_t>(engine_->history_seconds());
+            s.watchdog = watchdog_info();
             Reply r;
             r.parameters = monitor::protocol::to_json(s);
             return r;
@@ -231,6 +239,116 @@ void Manager::log_probes() const {
     }
 }
 
+// The CPUs whose probes can earn credits: a failed probe must not hold every pet back.
+std::vector<int> Manager::probing_cpus() const {
+    std::vector<int> cpus;
+    if (const auto* probes = engine_->probes()) {
+        for (const auto& r : probes->read()) {
+            if (r.state != monitor::ProbeState::Failed && r.state != monitor::ProbeState::Stopped) {
+                cpus.push_back(r.cpu);
+            }
+        }
+    }
+    return cpus;
+}
+
+Result<void> Manager::arm_watchdog() {
+    const auto& c = options_.config;
+    const bool automatic = !c.watchdog_device.has_value();
+    const std::string device = c.watchdog_device.value_or("/dev/watchdog");
+    if (device.empty()) return {};
+    if (automatic && !std::filesystem::exists(device)) {
+        spdlog::info("No watchdog: {} does not exist", device);
+        return {};
+    }
+    auto refuse = [&](std::string why) -> Result<void> {
+        if (automatic) {
+            spdlog::warn("No watchdog: {} (set [watchdog] device = \"\" to silence this)", why);
+            return {};
+        }
+        return monitor::fail(monitor::Status::BadArg, "watchdog: " + why);
+    };
+    if (engine_->probe_mode() == monitor::ProbeMode::Off) {
+        return refuse(device +
+                      " is petted by the idle probes, and --probe off runs none; use "
+                      "spin or sleep");
+    }
+    watchdog_->set_cpus(probing_cpus());
+    auto r = watchdog_->arm(device, std::chrono::seconds(c.watchdog_timeout));
+    if (!r) {
+        if (automatic) return refuse(r.error().message);
+        return std::unexpected(r.error());
+    }
+    const auto s = watchdog_->status();
+    spdlog::info(
+        "Watchdog {} armed{}: timeout {}, petted from the idle probes when {} CPUs "
+        "have idle time{}",
+        device, s.identity ? " (" + s.identity->identity + ")" : std::string{},
+        s.timeout_s ? fmt::format("{} s", *s.timeout_s) : std::string{"unknown"},
+        monitor::watchdog::pet_policy_name(s.policy),
+        s.last_reset_by_watchdog ? "; the last reset was caused by the watchdog" : "");
+    if (s.timeout_s && *s.timeout_s != c.watchdog_timeout) {
+        spdlog::warn("Watchdog {}: asked for a timeout of {} s, the driver granted {} s", device,
+                     c.watchdog_timeout, *s.timeout_s);
+    }
+    return {};
+}
+
+std::optional<monitor::protocol::WatchdogInfo> Manager::watchdog_info() const {
+    if (!watchdog_) return std::nullopt;
+    const auto s = watchdog_->status();
+    if (s.device.empty()) return std::nullopt;  // never armed
+    monitor::protocol::WatchdogInfo w;
+    w.device = s.device;
+    if (s.identity) w.identity = s.identity->identity;
+    w.armed = s.armed;
+    w.timeout = s.timeout_s;
+    w.time_left = s.time_left_s;
+    if (s.since_last_pet)
+        w.since_last_pet = std::chrono::duration<double>(*s.since_last_pet).count();
+    w.pets = s.pets;
+    w.pet_errors = s.pet_errors;
+    if (!s.last_error.empty()) w.last_error = s.last_error;
+    w.last_reset_by_watchdog = s.last_reset_by_watchdog;
+    w.policy = monitor::watchdog::pet_policy_name(s.policy);
+    w.waiting_for = s.waiting_for;
+    w.on_stop = options_.config.watchdog_on_stop == "keep-armed" ? "keep_armed" : "disarm";
+    return w;
+}
+
+// Each tick: the CPUs that must earn credits, and pet failures (logged when they change).
+void Manager::watch_watchdog() {
+    if (!watchdog_) return;
+    watchdog_->set_cpus(probing_cpus());
+    const auto s = watchdog_->status();
+    if (s.pet_errors != watchdog_errors_seen_) {
+        spdlog::error("Watchdog {}: {} pet(s) failed, last: {}", s.device,
+                      s.pet_errors - watchdog_errors_seen_, s.last_error);
+        watchdog_errors_seen_ = s.pet_errors;
+    }
+}
+
+// At the end, as [watchdog] on-stop says: the magic close, or left armed.
+void Manager::release_watchdog() {
+    if (!watchdog_) return;
+    const auto s = watchdog_->status();
+    if (s.armed) {
+        if (options_.config.watchdog_on_stop == "keep-armed") {
+            watchdog_->close_armed();
+            spdlog::warn(
+                "Watchdog {} left armed (on-stop = keep-armed): the machine resets in "
+                "{} unless it is petted again",
+                s.device,
+                s.time_left_s ? fmt::format("{} s", *s.time_left_s) : std::string{"its timeout"});
+        } else if (auto r = watchdog_->disarm(); !r) {
+            spdlog::error("Watchdog: {}", r.error().message);
+        } else {
+            spdlog::info("Watchdog {} disarmed", s.device);
+        }
+    }
+    watchdog_.reset();
+}
+
 void Manager::notify_status() const {
     sd_notifyf(0, "STATUS=Sampling %zu CPUs every second; listening on %s",
                engine_->online_cpus().size(), socket_->path().c_str());
@@ -265,6 +383,7 @@ int Manager::on_timer(sd_event_source* s, uint64_t, void* userdata) {
 
 void Manager::on_tick(std::uint64_t now) {
     auto r = engine_->tick(steady_from_usec(now));
+    watch_watchdog();
     loading_replies_.fill(nullptr);
     std::erase_if(watchers_, [this](const Watcher& w) {
         return !server_->send(w.connection, loading_reply(w.query, true));
@@ -315,6 +434,14 @@ void Manager::reload() {
         if (next.probe != options_.config.probe) {
             spdlog::warn("The probe mode changed to '{}'; it takes effect at restart", next.probe);
             next.probe = options_.config.probe;
+        }
+        if (next.watchdog_device != options_.config.watchdog_device ||
+            next.watchdog_timeout != options_.config.watchdog_timeout ||
+            next.watchdog_policy != options_.config.watchdog_policy) {
+            spdlog::warn("The watchdog settings changed; they take effect at restart");
+            next.watchdog_device = options_.config.watchdog_device;
+            next.watchdog_timeout = options_.config.watchdog_timeout;
+            next.watchdog_policy = options_.config.watchdog_policy;
         }
         if (next.socket != options_.config.socket) {
             spdlog::warn("The socket path changed to '{}'; it takes effect at restart",

@@ -13,6 +13,8 @@
 #include "control_socket.hpp"
 #include "counter_service.hpp"
 #include "monitor/engine.hpp"
+#include "monitor/protocol/monitor_messages.hpp"
+#include "monitor/watchdog/watchdog.hpp"
 #include "sd_event_ptr.hpp"
 #include "varlink_server.hpp"
 
@@ -48,6 +50,11 @@ class Manager {
     VarlinkServer::Response loading_reply(const monitor::LoadingQuery& query, bool more);
     void notify_status() const;
     void log_probes() const;
+    monitor::Result<void> arm_watchdog();
+    void watch_watchdog();
+    void release_watchdog();
+    std::optional<monitor::protocol::WatchdogInfo> watchdog_info() const;
+    std::vector<int> probing_cpus() const;
 
     static int on_timer(sd_event_source* s, uint64_t usec, void* userdata);
     static int on_signal(sd_event_source* s, const signalfd_siginfo* si, void* userdata);
@@ -58,6 +65,9 @@ class Manager {
     EventPtr event_;
     SourcePtr timer_;
     SourcePtr sigterm_, sigint_, sighup_;
+    // Before the engine: its probes hold it, and credit it from their threads.
+    std::shared_ptr<monitor::watchdog::Watchdog> watchdog_;
+    std::uint64_t watchdog_errors_seen_ = 0;
     std::unique_ptr<monitor::Engine> engine_;
     std::optional<ControlSocket> socket_;
     std::unique_ptr<VarlinkServer> server_;

@@ -82,6 +82,53 @@ std::vector<SourceLoad> sources_from_json(const json& j) {
 
 }  // namespace
 
+json to_json(const WatchdogInfo& w) {
+    auto opt = [](const auto& v) { return v ? json(*v) : json(nullptr); };
+    return json{
+        {"device", w.device},
+        {"identity", opt(w.identity)},
+        {"armed", w.armed},
+        {"timeout", opt(w.timeout)},
+        {"time_left", opt(w.time_left)},
+        {"since_last_pet", w.since_last_pet ? json(rounded(*w.since_last_pet)) : json(nullptr)},
+        {"pets", w.pets},
+        {"pet_errors", w.pet_errors},
+        {"last_error", opt(w.last_error)},
+        {"last_reset_by_watchdog", w.last_reset_by_watchdog},
+        {"policy", w.policy},
+        {"waiting_for", w.waiting_for},
+        {"on_stop", w.on_stop},
+    };
+}
+
+WatchdogInfo watchdog_from_json(const json& j) {
+    WatchdogInfo w;
+    auto str = [&](const char* key) -> std::optional<std::string> {
+        auto it = j.find(key);
+        if (it == j.end() || it->is_null()) return std::nullopt;
+        return it->get<std::string>();
+    };
+    auto integer = [&](const char* key) -> std::optional<std::int64_t> {
+        auto it = j.find(key);
+        if (it == j.end() || it->is_null()) return std::nullopt;
+        return it->get<std::int64_t>();
+    };
+    w.device = j.at("device").get<std::string>();
+    w.identity = str("identity");
+    w.armed = j.at("armed").get<bool>();
+    w.timeout = integer("timeout");
+    w.time_left = integer("time_left");
+    w.since_last_pet = number_or_null(j, "since_last_pet");
+    w.pets = j.at("pets").get<std::uint64_t>();
+    w.pet_errors = j.at("pet_errors").get<std::uint64_t>();
+    w.last_error = str("last_error");
+    w.last_reset_by_watchdog = j.at("last_reset_by_watchdog").get<bool>();
+    w.policy = j.at("policy").get<std::string>();
+    w.waiting_for = j.at("waiting_for").get<std::vector<int>>();
+    w.on_stop = j.at("on_stop").get<std::string>();
+    return w;
+}
+
 json to_json(const DaemonStatus& s) {
     json probes = json::array();
     for (const auto& p : s.probes) {
@@ -103,6 +150,7 @@ json to_json(const DaemonStatus& s) {
         {"probe_mode", s.probe_mode},
         {"probes", std::move(probes)},
         {"history_seconds", s.history_seconds},
+        {"watchdog", s.watchdog ? to_json(*s.watchdog) : json(nullptr)},
     };
 }
 
@@ -127,6 +175,9 @@ DaemonStatus status_from_json(const json& j) {
         s.probes.push_back(std::move(ps));
     }
     s.history_seconds = j.at("history_seconds").get<std::int64_t>();
+    if (auto w = j.find("watchdog"); w != j.end() && !w->is_null()) {
+        s.watchdog = watchdog_from_json(*w);
+    }
     return s;
 }
 

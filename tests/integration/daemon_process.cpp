@@ -183,6 +183,10 @@ std::unique_ptr<Daemon> Daemon::start(Options opts) {
         argv.push_back("--socket");
         argv.push_back(d->socket_);
     }
+    if (opts.no_watchdog) {
+        argv.push_back("--watchdog");
+        argv.push_back("none");
+    }
     argv.insert(argv.end(), opts.args.begin(), opts.args.end());
     opts.spawn.env.push_back("NOTIFY_SOCKET=" + notify_path.string());
     d->pid_ = spawn(argv, opts.spawn, d->dir() / "stdout", d->dir() / "stderr");

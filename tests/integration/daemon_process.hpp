@@ -65,6 +65,8 @@ class Daemon {
         std::string socket;             // default: <temp dir>/io.monitord.Monitor
         bool pass_socket = true;        // add --socket
         bool wait_ready = true;         // wait for READY=1 (fails the test if it never comes)
+        // Add --watchdog none, so that a test daemon never arms the machine's own watchdog.
+        bool no_watchdog = true;
         SpawnOptions spawn;
     };
 

@@ -49,6 +49,17 @@ int cmd_status(const Options& o) {
     return kExitOk;
 }
 
+int cmd_watchdog_status(const Options& o) {
+    auto c = connect(o);
+    if (!c) return report(c.error());
+    auto reply = c->call("GetStatus");
+    if (!reply) return report(reply.error());
+    const auto status = monitor::protocol::status_from_json(*reply);
+    if (o.json) return print_json(reply->value("watchdog", nlohmann::json(nullptr)));
+    std::cout << monctl::format_watchdog(status.watchdog);
+    return kExitOk;
+}
+
 int cmd_loading(const Options& o) {
     auto c = connect(o);
     if (!c) return report(c.error());
@@ -97,6 +108,11 @@ int main(int argc, char** argv) {
     loading->add_flag("-H,--history", o.history, "Show the per-second values of the window");
     loading->add_flag("-w,--watch", o.watch,
                       "Show the figures again after every sample, until interrupted");
+
+    auto* watchdog = app.add_subcommand("watchdog", "The hardware watchdog the idle probes pet");
+    watchdog->require_subcommand(1);
+    auto* watchdog_status = watchdog->add_subcommand(
+        "status", "Show the device, its timeout, time left, the last pet and the pets so far");
 
     monctl::PerfOptions po;
     auto* perf = app.add_subcommand("perf", "Performance counters: list, plan, count");
@@ -159,6 +175,7 @@ int main(int argc, char** argv) {
     try {
         if (status->parsed()) return cmd_status(o);
         if (loading->parsed()) return cmd_loading(o);
+        if (watchdog_status->parsed()) return cmd_watchdog_status(o);
         po.socket = o.socket;
         po.json = o.json;
         if (perf_info->parsed()) return monctl::perf_info(po);

@@ -83,6 +83,49 @@ std::string format_status(const monitor::protocol::DaemonStatus& st, const std::
         if (!p.error.empty()) out += ": " + p.error;
         out += '\n';
     }
+    out += fmt::format(
+        "  watchdog: {}",
+        st.watchdog ? fmt::format("{}, {}, {} pets", st.watchdog->device,
+                                  st.watchdog->armed ? "armed" : "disarmed", st.watchdog->pets)
+                    : std::string{"none"});
+    out += '\n';
+    return out;
+}
+
+std::string format_watchdog(const std::optional<monitor::protocol::WatchdogInfo>& w) {
+    if (!w) {
+        return "No watchdog: none is configured, or /dev/watchdog did not exist when the daemon "
+               "started (see [watchdog] in monitord.conf(5)).\n";
+    }
+    auto seconds = [](const std::optional<std::int64_t>& s) {
+        return s ? fmt::format("{} s", *s) : std::string{"unknown (the driver does not say)"};
+    };
+    std::string out;
+    out += fmt::format("Watchdog {}{}: {}\n", w->device,
+                       w->identity ? " (" + *w->identity + ")" : std::string{},
+                       w->armed ? "armed" : "disarmed");
+    out += fmt::format("  timeout:        {}\n", seconds(w->timeout));
+    if (w->armed) out += fmt::format("  time left:      {}\n", seconds(w->time_left));
+    out += fmt::format(
+        "  last pet:       {}\n",
+        w->since_last_pet ? fmt::format("{:.2f} s ago", *w->since_last_pet) : std::string{"-"});
+    out += fmt::format("  pets:           {}", w->pets);
+    if (w->pet_errors > 0) {
+        out += fmt::format(" ({} failed, last: {})", w->pet_errors, w->last_error.value_or("?"));
+    }
+    out += '\n';
+    out += fmt::format("  policy:         pet when {} CPUs earned an idle credit", w->policy);
+    if (!w->waiting_for.empty()) {
+        out += fmt::format(" (waiting for {})", format_cpu_list(w->waiting_for));
+    }
+    out += '\n';
+    out += fmt::format("  on stop:        {}\n", w->on_stop == "disarm"
+                                                     ? "disarm (magic close)"
+                                                     : "keep armed (the machine resets unless "
+                                                       "petted again)");
+    out += fmt::format("  last reset:     {}\n", w->last_reset_by_watchdog
+                                                     ? "caused by the watchdog"
+                                                     : "not caused by the watchdog");
     return out;
 }
 

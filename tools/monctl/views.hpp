@@ -14,6 +14,8 @@ std::string format_cpu_list(const std::vector<int>& cpus);
 std::string format_duration(double seconds);
 
 std::string format_status(const monitor::protocol::DaemonStatus& status, const std::string& socket);
+// The watchdog part of GetStatus; "no watchdog" and why when there is none.
+std::string format_watchdog(const std::optional<monitor::protocol::WatchdogInfo>& w);
 
 // A table: one row for the machine (and one per CPU when present), and for each source the
 // load over the last second, the window's average, minimum and maximum.

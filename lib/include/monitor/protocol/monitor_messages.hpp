@@ -22,6 +22,22 @@ struct ProbeStatus {
     std::string error;  // empty unless failed
 };
 
+struct WatchdogInfo {
+    std::string device;
+    std::optional<std::string> identity;
+    bool armed = false;
+    std::optional<std::int64_t> timeout;
+    std::optional<std::int64_t> time_left;
+    std::optional<double> since_last_pet;
+    std::uint64_t pets = 0;
+    std::uint64_t pet_errors = 0;
+    std::optional<std::string> last_error;
+    bool last_reset_by_watchdog = false;
+    std::string policy = "all";  // any, all
+    std::vector<int> waiting_for;
+    std::string on_stop = "disarm";  // disarm, keep_armed
+};
+
 struct DaemonStatus {
     std::string version;
     double uptime = 0;  // seconds
@@ -32,8 +48,11 @@ struct DaemonStatus {
     std::string probe_mode = "off";  // spin, sleep, off
     std::vector<ProbeStatus> probes;
     std::int64_t history_seconds = 0;
+    std::optional<WatchdogInfo> watchdog;
 };
 
+nlohmann::json to_json(const WatchdogInfo& w);
+WatchdogInfo watchdog_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const DaemonStatus& s);
 DaemonStatus status_from_json(const nlohmann::json& j);
 
