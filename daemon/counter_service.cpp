@@ -187,6 +187,7 @@ Result<perf::SessionOptions> CounterService::options_for(
     if (!options) return options;
     options->cpus = online_cpus_();
     options->cgroup_root = options_.cgroup_root.string();
+    options->visit_cpus = true;  // this loop's thread reads each CPU's counters on that CPU
     if (request.target == "unit") {
         auto path = unit_cgroup(options_.cgroup_root, request.unit);
         if (!path) return std::unexpected(path.error());
@@ -263,10 +264,15 @@ std::optional<Reply> CounterService::begin(const protocol::CounterRequest& reque
                                                         "perf stop` ends a started session",
                                                         describe())});
     }
+    const auto asked = std::chrono::steady_clock::now();
     auto options = options_for(request);
     if (!options) return error_reply(options.error(), request.events);
     auto session = open_session(*options);
     if (!session) return error_reply(session.error(), request.events);
+    // A collect counts for its whole duration: finding a unit's cgroup and opening a counter
+    // per CPU (milliseconds each for a cgroup, when the kernel has to wake an idle CPU) must
+    // not come out of it.
+    s.ends += std::chrono::steady_clock::now() - asked;
     s.session = std::move(*session);
     s.per_cpu = request.target == "each";
     active_.emplace(std::move(s));
@@ -329,10 +335,10 @@ CounterService::Response CounterService::stop() {
 Result<void> CounterService::arm_timers() {
     const auto& s = *active_;
     const std::uint64_t now = now_usec();
-    {
-        // Every slice the sets rotate; without rotation the counters are still read once a
-        // second, so that a narrow hardware counter (a 750's 32 bits wrap in 21 s at
-        // 200 MHz) never wraps twice between two reads.
+    if (s.session->rotates() || s.session->narrow()) {
+        // Every slice the sets rotate; without rotation narrow counters are still read once a
+        // second, so that they (a 750's 32 bits wrap in 21 s at 200 MHz) never wrap twice
+        // between two reads. The kernel's 64-bit counts need neither.
         const auto slice =
             std::chrono::duration_cast<std::chrono::microseconds>(tick_of(*s.session)).count();
         sd_event_source* src = nullptr;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <bit>
@@ -342,6 +343,7 @@ Result<void> PerfSession::open_all() {
                     return std::unexpected(h.error());
                 }
                 gh.handles.push_back(*h);
+                if (device_->width(*h) < 64) narrow_ = true;
             }
             gh.last.resize(g.members.size());
             gh.count.resize(g.members.size());
@@ -362,24 +364,68 @@ Result<void> PerfSession::open_all() {
     return {};
 }
 
-Result<void> PerfSession::set_slot_enabled(int slot, bool enabled) {
-    for (auto& inst : instances_) {
-        for (std::size_t g = 0; g < plan_.groups_of_counters.size(); ++g) {
-            const auto& pg = plan_.groups_of_counters[g];
-            if (pg.set < 0 || slot % pg.sets != pg.set) continue;
-            // A PMU with a single set keeps counting through every slot.
-            if (pg.sets == 1) continue;
-            int leader = inst.groups[g].handles.front();
-            auto r = enabled ? device_->enable(leader) : device_->disable(leader);
-            if (!r) return r;
+namespace {
+
+// Puts the calling thread on one CPU after another, and back where it was at the end. A CPU
+// the thread may not run on is skipped: the calls then interrupt it, as without visiting.
+class CpuVisit {
+  public:
+    explicit CpuVisit(bool enabled) : enabled_(enabled) {}
+    ~CpuVisit() {
+        if (saved_) ::sched_setaffinity(0, sizeof *saved_, &*saved_);
+    }
+    CpuVisit(const CpuVisit&) = delete;
+    CpuVisit& operator=(const CpuVisit&) = delete;
+
+    void go(int cpu) {
+        if (!enabled_ || cpu < 0 || cpu >= CPU_SETSIZE || cpu == here_) return;
+        if (!saved_) {
+            saved_.emplace();
+            if (::sched_getaffinity(0, sizeof *saved_, &*saved_) != 0) {
+                saved_.reset();
+                enabled_ = false;
+                return;
+            }
         }
+        cpu_set_t one;
+        CPU_ZERO(&one);
+        CPU_SET(static_cast<std::size_t>(cpu), &one);
+        here_ = ::sched_setaffinity(0, sizeof one, &one) == 0 ? cpu : -1;
+    }
+
+  private:
+    bool enabled_;
+    int here_ = -1;
+    std::optional<cpu_set_t> saved_;
+};
+
+}  // namespace
+
+Result<void> PerfSession::for_each_instance(const std::function<Result<void>(Instance&)>& fn) {
+    CpuVisit visit(options_.visit_cpus);
+    for (auto& inst : instances_) {
+        visit.go(inst.target.cpu);
+        if (auto r = fn(inst); !r) return r;
     }
     return {};
 }
 
-Result<void> PerfSession::poll_slot(int slot) {
+Result<void> PerfSession::set_slot_enabled(Instance& inst, int slot, bool enabled) {
+    for (std::size_t g = 0; g < plan_.groups_of_counters.size(); ++g) {
+        const auto& pg = plan_.groups_of_counters[g];
+        if (pg.set < 0 || slot % pg.sets != pg.set) continue;
+        // A PMU with a single set keeps counting through every slot.
+        if (pg.sets == 1) continue;
+        int leader = inst.groups[g].handles.front();
+        auto r = enabled ? device_->enable(leader) : device_->disable(leader);
+        if (!r) return r;
+    }
+    return {};
+}
+
+Result<void> PerfSession::poll_slot(Instance& inst, int slot) {
     const bool daemon_mux = options_.mux == MuxMode::Daemon;
-    for (auto& inst : instances_) {
+    {
         std::uint64_t slice_enabled = 0;
         for (std::size_t g = 0; g < plan_.groups_of_counters.size(); ++g) {
             const auto& pg = plan_.groups_of_counters[g];
@@ -407,9 +453,11 @@ Result<void> PerfSession::poll_slot(int slot) {
 }
 
 Result<void> PerfSession::poll() {
-    if (auto r = poll_slot(-1); !r) return r;
-    if (options_.mux == MuxMode::Daemon && plan_.slots > 0) return poll_slot(slot_);
-    return {};
+    return for_each_instance([this](Instance& inst) -> Result<void> {
+        if (auto r = poll_slot(inst, -1); !r) return r;
+        if (options_.mux == MuxMode::Daemon && plan_.slots > 0) return poll_slot(inst, slot_);
+        return {};
+    });
 }
 
 Result<void> PerfSession::rotate() {
@@ -426,22 +474,28 @@ Result<void> PerfSession::rotate() {
         }
         exec_seen_ = true;
     }
-    if (auto r = set_slot_enabled(slot_, false); !r) return r;
-    if (auto r = poll_slot(slot_); !r) return r;
-    slot_ = (slot_ + 1) % plan_.slots;
+    const int next = (slot_ + 1) % plan_.slots;
+    auto r = for_each_instance([&](Instance& inst) -> Result<void> {
+        if (auto s = set_slot_enabled(inst, slot_, false); !s) return s;
+        if (auto s = poll_slot(inst, slot_); !s) return s;
+        return set_slot_enabled(inst, next, true);
+    });
+    slot_ = next;
     ++rotations_;
-    return set_slot_enabled(slot_, true);
+    return r;
 }
 
 Result<void> PerfSession::stop() {
     if (stopped_) return {};
     stopped_at_ = Clock::now();
-    for (auto& inst : instances_) {
+    auto r = for_each_instance([this](Instance& inst) -> Result<void> {
         for (auto& gh : inst.groups) {
             if (!gh.handles.empty()) (void)device_->disable(gh.handles.front());
         }
-    }
-    auto r = poll();
+        if (auto p = poll_slot(inst, -1); !p) return p;
+        if (options_.mux == MuxMode::Daemon && plan_.slots > 0) return poll_slot(inst, slot_);
+        return {};
+    });
     stopped_ = true;
     return r;
 }

@@ -1,15 +1,33 @@
 // The performance-counter commands end to end: the real monctl against the real monitord,
 // counting the kernel's software events with perf_event_open.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "daemon_process.hpp"
+#include "test_support.hpp"
 
 namespace itest {
 namespace {
+
+namespace fs = std::filesystem;
 
 class PerfCommands : public ::testing::Test {
   protected:
@@ -196,6 +214,432 @@ TEST_F(PerfCommands, OtherUsersMayLookButNotCount) {
                        as_nobody);
     EXPECT_EQ(collect.exit_code, 1);
     EXPECT_NE(collect.err.find("counting needs root"), std::string::npos) << collect.err;
+}
+
+// Counting the tasks of a cgroup, named by path or by systemd unit. perf_event_open counts a
+// cgroup only given a directory of the hierarchy that holds the perf_event controller, so
+// these tests make real cgroups in the cgroup2 hierarchy rather than a scratch tree.
+
+// The daemon takes cgroup paths, and looks for units, below this directory.
+const fs::path kCgroupRoot = "/sys/fs/cgroup";
+
+// Where cgroup2 is mounted (/sys/fs/cgroup, or /sys/fs/cgroup/unified on a host that mixes
+// cgroup v1 and v2), from /proc/self/mountinfo; empty when it is not.
+fs::path cgroup2_mount() {
+    std::ifstream in("/proc/self/mountinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+        // ID PARENT MAJOR:MINOR ROOT MOUNT-POINT OPTIONS [OPTIONAL...] - TYPE SOURCE OPTIONS
+        const auto dash = line.find(" - ");
+        if (dash == std::string::npos) continue;
+        std::istringstream head(line.substr(0, dash));
+        std::istringstream tail(line.substr(dash + 3));
+        std::string id, parent, device, root, mount_point, type;
+        head >> id >> parent >> device >> root >> mount_point;
+        tail >> type;
+        if (type == "cgroup2") return mount_point;
+    }
+    return {};
+}
+
+// Why perf cannot count cgroup2 directories here, or "" when it can: the perf_event
+// controller has to be on the unified hierarchy (hierarchy 0 in /proc/cgroups), not bound to
+// a v1 one.
+std::string perf_event_off_cgroup2() {
+    std::ifstream in("/proc/cgroups");
+    if (!in) return "";
+    std::string line;
+    while (std::getline(in, line)) {
+        std::istringstream fields(line);
+        std::string name;
+        int hierarchy = -1;
+        if (!(fields >> name >> hierarchy) || name != "perf_event") continue;
+        if (hierarchy == 0) return "";
+        return "the perf_event controller is bound to cgroup v1 hierarchy " +
+               std::to_string(hierarchy);
+    }
+    return "the kernel has no perf_event cgroup controller";
+}
+
+// This process's own cgroup2 directory, which can hold processes; the mount point when it
+// cannot be told.
+fs::path own_cgroup(const fs::path& mount) {
+    std::ifstream in("/proc/self/cgroup");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (!line.starts_with("0::/")) continue;
+        const fs::path dir = mount / line.substr(4);
+        std::error_code ec;
+        if (fs::is_directory(dir, ec)) return dir;
+    }
+    return mount;
+}
+
+// Writes `text` to a cgroup or /proc file in one write(2), as the kernel takes it; "" or why
+// not.
+std::string write_kernel_file(const fs::path& file, const std::string& text) {
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return file.string() + ": " + std::strerror(errno);
+    const ssize_t n = ::write(fd, text.data(), text.size());
+    const int err = errno;
+    ::close(fd);
+    if (n == static_cast<ssize_t>(text.size())) return "";
+    return file.string() + ": " + std::strerror(err);
+}
+
+// CPU time the hypervisor has taken from all of this machine's CPUs, from /proc/stat.
+double steal_ns() {
+    std::ifstream in("/proc/stat");
+    std::string cpu;
+    std::uint64_t v[8] = {};
+    in >> cpu;
+    for (auto& x : v) in >> x;
+    return static_cast<double>(v[7]) * 1e9 / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+// A cgroup made for a test and removed at the end of the scope. Processes still in it go back
+// to `home` first, since a cgroup that holds processes cannot be removed.
+class CgroupDir {
+  public:
+    CgroupDir(fs::path path, fs::path home) : path_(std::move(path)), home_(std::move(home)) {
+        if (::mkdir(path_.c_str(), 0755) != 0) error_ = errno;
+    }
+    ~CgroupDir() {
+        if (error_ != 0) return;
+        for (pid_t pid : procs()) {
+            (void)write_kernel_file(home_ / "cgroup.procs", std::to_string(pid));
+        }
+        // A process killed a moment ago can keep the cgroup busy until it is fully gone.
+        int err = 0;
+        const bool removed = test_support::wait_until(
+            [&] {
+                err = ::rmdir(path_.c_str()) == 0 ? 0 : errno;
+                return err == 0 || err == ENOENT;
+            },
+            std::chrono::seconds(5));
+        if (!removed) {
+            ADD_FAILURE() << "cannot remove the cgroup " << path_ << ": " << std::strerror(err);
+        }
+    }
+    CgroupDir(const CgroupDir&) = delete;
+    CgroupDir& operator=(const CgroupDir&) = delete;
+
+    // errno of the mkdir, 0 when the cgroup was made.
+    int error() const { return error_; }
+    const fs::path& path() const { return path_; }
+
+    // Moves a process into the cgroup; "" or why not.
+    std::string add(pid_t pid) const {
+        return write_kernel_file(path_ / "cgroup.procs", std::to_string(pid));
+    }
+    std::vector<pid_t> procs() const {
+        std::vector<pid_t> pids;
+        std::ifstream in(path_ / "cgroup.procs");
+        for (pid_t pid = 0; in >> pid;) pids.push_back(pid);
+        return pids;
+    }
+    // The CPU time of the cgroup's tasks so far (cpu.stat, which cgroup2 keeps for every
+    // cgroup, with or without the cpu controller).
+    std::optional<double> usage_ns() const {
+        std::ifstream in(path_ / "cpu.stat");
+        std::string key;
+        std::uint64_t value = 0;
+        while (in >> key >> value) {
+            if (key == "usage_usec") return static_cast<double>(value) * 1e3;
+        }
+        return std::nullopt;
+    }
+
+  private:
+    fs::path path_;
+    fs::path home_;
+    int error_ = 0;
+};
+
+// A child process that spins or sleeps until the end of the scope, when it is killed and
+// reaped.
+class Child {
+  public:
+    enum class Does { Spin, Sleep };
+    explicit Child(Does what) {
+        const pid_t parent = ::getpid();
+        pid_ = ::fork();
+        if (pid_ != 0) return;
+        // It dies with the test, should the test crash before this destructor runs.
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent) ::_exit(0);
+        if (what == Does::Spin) {
+            // A session of its own, so that the scheduler's autogroup of it can be given
+            // priority apart from the test's.
+            ::setsid();
+            volatile std::uint64_t loops = 0;
+            for (;;) loops = loops + 1;
+        }
+        for (;;) ::pause();
+    }
+    ~Child() {
+        if (pid_ <= 0) return;
+        ::kill(pid_, SIGKILL);
+        while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+        }
+    }
+    Child(const Child&) = delete;
+    Child& operator=(const Child&) = delete;
+
+    pid_t pid() const { return pid_; }
+
+  private:
+    pid_t pid_ = -1;
+};
+
+// One `monctl perf collect -e perf::TASK-CLOCK` of a cgroup, beside what the kernel's own
+// accounting says about the same cgroup over the whole monctl call.
+struct CgroupCount {
+    RunResult run;
+    nlohmann::json reply;
+    double counted_ns = 0;  // task-clock, from the daemon
+    double elapsed_ns = 0;  // how long the session counted, from the daemon
+    double usage_ns = 0;    // the cgroup's CPU time over the monctl call (cpu.stat)
+    double wall_ns = 0;     // how long the monctl call took
+    double stolen_ns = 0;   // what the hypervisor took from all CPUs meanwhile
+};
+
+// Tests of cgroup targets: each has a scratch cgroup of its own, removed after it. They skip
+// where perf cannot count cgroup2 directories or no cgroup can be made.
+class PerfCgroups : public PerfCommands {
+  protected:
+    void SetUp() override {
+        PerfCommands::SetUp();
+        if (IsSkipped() || HasFatalFailure()) return;
+        mount_ = cgroup2_mount();
+        if (mount_.empty()) GTEST_SKIP() << "cgroup2 is not mounted";
+        if (auto why = perf_event_off_cgroup2(); !why.empty()) {
+            GTEST_SKIP() << "perf cannot count cgroup2 directories here: " << why;
+        }
+        if (mount_ != kCgroupRoot && mount_.parent_path() != kCgroupRoot) {
+            GTEST_SKIP() << "cgroup2 is mounted at " << mount_ << ", where the daemon does not "
+                         << "look (it takes cgroups below " << kCgroupRoot << ")";
+        }
+        home_ = own_cgroup(mount_);
+        scratch_ = std::make_unique<CgroupDir>(
+            mount_ / ("monitord-test-" + std::to_string(::getpid())), home_);
+        if (const int err = scratch_->error(); err != 0) {
+            const fs::path path = scratch_->path();
+            scratch_.reset();
+            if (err == EACCES || err == EROFS || err == EPERM) {
+                GTEST_SKIP() << "cannot make a cgroup at " << path << ": " << std::strerror(err);
+            }
+            FAIL() << "cannot make a cgroup at " << path << ": " << std::strerror(err);
+        }
+    }
+    void TearDown() override { scratch_.reset(); }
+
+    // A cgroup below this test's own scratch cgroup.
+    std::unique_ptr<CgroupDir> make(const fs::path& below_scratch) const {
+        auto cg = std::make_unique<CgroupDir>(scratch_->path() / below_scratch, home_);
+        EXPECT_EQ(cg->error(), 0) << cg->path() << ": " << std::strerror(cg->error());
+        return cg;
+    }
+
+    // A child that spins in `cg` at the highest priority, so that on two or more CPUs it
+    // has one to itself even while other work keeps the machine busy. With autogroups
+    // (kernel.sched_autogroup_enabled) the nice value only counts within the child's session,
+    // and the sessions share the CPUs equally, so its session's autogroup gets -20 too.
+    static std::unique_ptr<Child> spin_in(const CgroupDir& cg) {
+        auto child = std::make_unique<Child>(Child::Does::Spin);
+        const pid_t pid = child->pid();
+        EXPECT_GT(pid, 0) << "fork: " << std::strerror(errno);
+        if (pid <= 0) return child;
+        (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(pid), -20);
+        // Not before the child has its own session, or this would raise the test's.
+        if (test_support::wait_until([&] { return ::getsid(pid) == pid; }, 2s)) {
+            (void)write_kernel_file(fs::path("/proc") / std::to_string(pid) / "autogroup", "-20");
+        }
+        EXPECT_EQ(cg.add(pid), "");
+        return child;
+    }
+
+    // Counts task-clock of `cg` for `duration` with the target options `target`.
+    static CgroupCount collect(const CgroupDir& cg, const std::vector<std::string>& target,
+                               const std::string& duration) {
+        std::vector<std::string> args = {"perf", "collect", "-e",    "perf::TASK-CLOCK",
+                                         "-d",   duration,  "--json"};
+        args.insert(args.end(), target.begin(), target.end());
+        CgroupCount c;
+        const auto usage_before = cg.usage_ns();
+        const double steal_before = steal_ns();
+        const auto started = std::chrono::steady_clock::now();
+        c.run = daemon_->monctl(args);
+        c.wall_ns = static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                            std::chrono::steady_clock::now() - started)
+                                            .count());
+        c.stolen_ns = steal_ns() - steal_before;
+        const auto usage_after = cg.usage_ns();
+        EXPECT_TRUE(usage_before && usage_after) << "no usage_usec in " << cg.path() / "cpu.stat";
+        if (usage_before && usage_after) c.usage_ns = *usage_after - *usage_before;
+        if (c.run.exit_code != 0) return c;
+        c.reply = nlohmann::json::parse(c.run.out, nullptr, false);
+        if (c.reply.is_discarded() || !c.reply.contains("report")) return c;
+        const auto& report = c.reply["report"];
+        c.elapsed_ns = report["elapsed"].get<double>() * 1e9;
+        if (report["events"].size() == 1) {
+            // The raw count: for a cgroup the kernel's enabled and running times, and with
+            // them the scaled estimate, can be far off (uptime, the first time a cgroup is
+            // counted on a CPU).
+            c.counted_ns = report["events"][0]["value"]["count"].get<double>();
+        }
+        return c;
+    }
+
+    fs::path mount_;
+    fs::path home_;
+    std::unique_ptr<CgroupDir> scratch_;
+};
+
+std::string describe(const CgroupCount& c) {
+    std::ostringstream s;
+    s << "task-clock " << c.counted_ns / 1e6 << " ms in a session of " << c.elapsed_ns / 1e6
+      << " ms; the cgroup's CPU time " << c.usage_ns / 1e6 << " ms in the " << c.wall_ns / 1e6
+      << " ms monctl took; steal " << c.stolen_ns / 1e6 << " ms\n"
+      << c.run.out << c.run.err;
+    return s.str();
+}
+
+// Checks a collect of a cgroup whose one task spins through the session.
+void expect_counts_the_spinner(const CgroupCount& c, double duration_ns) {
+    SCOPED_TRACE(describe(c));
+    ASSERT_EQ(c.run.exit_code, 0);
+    EXPECT_EQ(check_reply("CollectCounters", c.reply), "");
+    ASSERT_EQ(c.reply["report"]["events"].size(), 1u);
+    EXPECT_TRUE(c.reply["report"]["final"].get<bool>());
+    // The session counts for the whole duration asked for: its timer fires within a
+    // millisecond, and finding the cgroup or opening the counters must not come out of it.
+    EXPECT_GE(c.elapsed_ns, duration_ns - 2e6);
+    EXPECT_LE(c.elapsed_ns, duration_ns + 250e6);
+    // cpu.stat lags a running task by up to a scheduler tick at each end, and the daemon
+    // reads the counter of each CPU at a slightly different moment.
+    constexpr double kSlackNs = 20e6;
+    // Without enough CPU time for the spinner, the bounds below would hold for any count;
+    // even at nice -20 that takes a machine far busier than its CPUs.
+    if (c.usage_ns < 0.5 * c.elapsed_ns) {
+        GTEST_SKIP() << "the spinning child got too little CPU to tell a right count from a "
+                        "wrong one: "
+                     << describe(c);
+    }
+    // One spinning thread is on a CPU for the session at most: about 1 s in a 1 s session,
+    // not the 2 s of two CPUs or the time of any other task.
+    EXPECT_LE(c.counted_ns, c.elapsed_ns + kSlackNs);
+    // No more than the cgroup's own CPU time; task-clock also runs while the hypervisor steals
+    // the CPU, which cpu.stat leaves out.
+    EXPECT_LE(c.counted_ns, c.usage_ns + c.stolen_ns + kSlackNs);
+    // And all of it within the session: the cgroup's CPU time over the monctl call, less
+    // what one thread can have had outside the session. On a quiet machine the two bounds
+    // close in on the whole session; when other work or the hypervisor takes part of the
+    // spinner's CPU, the count comes down with its CPU time instead of failing the test.
+    EXPECT_GE(c.counted_ns, c.usage_ns - (c.wall_ns - c.elapsed_ns) - kSlackNs);
+}
+
+TEST_F(PerfCgroups, CollectCountsTheTasksOfACgroup) {
+    auto busy = make("busy");
+    auto idle = make("idle");
+    ASSERT_FALSE(HasFailure());
+    auto spinner = spin_in(*busy);
+    Child sleeper(Child::Does::Sleep);
+    ASSERT_GT(sleeper.pid(), 0);
+    ASSERT_EQ(idle->add(sleeper.pid()), "");
+    ASSERT_FALSE(HasFailure());
+
+    // By absolute path.
+    const auto b = collect(*busy, {"--cgroup", busy->path().string()}, "1s");
+    expect_counts_the_spinner(b, 1e9);
+    if (IsSkipped() || HasFatalFailure()) return;
+
+    // By a path below the cgroup root, while the spinner goes on in its own cgroup: a count
+    // of anything but the sleeping process would show it.
+    const auto i =
+        collect(*idle, {"--cgroup", idle->path().lexically_relative(kCgroupRoot)}, "500ms");
+    SCOPED_TRACE(describe(i));
+    ASSERT_EQ(i.run.exit_code, 0);
+    EXPECT_EQ(check_reply("CollectCounters", i.reply), "");
+    EXPECT_GE(i.elapsed_ns, 498e6);
+    EXPECT_LT(i.counted_ns, 1e6);
+}
+
+TEST_F(PerfCgroups, CollectFindsTheCgroupOfAUnit) {
+    const std::string name = "monitord-test-" + std::to_string(::getpid());
+    const std::string unit = name + ".service";
+    // As systemd lays out a service: a directory named after the unit in a slice.
+    auto slice = make("test.slice");
+    ASSERT_FALSE(HasFailure());
+    auto service = make(fs::path("test.slice") / unit);
+    ASSERT_FALSE(HasFailure());
+    // The daemon looks five levels down, deep enough for system.slice/NAME.service on
+    // cgroup2 alone and below /sys/fs/cgroup/unified.
+    const auto below_root = service->path().lexically_relative(kCgroupRoot);
+    if (std::distance(below_root.begin(), below_root.end()) > 5) {
+        GTEST_SKIP() << service->path() << " is deeper than the daemon looks for units";
+    }
+    auto spinner = spin_in(*service);
+    ASSERT_FALSE(HasFailure());
+
+    const auto c = collect(*service, {"--unit", unit}, "1s");
+    expect_counts_the_spinner(c, 1e9);
+    if (IsSkipped() || HasFatalFailure()) return;
+
+    // Without a suffix the name is a service's.
+    const auto s = collect(*service, {"--unit", name}, "300ms");
+    expect_counts_the_spinner(s, 300e6);
+}
+
+TEST_F(PerfCommands, CollectNamesAMissingUnitOrCgroup) {
+    const std::string absent = "monitord-test-" + std::to_string(::getpid()) + "-absent";
+    auto unit = daemon_->monctl({"perf", "collect", "-e", "perf::TASK-CLOCK", "-d", "100ms",
+                                 "--unit", absent + ".service"});
+    EXPECT_EQ(unit.exit_code, 1);
+    EXPECT_NE(
+        unit.err.find("no cgroup for unit " + absent + ".service under " + kCgroupRoot.string()),
+        std::string::npos)
+        << unit.err;
+    EXPECT_NE(unit.err.find("is the unit running?"), std::string::npos) << unit.err;
+    EXPECT_EQ(unit.out, "");
+
+    auto bare = daemon_->monctl(
+        {"perf", "collect", "-e", "perf::TASK-CLOCK", "-d", "100ms", "--unit", absent});
+    EXPECT_EQ(bare.exit_code, 1);
+    EXPECT_NE(bare.err.find("no cgroup for unit " + absent + ".service"), std::string::npos)
+        << bare.err;
+
+    auto slash = daemon_->monctl(
+        {"perf", "collect", "-e", "perf::TASK-CLOCK", "-d", "100ms", "--unit", "a/b.service"});
+    EXPECT_EQ(slash.exit_code, 1);
+    EXPECT_NE(slash.err.find("'a/b.service' is not a unit name"), std::string::npos) << slash.err;
+
+    // A path below the cgroup root and an absolute one both name the directory they miss.
+    for (const auto& path : {absent, (kCgroupRoot / absent).string()}) {
+        auto cgroup = daemon_->monctl(
+            {"perf", "collect", "-e", "perf::TASK-CLOCK", "-d", "100ms", "--cgroup", path});
+        EXPECT_EQ(cgroup.exit_code, 1) << path;
+        EXPECT_NE(cgroup.err.find("cgroup " + (kCgroupRoot / absent).string() +
+                                  ": No such file or directory"),
+                  std::string::npos)
+            << path << ": " << cgroup.err;
+    }
+
+    // Over varlink both are NoSuchTarget.
+    monitor::varlink::Client c = daemon_->connect();
+    for (const auto& target : {nlohmann::json{{"kind", "unit"}, {"unit", absent + ".service"}},
+                               nlohmann::json{{"kind", "cgroup"}, {"cgroup", absent}}}) {
+        auto reply = c.call("io.monitord.Monitor.CollectCounters",
+                            {{"request", {{"events", "perf::TASK-CLOCK"}, {"target", target}}},
+                             {"duration_ms", 100}});
+        ASSERT_TRUE(reply) << reply.error().to_string();
+        ASSERT_TRUE(reply->error) << target.dump();
+        EXPECT_EQ(*reply->error, "io.monitord.Monitor.NoSuchTarget") << target.dump();
+    }
+
+    // None of them left a session behind.
+    auto after = daemon_->monctl({"perf", "collect", "-e", "perf::TASK-CLOCK", "-d", "50ms"});
+    EXPECT_EQ(after.exit_code, 0) << after.err;
 }
 
 }  // namespace

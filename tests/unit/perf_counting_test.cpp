@@ -3,6 +3,7 @@
 // workload that sleeps a known number of times, daemon-side multiplexing with a forced counter
 // budget against a full-time count, and the errors for refused permissions and missing PMUs.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -15,6 +16,7 @@
 #include <functional>
 #include <thread>
 
+#include "monitor/loading/cpu_list.hpp"
 #include "monitor/perf/counter_device.hpp"
 #include "monitor/perf/derived_metrics.hpp"
 #include "monitor/perf/event_catalog.hpp"
@@ -291,6 +293,47 @@ TEST(PerfCounting, CpusUtilizedFromTaskClock) {
     EXPECT_EQ(metrics[0].name, "cpus_utilized");
     EXPECT_GT(metrics[0].value, 0.5);  // one spinning thread, on a shared machine
     EXPECT_LE(metrics[0].value, 1.05);
+}
+
+// With visit_cpus the reading thread moves to each CPU to read and switch its counters, and
+// is back where it was afterwards; the counts are those of every CPU, as without.
+TEST(PerfCounting, VisitingCpusCountsEveryCpuAndRestoresTheAffinity) {
+    auto c = catalog();
+    SessionOptions o;
+    o.events = *parse_event_list("perf::CPU-CLOCK,perf::CPU-CLOCK");
+    o.target.kind = TargetKind::EachCpu;
+    o.counter_budget = 1;  // two sets that rotate: enable and disable on each CPU too
+    o.visit_cpus = true;
+    auto online = monitor::read_online_cpus("/sys");
+    ASSERT_TRUE(online);
+    o.cpus = *online;
+    cpu_set_t before;
+    ASSERT_EQ(::sched_getaffinity(0, sizeof before, &before), 0);
+    auto s = start(c, o);
+    if (!s) GTEST_SKIP() << "counting every CPU needs CAP_PERFMON or root";
+    ASSERT_TRUE(s->rotates());
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < 6; ++i) {
+        std::this_thread::sleep_for(50ms);
+        ASSERT_TRUE(s->rotate());
+    }
+    ASSERT_TRUE(s->stop());
+    const double wall_ns =
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count();
+    auto r = s->read();
+    ASSERT_TRUE(r);
+    cpu_set_t after;
+    ASSERT_EQ(::sched_getaffinity(0, sizeof after, &after), 0);
+    EXPECT_TRUE(CPU_EQUAL(&before, &after)) << "the thread was left pinned";
+    ASSERT_EQ(r->instances.size(), o.cpus.size());
+    for (const auto& e : r->events) {
+        for (std::size_t i = 0; i < e.per_instance.size(); ++i) {
+            // Each CPU's clock runs with wall time; each set counted half of it.
+            EXPECT_NEAR(e.per_instance[i].scaled(), wall_ns, 0.1 * wall_ns)
+                << e.name << " on cpu" << r->instances[i];
+            EXPECT_NEAR(e.per_instance[i].running_ratio(), 0.5, 0.1);
+        }
+    }
 }
 
 TEST(PerfCounting, HardwareEventsWithoutAPmuSayWhy) {

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -63,6 +64,11 @@ struct SessionOptions {
     int counter_budget = 0;
     std::vector<int> cpus;  // the online CPUs, for CPU and cgroup targets
     std::string cgroup_root = "/sys/fs/cgroup";
+    // Move the calling thread onto each CPU in turn to read, enable and disable that CPU's
+    // counters, and back: done from another CPU, each of those calls interrupts the
+    // counter's CPU (an IPI), which costs 15-20 us in a VM. For a thread of its own (the
+    // daemon's loop), not for a caller's thread.
+    bool visit_cpus = false;
 };
 
 // The events and where each one counts, without counting.
@@ -146,6 +152,10 @@ class PerfSession {
     const SessionOptions& options() const { return options_; }
     // True when the counter sets take turns and rotate() must be called every slice.
     bool rotates() const { return options_.mux == MuxMode::Daemon && plan_.slots > 1; }
+    // True when a counter is narrower than 64 bits (a raw PMU counter; the kernel's counts
+    // are 64-bit): read() must then be called often enough that it never wraps twice between
+    // two reads.
+    bool narrow() const { return narrow_; }
 
     // Moves to the next counter set (daemon multiplexing); a no-op otherwise, and until the
     // exec for a target that starts at its exec.
@@ -159,8 +169,11 @@ class PerfSession {
   private:
     PerfSession(std::unique_ptr<CounterDevice> device, SessionOptions options, Plan plan);
     Result<void> open_all();
-    Result<void> set_slot_enabled(int slot, bool enabled);
-    Result<void> poll_slot(int slot);  // slot -1: the free-running groups
+    struct Instance;
+    // Calls fn for every instance, on the instance's CPU when visit_cpus is set.
+    Result<void> for_each_instance(const std::function<Result<void>(Instance&)>& fn);
+    Result<void> set_slot_enabled(Instance& inst, int slot, bool enabled);
+    Result<void> poll_slot(Instance& inst, int slot);  // slot -1: the free-running groups
     Result<void> poll();
 
     struct GroupHandles {
@@ -187,6 +200,7 @@ class PerfSession {
     int rotations_ = 0;
     bool stopped_ = false;
     bool exec_seen_ = false;  // enable_on_exec: the kernel has started the first set
+    bool narrow_ = false;
 };
 
 }  // namespace monitor::perf
