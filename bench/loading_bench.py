@@ -32,7 +32,8 @@ class Daemon:
         self.socket = os.path.join(workdir, f"monitord-{probe}.sock")
         self.proc = subprocess.Popen(
             [binary, "--socket", self.socket, "--probe", probe,
-             "--history-seconds", str(window), "--log-level", "warning"],
+             "--history-seconds", str(window), "--log-level", "warning",
+             "--watchdog", "none"],
             stdout=subprocess.DEVNULL)
         for _ in range(500):
             if os.path.exists(self.socket):

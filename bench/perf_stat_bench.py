@@ -124,7 +124,8 @@ class Daemon:
         self.monctl_bin = monctl
         self.socket = os.path.join(workdir, "monitord.sock")
         self.proc = subprocess.Popen(
-            [binary, "--socket", self.socket, "--probe", "off", "--log-level", "warning"],
+            [binary, "--socket", self.socket, "--probe", "off", "--log-level", "warning",
+             "--watchdog", "none"],
             stdout=subprocess.DEVNULL)
         for _ in range(500):
             if os.path.exists(self.socket) and self.monctl(["status"]).returncode == 0:

@@ -188,7 +188,7 @@ int main(int argc, char** argv) {
         int null = ::open("/dev/null", O_WRONLY);
         ::dup2(null, STDOUT_FILENO);
         ::execl(monitord.c_str(), monitord.c_str(), "--socket", daemon_sock.c_str(), "--log-level",
-                "warning", static_cast<char*>(nullptr));
+                "warning", "--watchdog", "none", static_cast<char*>(nullptr));
         ::_exit(127);
     }
     std::string request = nlohmann::json{{"method", "io.monitord.Monitor.GetLoading"},
