@@ -24,6 +24,7 @@
 #include "monitor/perf/event_catalog.hpp"
 #include "monitor/perf/perf_session.hpp"
 #include "monitor/status.hpp"
+#include "monitor/watchdog/watchdog.hpp"
 
 namespace {
 
@@ -103,6 +104,12 @@ struct Mon {
     std::vector<int> monitored;                     // the CPUs with a probe, as of MON_start
     PerfState perf;
     std::thread poll;
+
+    // The hardware watchdog: chosen by MON_set_watchdog, armed by MON_start, left armed by
+    // MON_stop (the device stays open; nothing pets it).
+    std::string watchdog_device;
+    std::chrono::seconds watchdog_timeout{10};
+    std::shared_ptr<monitor::watchdog::Watchdog> watchdog;
 };
 
 // Never destroyed: a program may exit with MON running, and its threads must not find the
@@ -426,6 +433,11 @@ MON_status MON_start(const MON_task_attr* idle_attr, const MON_task_attr* poll_a
     options.probe = monitor::ProbeMode::Spin;
     options.probe_attr = {idle.policy, is_nice_policy(idle.policy) ? idle.priority : 0};
     options.probe_cpus = cpu_list(idle);
+    if (!m.watchdog_device.empty() && !m.watchdog) {
+        m.watchdog =
+            std::make_shared<monitor::watchdog::Watchdog>(monitor::watchdog::PetPolicyKind::All);
+    }
+    options.idle_sink = m.watchdog;
     auto engine = monitor::Engine::create(options, [] { return std::chrono::steady_clock::now(); });
     if (!engine) {
         return fail(static_cast<MON_status>(engine.error().status),
@@ -454,6 +466,15 @@ MON_status MON_start(const MON_task_attr* idle_attr, const MON_task_attr* poll_a
                         "MON_start: IDLE task on cpu" + std::to_string(r.cpu) + ": " + r.error);
         }
         monitored.push_back(r.cpu);
+    }
+    if (m.watchdog) {
+        m.watchdog->set_cpus(monitored);
+        if (!m.watchdog->status().armed) {  // still armed when MON_stop left it so
+            if (auto r = m.watchdog->arm(m.watchdog_device, m.watchdog_timeout); !r) {
+                return fail(static_cast<MON_status>(r.error().status),
+                            "MON_start: watchdog " + r.error().message);
+            }
+        }
     }
 
     {
@@ -552,6 +573,34 @@ MON_status MON_shutdown(void) {
     m.monitored.clear();
     m.perf.last.reset();
     m.state = State::Uninitialized;
+    return MON_SUCCESS;
+}
+
+MON_status MON_set_watchdog(const char* device, unsigned int timeout_s) {
+    Mon& m = mon();
+    std::lock_guard lock(m.api);
+    if (m.state != State::Initialized) {
+        return bad_state("MON_set_watchdog", m.state, "initialized (before MON_start)");
+    }
+    if (timeout_s > 3600) {
+        return fail(MON_BADARG, "MON_set_watchdog: a timeout of " + std::to_string(timeout_s) +
+                                    " s: choose from 1 to 3600, or 0 for 10");
+    }
+    if (device != nullptr && device[0] != '/') {
+        return fail(MON_BADARG, std::string{"MON_set_watchdog: '"} + device +
+                                    "' is not an absolute path, such as /dev/watchdog");
+    }
+    // Whatever was armed is disarmed: a new device or timeout, or none.
+    if (m.watchdog) {
+        auto r = m.watchdog->disarm();
+        m.watchdog.reset();
+        if (!r) {
+            return fail(static_cast<MON_status>(r.error().status),
+                        "MON_set_watchdog: " + r.error().message);
+        }
+    }
+    m.watchdog_device = device != nullptr ? device : "";
+    m.watchdog_timeout = std::chrono::seconds(timeout_s == 0 ? 10 : timeout_s);
     return MON_SUCCESS;
 }
 

@@ -7,6 +7,7 @@
  *   MON_start(idle, poll)     start the IDLE and POLL tasks INITIALIZED   -> RUNNING
  *   MON_get_loading(&l)       loading statistics            INITIALIZED or RUNNING
  *   MON_start_perf_mon(...)   performance counters          RUNNING (see below)
+ *   MON_set_watchdog(dev, s)  the hardware watchdog         INITIALIZED
  *   MON_stop()                stop the tasks                RUNNING       -> INITIALIZED
  *   MON_shutdown()            free everything               INITIALIZED   -> UNINITIALIZED
  *
@@ -89,6 +90,21 @@ MON_status MON_start(const MON_task_attr* idle, const MON_task_attr* poll);
  * MON_stop_perf_mon(NULL). MON_BADSTATE when called from a perf callback. */
 MON_status MON_stop(void);
 MON_status MON_shutdown(void);
+
+/*
+ * The hardware watchdog, petted by the IDLE task: each IDLE thread earns a credit for every
+ * 100 ms of idle time it gets, and the watchdog is petted when every monitored CPU has earned
+ * one since the last pet (at most ten times a second). A CPU starved for the whole timeout
+ * therefore lets the watchdog reset the machine.
+ *
+ * MON_set_watchdog(device, timeout_s) chooses the device ("/dev/watchdog") and the timeout
+ * asked of the driver (1 to 3600 s; 0 for 10); MON_start opens it, which arms it, and returns
+ * MON_NODEV, MON_BUSY or MON_PERM when it cannot. MON_stop and MON_shutdown leave it armed,
+ * as on the RAD750: the machine resets unless MON_start runs again within the timeout.
+ * MON_set_watchdog(NULL, 0) disarms it (the magic close) and turns it off. Valid in the
+ * INITIALIZED state only.
+ */
+MON_status MON_set_watchdog(const char* device, unsigned int timeout_s);
 
 /* The loading of the monitored CPUs together. MON_NOTRDY before the first sample (one second
  * after MON_start()); after MON_stop(), the statistics as they were when it stopped. */

@@ -2,13 +2,17 @@
 // in the wrong state, NULL pointers, task attributes, the loading it reports, the status names
 // and last-error text, and calls from several threads. MON has one state per process: every
 // test starts with it uninitialized and leaves it so.
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <grp.h>
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -31,6 +35,7 @@
 #include <vector>
 
 #include "mon.h"
+#include "test_support.hpp"
 
 // Bit for bit, so that a NaN equals itself: a snapshot is the same bytes.
 static bool operator==(const MON_loading& a, const MON_loading& b) {
@@ -243,6 +248,7 @@ class MonApi : public testing::Test {
 
     void TearDown() override {
         (void)MON_stop();
+        (void)MON_set_watchdog(nullptr, 0);  // a test's watchdog is disarmed
         (void)MON_shutdown();
         MON_loading l{};
         EXPECT_MON(MON_get_loading(&l), MON_BADSTATE);
@@ -1196,6 +1202,105 @@ TEST_F(MonApi, CountingTheMachineWithoutPrivilegeSaysWhatIsNeeded) {
     EXPECT_EQ(WEXITSTATUS(status), static_cast<int>(MON_PERM)) << why;
     EXPECT_THAT(why, HasSubstr("perf_event_paranoid"));
     EXPECT_THAT(why, HasSubstr("CAP_PERFMON"));
+}
+
+// --- The watchdog ----------------------------------------------------------------------------
+// A FIFO stands in for /dev/watchdog: the IDLE task's pets are NUL bytes, the magic close a
+// 'V', and the end of the data tells that MON closed it.
+
+class FifoReader {
+  public:
+    explicit FifoReader(const fs::path& path) : path_(path) {
+        EXPECT_EQ(::mkfifo(path.c_str(), 0600), 0);
+        fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        EXPECT_GE(fd_, 0);
+    }
+    ~FifoReader() { ::close(fd_); }
+    // Reads what is there; returns false once the writer has closed.
+    bool Poll() {
+        char buf[256];
+        for (;;) {
+            const ssize_t n = ::read(fd_, buf, sizeof buf);
+            if (n > 0) {
+                data_.append(buf, static_cast<std::size_t>(n));
+                continue;
+            }
+            return !(n == 0 && !data_.empty());
+        }
+    }
+    std::size_t Pets() {
+        (void)Poll();
+        return static_cast<std::size_t>(std::count(data_.begin(), data_.end(), '\0'));
+    }
+    const std::string& data() const { return data_; }
+
+  private:
+    fs::path path_;
+    int fd_ = -1;
+    std::string data_;
+};
+
+bool WaitPets(FifoReader& r, std::size_t n, std::chrono::milliseconds within) {
+    const auto deadline = Clock::now() + within;
+    while (r.Pets() < n && Clock::now() < deadline) std::this_thread::sleep_for(20ms);
+    return r.Pets() >= n;
+}
+
+TEST_F(MonApi, WatchdogIsSetBeforeStart) {
+    EXPECT_BADSTATE(MON_set_watchdog("/dev/watchdog", 10), "MON_set_watchdog");
+    ASSERT_MON(MON_initialize(), MON_SUCCESS);
+    EXPECT_MON(MON_set_watchdog("dev/watchdog", 10), MON_BADARG);
+    EXPECT_THAT(MON_last_error(), HasSubstr("not an absolute path"));
+    EXPECT_MON(MON_set_watchdog("/dev/watchdog", 3601), MON_BADARG);
+    EXPECT_MON(MON_set_watchdog(nullptr, 0), MON_SUCCESS);
+    ASSERT_MON(MON_start(nullptr, nullptr), MON_SUCCESS);
+    EXPECT_BADSTATE(MON_set_watchdog(nullptr, 0), "MON_set_watchdog");
+}
+
+TEST_F(MonApi, AMissingWatchdogFailsTheStart) {
+    const fs::path dir = testing::TempDir();
+    const std::string missing = (dir / "no-such-watchdog").string();
+    ASSERT_MON(MON_initialize(), MON_SUCCESS);
+    ASSERT_MON(MON_set_watchdog(missing.c_str(), 10), MON_SUCCESS);
+    EXPECT_MON(MON_start(nullptr, nullptr), MON_NODEV);
+    EXPECT_THAT(MON_last_error(), HasSubstr(missing));
+    EXPECT_STATE(Initialized);
+    EXPECT_TRUE(NoOtherThreadWithin(3000ms)) << "a failed start left a task running";
+}
+
+// The IDLE task pets; MON_stop leaves the watchdog armed (open, not petted) and MON_start
+// pets it again; MON_set_watchdog(NULL, 0) disarms it.
+TEST_F(MonApi, StopLeavesTheWatchdogArmed) {
+    // Should an assertion end the test with the FIFO still open, a pet into it without a
+    // reader must fail, not kill the test program.
+    ::signal(SIGPIPE, SIG_IGN);
+    test_support::ScratchDir dir;
+    FifoReader reader(dir.path() / "watchdog");
+    const std::string device = (dir.path() / "watchdog").string();
+    ASSERT_MON(MON_initialize(), MON_SUCCESS);
+    ASSERT_MON(MON_set_watchdog(device.c_str(), 10), MON_SUCCESS);
+    ASSERT_MON(MON_start(nullptr, nullptr), MON_SUCCESS);
+    ASSERT_TRUE(WaitPets(reader, 3, 5000ms)) << "pets: " << reader.Pets();
+
+    ASSERT_MON(MON_stop(), MON_SUCCESS);
+    std::this_thread::sleep_for(100ms);
+    const std::size_t stopped = reader.Pets();
+    std::this_thread::sleep_for(500ms);
+    EXPECT_EQ(reader.Pets(), stopped) << "petted after MON_stop";
+    EXPECT_TRUE(reader.Poll()) << "MON_stop closed the watchdog";
+    EXPECT_EQ(reader.data().find('V'), std::string::npos) << "MON_stop disarmed the watchdog";
+
+    ASSERT_MON(MON_start(nullptr, nullptr), MON_SUCCESS);
+    EXPECT_TRUE(WaitPets(reader, stopped + 2, 5000ms)) << "no pets after MON_start again";
+    ASSERT_MON(MON_stop(), MON_SUCCESS);
+    ASSERT_MON(MON_shutdown(), MON_SUCCESS);
+    EXPECT_TRUE(reader.Poll()) << "MON_shutdown closed the watchdog";
+
+    ASSERT_MON(MON_initialize(), MON_SUCCESS);
+    ASSERT_MON(MON_set_watchdog(nullptr, 0), MON_SUCCESS);
+    EXPECT_FALSE(reader.Poll()) << "still open after MON_set_watchdog(NULL, 0)";
+    ASSERT_FALSE(reader.data().empty());
+    EXPECT_EQ(reader.data().back(), 'V');
 }
 
 }  // namespace
