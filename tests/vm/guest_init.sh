@@ -38,6 +38,12 @@ until monctl -s /run/monitord.sock status >/dev/null 2>&1; do
 done
 say "READY case=$CASE wd=$WD"
 monctl -s /run/monitord.sock watchdog status
+if [ "$CASE" = idle ]; then
+    # A second daemon finds the device held (EBUSY) and must say who may hold it.
+    if monitord --socket /run/second.sock --watchdog /dev/watchdog 2>&1 | grep -q RuntimeWatchdogSec; then
+        say "BUSY_EXPLAINED"
+    fi
+fi
 
 # Busy loops on every CPU; $1: chrt arguments for a real-time policy, or nothing.
 load() {

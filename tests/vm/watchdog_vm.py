@@ -4,7 +4,8 @@ here (busybox, the watchdog modules, the freshly built monitord and monctl with 
 libraries, guest_init.sh as /init), and -device i6300esb -watchdog-action poweroff -no-reboot.
 
 Cases, each in a fresh VM, for the i6300esb and then for softdog:
-  idle     monitord runs on an idle machine for 3x the timeout: the VM stays up, pets seen
+  idle     monitord runs on an idle machine for 3x the timeout: the VM stays up, pets seen;
+           a second monitord on the same device fails with EBUSY and names the usual holders
   busy     a normal-priority busy loop on every CPU: the VM ends within timeout + margin
   fifo     the same with SCHED_FIFO loops (RT throttling off): the VM ends
   sigterm  SIGTERM: the magic close; the VM stays up for another 3x the timeout
@@ -139,6 +140,8 @@ def run_case(case, wd, timeout, kernel, initramfs, log_dir):
         problems.append("the VM survived" if alive else "the VM ended")
     if case == "idle" and (not pets or max(pets) < 2 * timeout):
         problems.append(f"too few pets seen: {max(pets) if pets else 0}")
+    if case == "idle" and "BUSY_EXPLAINED" not in marks:
+        problems.append("a second monitord on the held device did not explain EBUSY")
     if not expected and not alive and since and after > timeout + MARGIN_S:
         problems.append(f"the VM ended {after:.1f} s after, later than the timeout + margin")
     verdict = "ok" if not problems else "FAILED: " + "; ".join(problems)
