@@ -613,43 +613,59 @@ TEST_F(MonApi, PollTaskRunsRealTime) {
     EXPECT_TRUE(Plausible(l));
 }
 
-// The default attributes ask for nothing a program lacks: an unprivileged program started
-// with `nice -n 5` can start MON with them. Run in a child process, which can drop root.
-TEST_F(MonApi, DefaultAttributesNeedNoPrivilege) {
+// Runs `calls` in a child process that drops root for "nobody" (when it is root), then stops
+// and shuts MON down. Returns the child's exit code (what `calls` returned) and what
+// MON_last_error() said; code 100 when the child could not drop root.
+struct ChildResult {
+    int code = -1;
+    std::string why;
+};
+ChildResult RunAsNobody(const std::function<int()>& calls) {
     int fds[2];
-    ASSERT_EQ(::pipe(fds), 0);
+    if (::pipe(fds) != 0) return {};
     const pid_t child = ::fork();
-    ASSERT_GE(child, 0);
     if (child == 0) {
         ::close(fds[0]);
         if (::geteuid() == 0 &&
             (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0)) {
             ::_exit(100);
         }
-        errno = 0;
-        if (::nice(5) == -1 && errno != 0) ::_exit(101);
-        MON_status s = MON_initialize();
-        if (s == MON_SUCCESS) s = MON_start(nullptr, nullptr);
+        const int code = calls();
         const std::string why = MON_last_error();
         (void)!::write(fds[1], why.data(), why.size());
         (void)MON_stop();
         (void)MON_shutdown();
-        ::_exit(static_cast<int>(s));
+        ::_exit(code);
     }
     ::close(fds[1]);
-    std::string why;
+    ChildResult r;
     char buf[256];
-    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) why.append(buf, std::size_t(n));
+    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) r.why.append(buf, std::size_t(n));
     ::close(fds[0]);
     int status = 0;
-    ASSERT_EQ(::waitpid(child, &status, 0), child);
-    ASSERT_TRUE(WIFEXITED(status)) << "the child died, status " << status;
-    const int code = WEXITSTATUS(status);
-    if (code == 100) GTEST_SKIP() << "cannot switch to an unprivileged user here";
-    ASSERT_NE(code, 101) << "nice(5) failed in the child";
-    EXPECT_EQ(code, static_cast<int>(MON_SUCCESS))
+    if (child < 0 || ::waitpid(child, &status, 0) != child || !WIFEXITED(status)) {
+        ADD_FAILURE() << "the child died, status " << status;
+        return r;
+    }
+    r.code = WEXITSTATUS(status);
+    return r;
+}
+
+// The default attributes ask for nothing a program lacks: an unprivileged program started
+// with `nice -n 5` can start MON with them. Run in a child process, which can drop root.
+TEST_F(MonApi, DefaultAttributesNeedNoPrivilege) {
+    const auto r = RunAsNobody([] {
+        errno = 0;
+        if (::nice(5) == -1 && errno != 0) return 101;
+        MON_status s = MON_initialize();
+        if (s == MON_SUCCESS) s = MON_start(nullptr, nullptr);
+        return static_cast<int>(s);
+    });
+    if (r.code == 100) GTEST_SKIP() << "cannot switch to an unprivileged user here";
+    ASSERT_NE(r.code, 101) << "nice(5) failed in the child";
+    EXPECT_EQ(r.code, static_cast<int>(MON_SUCCESS))
         << "MON_start(NULL, NULL) at nice 5 without privilege returned "
-        << MON_status_name(static_cast<MON_status>(code)) << ": " << why;
+        << MON_status_name(static_cast<MON_status>(r.code)) << ": " << r.why;
 }
 
 // --- Status names and the last error ---------------------------------------------------------
@@ -1161,7 +1177,7 @@ TEST_F(MonApi, CallbacksMayStartTheNextCollection) {
 }
 
 // Without privilege, counting the machine is refused, and the message says what would allow
-// it. Run in a child process, which can drop root.
+// it.
 TEST_F(MonApi, CountingTheMachineWithoutPrivilegeSaysWhatIsNeeded) {
     std::ifstream paranoid_file("/proc/sys/kernel/perf_event_paranoid");
     int paranoid = -1;
@@ -1169,39 +1185,18 @@ TEST_F(MonApi, CountingTheMachineWithoutPrivilegeSaysWhatIsNeeded) {
         GTEST_SKIP() << "perf_event_paranoid is " << paranoid
                      << ": anyone may count the machine here";
     }
-    int fds[2];
-    ASSERT_EQ(::pipe(fds), 0);
-    const pid_t child = ::fork();
-    ASSERT_GE(child, 0);
-    if (child == 0) {
-        ::close(fds[0]);
-        if (::geteuid() == 0 &&
-            (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0)) {
-            ::_exit(100);
-        }
+    const auto r = RunAsNobody([] {
         MON_status s = MON_initialize();
         if (s == MON_SUCCESS) s = MON_start(nullptr, nullptr);
         MON_perf_config config{};
         config.events[0] = kTaskClock;
         if (s == MON_SUCCESS) s = MON_start_perf_mon(&config);
-        const std::string why = MON_last_error();
-        (void)!::write(fds[1], why.data(), why.size());
-        (void)MON_stop();
-        (void)MON_shutdown();
-        ::_exit(static_cast<int>(s));
-    }
-    ::close(fds[1]);
-    std::string why;
-    char buf[256];
-    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) why.append(buf, std::size_t(n));
-    ::close(fds[0]);
-    int status = 0;
-    ASSERT_EQ(::waitpid(child, &status, 0), child);
-    ASSERT_TRUE(WIFEXITED(status)) << "the child died, status " << status;
-    if (WEXITSTATUS(status) == 100) GTEST_SKIP() << "cannot switch to an unprivileged user here";
-    EXPECT_EQ(WEXITSTATUS(status), static_cast<int>(MON_PERM)) << why;
-    EXPECT_THAT(why, HasSubstr("perf_event_paranoid"));
-    EXPECT_THAT(why, HasSubstr("CAP_PERFMON"));
+        return static_cast<int>(s);
+    });
+    if (r.code == 100) GTEST_SKIP() << "cannot switch to an unprivileged user here";
+    EXPECT_EQ(r.code, static_cast<int>(MON_PERM)) << r.why;
+    EXPECT_THAT(r.why, HasSubstr("perf_event_paranoid"));
+    EXPECT_THAT(r.why, HasSubstr("CAP_PERFMON"));
 }
 
 // --- The watchdog ----------------------------------------------------------------------------
