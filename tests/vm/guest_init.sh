@@ -76,7 +76,8 @@ case $CASE in
         ;;
     fifo)
         # Without this the kernel keeps 5% of each second for normal tasks (RT throttling),
-        # and the probes earn a credit every 2 s from it.
+        # from which the SCHED_IDLE probes could still earn a credit every ~2 s (not
+        # measured here).
         echo -1 >/proc/sys/kernel/sched_rt_runtime_us
         say "LOAD SCHED_FIFO on $(nproc) CPUs"
         load "-f 50"
