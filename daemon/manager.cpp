@@ -273,7 +273,8 @@ Result<void> Manager::arm_watchdog() {
                       " is petted by the idle probes, and --probe off runs none; use "
                       "spin or sleep");
     }
-    watchdog_->set_cpus(probing_cpus());
+    watchdog_cpus_ = probing_cpus();
+    watchdog_->set_cpus(watchdog_cpus_);
     auto r = watchdog_->arm(device, std::chrono::seconds(c.watchdog_timeout));
     if (!r) {
         if (automatic) return refuse(r.error().message);
@@ -319,7 +320,11 @@ std::optional<monitor::protocol::WatchdogInfo> Manager::watchdog_info() const {
 // Each tick: the CPUs that must earn credits, and pet failures (logged when they change).
 void Manager::watch_watchdog() {
     if (!watchdog_) return;
-    watchdog_->set_cpus(probing_cpus());
+    // Only on a change: set_cpus takes the lock the probes take (see Watchdog::status).
+    if (auto cpus = probing_cpus(); cpus != watchdog_cpus_) {
+        watchdog_->set_cpus(cpus);
+        watchdog_cpus_ = std::move(cpus);
+    }
     const auto s = watchdog_->status();
     if (s.pet_errors != watchdog_errors_seen_) {
         spdlog::error("Watchdog {}: {} pet(s) failed, last: {}", s.device,

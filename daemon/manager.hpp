@@ -68,6 +68,7 @@ class Manager {
     // Before the engine: its probes hold it, and credit it from their threads.
     std::shared_ptr<monitor::watchdog::Watchdog> watchdog_;
     std::uint64_t watchdog_errors_seen_ = 0;
+    std::vector<int> watchdog_cpus_;  // as last given to set_cpus
     std::unique_ptr<monitor::Engine> engine_;
     std::optional<ControlSocket> socket_;
     std::unique_ptr<VarlinkServer> server_;

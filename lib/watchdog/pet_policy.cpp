@@ -40,4 +40,12 @@ std::vector<int> PetPolicy::waiting_for() const {
     return out;
 }
 
+std::optional<std::vector<int>> PetPolicy::try_waiting_for() const {
+    std::unique_lock lock(mutex_, std::try_to_lock);
+    if (!lock.owns_lock()) return std::nullopt;
+    std::vector<int> out;
+    std::ranges::set_difference(cpus_, credited_, std::back_inserter(out));
+    return out;
+}
+
 }  // namespace monitor::watchdog

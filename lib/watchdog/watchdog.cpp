@@ -38,8 +38,9 @@ void Watchdog::credit(int cpu) noexcept {
     std::lock_guard lock(mutex_);
     if (!device_ || !device_->is_open()) return;
     if (auto r = device_->pet(); !r) {
-        ++pet_errors_;
+        std::lock_guard error_lock(error_mutex_);
         last_error_ = r.error().message;
+        ++pet_errors_;
         return;
     }
     ++pets_;
@@ -49,11 +50,16 @@ void Watchdog::credit(int cpu) noexcept {
 WatchdogStatus Watchdog::status() const {
     WatchdogStatus s;
     s.policy = policy_.kind();
-    s.waiting_for = policy_.waiting_for();
+    if (auto w = policy_.try_waiting_for()) waiting_for_ = std::move(*w);
+    s.waiting_for = waiting_for_;
     s.pets = pets_.load();
     s.pet_errors = pet_errors_.load();
-    std::lock_guard lock(mutex_);
-    s.last_error = last_error_;
+    if (s.pet_errors > 0) {
+        std::lock_guard error_lock(error_mutex_);
+        s.last_error = last_error_;
+    }
+    // No mutex_ here: only this (the owner's) thread changes device_, and the probes only
+    // read it.
     if (!device_) return s;
     s.device = device_->path();
     s.armed = device_->is_open();

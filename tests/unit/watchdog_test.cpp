@@ -211,6 +211,45 @@ TEST_F(FifoDevice, CreditsPetThroughThePolicy) {
     EXPECT_FALSE(w.status().armed);
 }
 
+// status() runs in the daemon's main loop and must never wait for a probe: here a pet is
+// stuck in a write to a full FIFO while holding the device, and status() still answers.
+TEST_F(FifoDevice, StatusDoesNotWaitForAStuckPet) {
+    std::atomic<std::int64_t> now_ns{t0.time_since_epoch().count()};
+    Watchdog w(PetPolicyKind::Any,
+               [&] { return Clock::time_point(Clock::duration(now_ns.load())); });
+    w.set_cpus({0});
+    ASSERT_TRUE(w.arm(path_, 10s));
+    std::atomic<bool> stuck_done{false};
+    std::thread prober([&] {
+        // A pet every 100 ms of the test clock until the FIFO (64 KiB) is full and a write
+        // blocks; the reader below drains it at the end.
+        for (int i = 0; i < 70000 && !stuck_done; ++i) {
+            now_ns += std::chrono::nanoseconds(100ms).count();
+            w.credit(0);
+        }
+        stuck_done = true;
+    });
+    // Wait until the prober is stuck: the pets stop increasing.
+    std::uint64_t last = 0;
+    for (int same = 0; same < 5;) {
+        std::this_thread::sleep_for(20ms);
+        const auto pets = w.status().pets;
+        same = pets == last ? same + 1 : 0;
+        last = pets;
+    }
+    ASSERT_FALSE(stuck_done) << "the FIFO never filled";
+    const auto start = Clock::now();
+    const auto s = w.status();
+    EXPECT_LT(Clock::now() - start, 50ms) << "status() waited for the stuck pet";
+    EXPECT_TRUE(s.armed);
+    EXPECT_GT(s.pets, 60000u);
+    stuck_done = true;  // stop after the next pet
+    while (!Drain().empty()) {
+    }
+    prober.join();
+    ASSERT_TRUE(w.disarm());
+}
+
 // --- The probes' credits on a real CPU ---------------------------------------------------------
 
 struct CountingSink : monitor::IdleCreditSink {

@@ -44,6 +44,10 @@ class PetPolicy {
     PetPolicyKind kind() const { return kind_; }
     // The CPUs that have not earned a credit since the last pet.
     std::vector<int> waiting_for() const;
+    // The same, or nullopt when a probe holds the lock right now: a SCHED_IDLE probe
+    // preempted while holding it may not run again for a long time on a busy CPU, and the
+    // main loop must not wait for it.
+    std::optional<std::vector<int>> try_waiting_for() const;
 
   private:
     const PetPolicyKind kind_;

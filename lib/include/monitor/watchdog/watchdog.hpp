@@ -52,6 +52,9 @@ class Watchdog final : public IdleCreditSink {
     // The CPUs whose probes must earn credits (see PetPolicy::set_cpus).
     void set_cpus(const std::vector<int>& cpus) { policy_.set_cpus(cpus); }
 
+    // From the owner's thread only (the one that arms and disarms). It never waits for a
+    // lock a probe holds: a SCHED_IDLE probe preempted on a busy CPU may hold it for long.
+
     // From a probe's thread.
     void credit(int cpu) noexcept override;
 
@@ -65,7 +68,9 @@ class Watchdog final : public IdleCreditSink {
     std::atomic<std::uint64_t> pets_{0};
     std::atomic<std::uint64_t> pet_errors_{0};
     std::atomic<std::int64_t> last_pet_ns_{0};  // on now_'s clock; 0: never
-    std::string last_error_;                    // under mutex_
+    mutable std::mutex error_mutex_;            // taken by a probe only when a pet failed
+    std::string last_error_;                    // under error_mutex_
+    mutable std::vector<int> waiting_for_;      // the last known, for status()
 };
 
 }  // namespace monitor::watchdog
