@@ -467,6 +467,7 @@ MON_status MON_start(const MON_task_attr* idle_attr, const MON_task_attr* poll_a
         }
         monitored.push_back(r.cpu);
     }
+    bool armed_here = false;
     if (m.watchdog) {
         m.watchdog->set_cpus(monitored);
         if (!m.watchdog->status().armed) {  // still armed when MON_stop left it so
@@ -474,6 +475,7 @@ MON_status MON_start(const MON_task_attr* idle_attr, const MON_task_attr* poll_a
                 return fail(static_cast<MON_status>(r.error().status),
                             "MON_start: watchdog " + r.error().message);
             }
+            armed_here = true;
         }
     }
 
@@ -482,7 +484,9 @@ MON_status MON_start(const MON_task_attr* idle_attr, const MON_task_attr* poll_a
         m.engine = std::move(*engine);
         m.stop_poll = false;
     }
-    auto undo = [&m](std::string why) {
+    auto undo = [&m, armed_here](std::string why) {
+        // A watchdog this call armed must not fire for a MON that never ran.
+        if (armed_here) (void)m.watchdog->disarm();
         std::lock_guard data(m.data);
         m.engine.reset();
         return fail(MON_TSKSPAWN, "MON_start: " + why);

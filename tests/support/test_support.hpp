@@ -79,4 +79,17 @@ inline std::string stat_text(const std::map<int, Ticks>& cpus) {
     return text + "intr 1234567 0 0\nctxt 7654321\nbtime 1718102754\nprocesses 4242\n";
 }
 
+// The calling thread's context switches so far, voluntary and not, as the scheduler counts
+// them (proc(5)).
+inline long thread_context_switches() {
+    std::ifstream status("/proc/thread-self/status");
+    long total = 0;
+    for (std::string line; std::getline(status, line);) {
+        if (line.find("ctxt_switches:") != std::string::npos) {
+            total += std::stol(line.substr(line.find(':') + 1));
+        }
+    }
+    return total;
+}
+
 }  // namespace test_support
