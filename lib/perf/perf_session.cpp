@@ -487,7 +487,6 @@ Result<void> PerfSession::rotate() {
 
 Result<void> PerfSession::stop() {
     if (stopped_) return {};
-    stopped_at_ = Clock::now();
     auto r = for_each_instance([this](Instance& inst) -> Result<void> {
         for (auto& gh : inst.groups) {
             if (!gh.handles.empty()) (void)device_->disable(gh.handles.front());
@@ -496,6 +495,9 @@ Result<void> PerfSession::stop() {
         if (options_.mux == MuxMode::Daemon && plan_.slots > 0) return poll_slot(inst, slot_);
         return {};
     });
+    // After the last counter stopped: the session's time covers all of their counting, also
+    // when stopping them took long (moving to a busy CPU).
+    stopped_at_ = Clock::now();
     stopped_ = true;
     return r;
 }
