@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <system_error>
 
 #include "monitor/perf/ppc750_events.hpp"
@@ -350,8 +351,8 @@ Result<void> CounterService::arm_timers() {
         sd_event_source_set_enabled(src, SD_EVENT_ON);
     }
     if (s.owner) {
-        const auto first = s.interval ? std::chrono::steady_clock::now() + *s.interval : s.ends;
-        const auto due = std::min(first, s.ends);
+        const auto due =
+            s.interval ? period_end(std::chrono::steady_clock::now() + *s.interval) : s.ends;
         const std::uint64_t at = static_cast<std::uint64_t>(
             std::chrono::duration_cast<std::chrono::microseconds>(due.time_since_epoch()).count());
         sd_event_source* src = nullptr;
@@ -360,6 +361,21 @@ Result<void> CounterService::arm_timers() {
         period_timer_.reset(src);
     }
     return {};
+}
+
+std::chrono::steady_clock::time_point CounterService::period_end(
+    std::chrono::steady_clock::time_point target) const {
+    using namespace std::chrono;
+    const auto& s = *active_;
+    if (options_.next_tick_usec && s.interval && s.interval->count() % 1000 == 0) {
+        const steady_clock::time_point tick{microseconds(options_.next_tick_usec())};
+        // Ticks come every second from `tick` on: the nearest one to the target, so the first
+        // period lasts its interval give or take half a second, the next ones their interval.
+        const auto seconds =
+            std::max<std::int64_t>(0, std::llround(duration<double>(target - tick).count()));
+        target = tick + std::chrono::seconds(seconds);
+    }
+    return std::min(target, s.ends);
 }
 
 int CounterService::on_slice_timer(sd_event_source* s, uint64_t usec, void* userdata) {
@@ -422,9 +438,13 @@ void CounterService::on_period() {
         ++s.period;
         Reply r;
         r.parameters = json{
-            {"plan", protocol::to_json(protocol::make_plan_message(s.session->plan()))},
             {"report", protocol::to_json(protocol::make_report(
                            s.session->plan(), report->since(s.last), s.per_cpu, s.period, false))}};
+        // The plan does not change: the first record and the totals carry it.
+        if (s.period == 1) {
+            r.parameters["plan"] =
+                protocol::to_json(protocol::make_plan_message(s.session->plan()));
+        }
         r.continues = true;
         s.last = *report;
         if (!server_.send(owner, Response{r})) return;  // the close handler ended the session
@@ -441,7 +461,7 @@ void CounterService::on_period() {
         server_.send(owner, Response{r});
         return;
     }
-    const auto next = std::min(now + *s.interval, s.ends);
+    const auto next = period_end(now + *s.interval);
     sd_event_source_set_time(
         period_timer_.get(),
         static_cast<std::uint64_t>(

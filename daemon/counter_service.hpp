@@ -26,6 +26,9 @@ using DeviceFactory = std::function<std::unique_ptr<monitor::perf::CounterDevice
 struct CounterServiceOptions {
     std::filesystem::path cgroup_root = "/sys/fs/cgroup";
     DeviceFactory device;  // empty: perf_event_open
+    // When the daemon's next loading tick is due (CLOCK_MONOTONIC, µs). Records of an
+    // interval of whole seconds end on these ticks, so that the loop wakes once a second.
+    std::function<std::uint64_t()> next_tick_usec;
 };
 
 class CounterService {
@@ -66,6 +69,10 @@ class CounterService {
     Response read();
     Response stop();
     std::optional<monitor::Error> refuse(const Peer& peer) const;
+    // When the period that would end at `target` ends: on the nearest loading tick when the
+    // interval is whole seconds, else `target`; never after the session's end.
+    std::chrono::steady_clock::time_point period_end(
+        std::chrono::steady_clock::time_point target) const;
     // Opens the request's counters as the one session `s` (its client-side fields filled
     // in); the error reply when that cannot be.
     std::optional<monitor::varlink::Reply> begin(const monitor::protocol::CounterRequest& request,

@@ -109,8 +109,10 @@ Result<void> Manager::setup() {
         e, socket_->fd(),
         VarlinkServer::Info{"monitord", "monitord", MONITORD_VERSION, "man:monitord(8)"}, limits);
     register_methods();
+    auto counter_options = options_.counters;
+    counter_options.next_tick_usec = [this] { return next_tick_usec_; };
     counters_ = std::make_unique<CounterService>(
-        e, *server_, [this] { return engine_->online_cpus(); }, options_.counters);
+        e, *server_, [this] { return engine_->online_cpus(); }, std::move(counter_options));
     counters_->setup();
     server_->set_close_handler(
         [this](std::uint64_t connection) { counters_->connection_closed(connection); });

@@ -401,8 +401,9 @@ class CpuVisit {
 
 }  // namespace
 
-Result<void> PerfSession::for_each_instance(const std::function<Result<void>(Instance&)>& fn) {
-    CpuVisit visit(options_.visit_cpus);
+Result<void> PerfSession::for_each_instance(const std::function<Result<void>(Instance&)>& fn,
+                                            bool visit_worth_it) {
+    CpuVisit visit(options_.visit_cpus && visit_worth_it);
     for (auto& inst : instances_) {
         visit.go(inst.target.cpu);
         if (auto r = fn(inst); !r) return r;
@@ -453,11 +454,23 @@ Result<void> PerfSession::poll_slot(Instance& inst, int slot) {
 }
 
 Result<void> PerfSession::poll() {
-    return for_each_instance([this](Instance& inst) -> Result<void> {
-        if (auto r = poll_slot(inst, -1); !r) return r;
-        if (options_.mux == MuxMode::Daemon && plan_.slots > 0) return poll_slot(inst, slot_);
-        return {};
-    });
+    // Going to a CPU and back costs about three migrations, a read from afar one interrupt
+    // of that CPU. Measured in a VM with software events on two CPUs, 1 read a second: 2
+    // reads per CPU cost the reading thread less from afar, 8 less by visiting (0.49 against
+    // 0.66 ms/s).
+    constexpr std::size_t kReadsWorthAVisit = 4;
+    std::size_t reads = 0;  // on each CPU: the free-running counters and the running set's
+    for (const auto& pg : plan_.groups_of_counters) {
+        const bool free = pg.set < 0 || options_.mux != MuxMode::Daemon;
+        if (free || slot_ % pg.sets == pg.set) reads += pg.members.size();
+    }
+    return for_each_instance(
+        [this](Instance& inst) -> Result<void> {
+            if (auto r = poll_slot(inst, -1); !r) return r;
+            if (options_.mux == MuxMode::Daemon && plan_.slots > 0) return poll_slot(inst, slot_);
+            return {};
+        },
+        reads >= kReadsWorthAVisit);
 }
 
 Result<void> PerfSession::rotate() {

@@ -119,6 +119,48 @@ TEST_F(PerfCommands, IntervalsStreamPerPeriodCounts) {
     }
 }
 
+// Whole seconds: periods end on the daemon's loading ticks (one wake-up a second for both),
+// so the first lasts 0.5 to 1.5 s and the next ones 1 s; the plan comes with the first record
+// and with the totals only.
+TEST_F(PerfCommands, WholeSecondIntervalsEndOnTheLoadingTicks) {
+    auto r = daemon_->monctl(
+        {"perf", "collect", "-e", "perf::TASK-CLOCK", "-d", "3500ms", "-i", "1s", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::istringstream lines(r.out);
+    std::vector<nlohmann::json> records;
+    for (std::string line; std::getline(lines, line);) {
+        records.push_back(nlohmann::json::parse(line));
+        EXPECT_EQ(check_reply("CollectCounters", records.back()), "") << line;
+    }
+    // 3 or 4 periods (the last one cut by the duration), then the totals.
+    ASSERT_GE(records.size(), 4u) << r.out;
+    ASSERT_LE(records.size(), 5u) << r.out;
+    const auto& totals = records.back()["report"];
+    EXPECT_TRUE(totals["final"].get<bool>());
+    EXPECT_TRUE(records.back().contains("plan"));
+    EXPECT_TRUE(records.front().contains("plan"));
+    const std::size_t periods = records.size() - 1;
+    double sum = 0;
+    for (std::size_t i = 0; i < periods; ++i) {
+        const auto& report = records[i]["report"];
+        EXPECT_EQ(report["period"].get<int>(), static_cast<int>(i + 1));
+        if (i > 0) {
+            EXPECT_FALSE(records[i].contains("plan")) << "period " << i + 1;
+        }
+        const double elapsed = report["elapsed"].get<double>();
+        sum += elapsed;
+        if (i == 0) {
+            EXPECT_GE(elapsed, 0.49);
+            EXPECT_LE(elapsed, 1.51);
+        } else if (i + 1 < periods) {
+            EXPECT_NEAR(elapsed, 1.0, 0.02) << "period " << i + 1;  // tick to tick
+        }
+    }
+    // The periods cover the collection, which lasts its duration.
+    EXPECT_NEAR(sum, totals["elapsed"].get<double>(), 0.01);
+    EXPECT_NEAR(totals["elapsed"].get<double>(), 3.5, 0.05);
+}
+
 TEST_F(PerfCommands, MultiplexingWithACounterBudgetScales) {
     auto r = daemon_->monctl({"perf", "collect", "-e",
                               "perf::TASK-CLOCK,perf::TASK-CLOCK,perf::TASK-CLOCK,perf::TASK-CLOCK",

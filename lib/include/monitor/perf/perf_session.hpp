@@ -66,8 +66,9 @@ struct SessionOptions {
     std::string cgroup_root = "/sys/fs/cgroup";
     // Move the calling thread onto each CPU in turn to read, enable and disable that CPU's
     // counters, and back: done from another CPU, each of those calls interrupts the
-    // counter's CPU (an IPI), which costs 15-20 us in a VM. For a thread of its own (the
-    // daemon's loop), not for a caller's thread.
+    // counter's CPU (an IPI), which costs 15-20 us in a VM. Done for the calls of a rotation
+    // and of the stop, and for reads of 4 counters or more per CPU (fewer are cheaper from
+    // afar). For a thread of its own (the daemon's loop), not for a caller's thread.
     bool visit_cpus = false;
 };
 
@@ -170,8 +171,10 @@ class PerfSession {
     PerfSession(std::unique_ptr<CounterDevice> device, SessionOptions options, Plan plan);
     Result<void> open_all();
     struct Instance;
-    // Calls fn for every instance, on the instance's CPU when visit_cpus is set.
-    Result<void> for_each_instance(const std::function<Result<void>(Instance&)>& fn);
+    // Calls fn for every instance, on the instance's CPU when visit_cpus is set and fn makes
+    // enough calls on each CPU for the moves to pay (visit_worth_it).
+    Result<void> for_each_instance(const std::function<Result<void>(Instance&)>& fn,
+                                   bool visit_worth_it = true);
     Result<void> set_slot_enabled(Instance& inst, int slot, bool enabled);
     Result<void> poll_slot(Instance& inst, int slot);  // slot -1: the free-running groups
     Result<void> poll();
