@@ -1,11 +1,13 @@
 #include "config.hpp"
 
+#include <grp.h>
 #include <toml++/toml.h>
 
 #include <algorithm>
 #include <array>
 #include <functional>
 #include <initializer_list>
+#include <vector>
 
 #include "monitor/loading/idle_probe.hpp"
 #include "monitord-config.h"
@@ -39,8 +41,8 @@ Result<void> one_of(const std::string& value, std::initializer_list<const char*>
     return fail(Status::BadArg, "'" + value + "' is not accepted");
 }
 
-const std::array<Key, 8>& keys() {
-    static const std::array<Key, 8> table{{
+const std::array<Key, 10>& keys() {
+    static const std::array<Key, 10> table{{
         {"daemon", "socket", "an absolute path, e.g. \"/run/monitord/io.monitord.Monitor\"",
          [](const toml::node& n, Config& c) -> Result<void> {
              auto s = as_string(n);
@@ -103,6 +105,24 @@ const std::array<Key, 8>& keys() {
              if (!s) return std::unexpected(s.error());
              if (auto r = one_of(*s, {"disarm", "keep-armed"}); !r) return r;
              c.watchdog_on_stop = *s;
+             return {};
+         }},
+        {"access", "socket-group", kGroupAccepted,
+         [](const toml::node& n, Config& c) -> Result<void> {
+             auto s = as_string(n);
+             if (!s) return std::unexpected(s.error());
+             if (auto g = group_id(*s); !g) return std::unexpected(g.error());
+             c.socket_group = *s;
+             return {};
+         }},
+        {"access", "control-group", kControlGroupAccepted,
+         [](const toml::node& n, Config& c) -> Result<void> {
+             auto s = as_string(n);
+             if (!s) return std::unexpected(s.error());
+             if (!s->empty()) {
+                 if (auto g = group_id(*s); !g) return std::unexpected(g.error());
+             }
+             c.control_group = *s;
              return {};
          }},
     }};
@@ -173,6 +193,17 @@ Result<void> validate_watchdog_device(const std::string& path) {
 Result<void> validate_watchdog_timeout(long long seconds) {
     if (seconds >= 1 && seconds <= 3600) return {};
     return fail(Status::BadArg, std::to_string(seconds) + " is out of range");
+}
+
+Result<gid_t> group_id(const std::string& name) {
+    if (name.empty()) return fail(Status::BadArg, "no group named");
+    std::vector<char> buf(16384);
+    group g{};
+    group* found = nullptr;
+    if (::getgrnam_r(name.c_str(), &g, buf.data(), buf.size(), &found) != 0 || found == nullptr) {
+        return fail(Status::BadArg, "unknown group '" + name + "'");
+    }
+    return found->gr_gid;
 }
 
 Result<void> Overrides::validate() const {

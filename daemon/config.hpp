@@ -2,6 +2,8 @@
 // command line. Every key is documented in monitord.conf(5).
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <filesystem>
 #include <optional>
@@ -26,6 +28,11 @@ struct Config {
     long long watchdog_timeout = 10;          // seconds, as asked of the driver
     std::string watchdog_policy = "all";      // any, all
     std::string watchdog_on_stop = "disarm";  // disarm, keep-armed
+    // [access]
+    // The group of the socket the daemon makes itself (mode 0660); nullopt: "monitor" when
+    // that group exists, else the daemon's own group.
+    std::optional<std::string> socket_group;
+    std::string control_group;  // may start and stop counter sessions; "": root only
 };
 
 // Settings given on the command line; each one given replaces the file's value, at start
@@ -60,11 +67,17 @@ inline constexpr const char* kWatchdogDeviceAccepted =
 inline constexpr const char* kWatchdogTimeoutAccepted = "an integer from 1 to 3600 (seconds)";
 inline constexpr const char* kWatchdogPolicyAccepted = "any or all";
 inline constexpr const char* kWatchdogOnStopAccepted = "disarm or keep-armed";
+inline constexpr const char* kGroupAccepted =
+    "the name of a group of this machine (getent group lists them), e.g. \"monitor\"";
+inline constexpr const char* kControlGroupAccepted =
+    "the name of a group of this machine (getent group lists them), or \"\" for root only";
 monitor::Result<void> validate_log_level(const std::string& level);
 monitor::Result<void> validate_history_seconds(long long seconds);
 monitor::Result<void> validate_probe(const std::string& mode);
 monitor::Result<void> validate_socket_path(const std::string& path);
 monitor::Result<void> validate_watchdog_device(const std::string& path);
 monitor::Result<void> validate_watchdog_timeout(long long seconds);
+// The group's id; BADARG "unknown group 'x'" when this machine has no such group.
+monitor::Result<gid_t> group_id(const std::string& name);
 
 }  // namespace monitord

@@ -1,6 +1,7 @@
 #include "control_socket.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -95,7 +96,8 @@ Result<void> clear_stale(const std::string& path, const sockaddr_un& addr) {
 
 }  // namespace
 
-Result<ControlSocket> ControlSocket::open(const std::string& path, bool create_directory) {
+Result<ControlSocket> ControlSocket::open(const std::string& path, bool create_directory,
+                                          std::optional<gid_t> group) {
     int n = sd_listen_fds(/*unset_environment=*/1);
     if (n < 0) return fail_errno(-n, "sd_listen_fds");
     if (n > 0) {
@@ -130,8 +132,13 @@ Result<ControlSocket> ControlSocket::open(const std::string& path, bool create_d
         return fail_errno(errno, "bind " + path);
     }
     ControlSocket sock{std::move(fd), path, false};
-    // The calls served so far only read; access control by group comes with write calls.
-    if (::chmod(path.c_str(), 0666) < 0) return fail_errno(errno, "chmod " + path);
+    // Who may connect may read everything; what changes things checks the peer as well.
+    if (group && ::chown(path.c_str(), static_cast<uid_t>(-1), *group) < 0) {
+        return fail_errno(errno, fmt::format("give the socket {} to group {} (a daemon that is "
+                                             "not root may only choose a group it belongs to)",
+                                             path, *group));
+    }
+    if (::chmod(path.c_str(), 0660) < 0) return fail_errno(errno, "chmod " + path);
     if (::listen(sock.fd(), SOMAXCONN) < 0) return fail_errno(errno, "listen on " + path);
     return sock;
 }

@@ -2,6 +2,9 @@
 // activation) or created by monitord.
 #pragma once
 
+#include <sys/types.h>
+
+#include <optional>
 #include <string>
 
 #include "monitor/status.hpp"
@@ -15,7 +18,10 @@ class ControlSocket {
     // With `create_directory`, a missing parent directory is created (the default path's
     // own monitord/ directory); otherwise a missing directory is an error. A stale socket
     // left by a crashed daemon is replaced; a live one is BUSY.
-    static monitor::Result<ControlSocket> open(const std::string& path, bool create_directory);
+    // A socket the daemon makes itself is for its user and `group` (mode 0660); without a
+    // group, its own group. One passed by systemd keeps the mode its socket unit gave it.
+    static monitor::Result<ControlSocket> open(const std::string& path, bool create_directory,
+                                               std::optional<gid_t> group = std::nullopt);
 
     ControlSocket(ControlSocket&&) noexcept = default;
     ControlSocket& operator=(ControlSocket&&) noexcept = default;

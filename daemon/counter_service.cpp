@@ -216,15 +216,27 @@ Result<std::unique_ptr<perf::PerfSession>> CounterService::open_session(
     return perf::PerfSession::start(*catalog_, std::move(device), options);
 }
 
-// Counting runs with the daemon's privileges (every CPU, any process), so only root and the
-// daemon's own user may start or end a session; the others may look (info, list, plan, read).
+void CounterService::set_control_group(std::optional<gid_t> gid, std::string name) {
+    control_gid_ = gid;
+    control_group_ = std::move(name);
+}
+
+// Counting runs with the daemon's privileges (every CPU, any process), so only root, the
+// daemon's own user and members of the control group may start or end a session; the others
+// may look (info, list, plan, read).
 std::optional<monitor::Error> CounterService::refuse(const Peer& peer) const {
     if (peer.cred.uid == 0 || peer.cred.uid == ::geteuid()) return std::nullopt;
+    if (control_gid_ && peer.in_group(*control_gid_)) return std::nullopt;
+    const std::string who = control_gid_
+                                ? fmt::format("root or membership of group '{}'", control_group_)
+                                : std::string{
+                                      "root (monitord.conf's [access] control-group may name a "
+                                      "group whose members may count too)"};
     return monitor::Error{Status::Perm,
-                          fmt::format("counting needs root (uid {} asked): a session counts "
-                                      "with the daemon's privileges; `monctl perf stat -- CMD` "
+                          fmt::format("counting needs {}; uid {} asked: a session counts with "
+                                      "the daemon's privileges. `monctl perf stat -- CMD` "
                                       "counts your own command without them",
-                                      peer.cred.uid)};
+                                      who, peer.cred.uid)};
 }
 
 CounterService::Response CounterService::collect(const Call& call, const Peer& peer) {

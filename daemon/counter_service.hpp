@@ -46,6 +46,9 @@ class CounterService {
     void connection_closed(std::uint64_t connection);
     // "collecting 3 events on all CPUs for pid 42", or empty.
     std::string describe() const;
+    // The group whose members may start and stop sessions besides root and the daemon's
+    // own user ([access] control-group); nullopt for none.
+    void set_control_group(std::optional<gid_t> gid, std::string name);
 
   private:
     struct Session {
@@ -69,6 +72,8 @@ class CounterService {
     Response read();
     Response stop();
     std::optional<monitor::Error> refuse(const Peer& peer) const;
+    std::optional<gid_t> control_gid_;
+    std::string control_group_;
     // When the period that would end at `target` ends: on the nearest loading tick when the
     // interval is whole seconds, else `target`; never after the session's end.
     std::chrono::steady_clock::time_point period_end(

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <vector>
 
 #include "logging.hpp"
 #include "monitor/protocol/monitor_messages.hpp"
@@ -25,6 +26,7 @@ using monitor::varlink::Reply;
 namespace {
 
 constexpr std::uint64_t kTickUsec = 1'000'000;
+constexpr const char* kDefaultSocketGroup = "monitor";
 constexpr std::uint64_t kTickAccuracyUsec = 1'000;
 
 std::chrono::steady_clock::time_point steady_from_usec(std::uint64_t usec) {
@@ -76,7 +78,9 @@ Result<void> Manager::setup() {
     const std::string path =
         default_path ? monitor::protocol::daemon_socket_path() : options_.config.socket;
     const bool create_dir = default_path && std::getenv("MONITORD_SOCKET") == nullptr;
-    auto sock = ControlSocket::open(path, create_dir);
+    auto socket_group = this->socket_group();
+    if (!socket_group) return std::unexpected(socket_group.error());
+    auto sock = ControlSocket::open(path, create_dir, *socket_group);
     if (!sock) return std::unexpected(sock.error());
     socket_.emplace(std::move(*sock));
 
@@ -114,6 +118,7 @@ Result<void> Manager::setup() {
     counters_ = std::make_unique<CounterService>(
         e, *server_, [this] { return engine_->online_cpus(); }, std::move(counter_options));
     counters_->setup();
+    apply_control_group();
     server_->set_close_handler(
         [this](std::uint64_t connection) { counters_->connection_closed(connection); });
     if (auto r = server_->start(); !r) return r;
@@ -426,6 +431,39 @@ void Manager::print_loading() const {
     std::fflush(stdout);
 }
 
+monitor::Result<std::optional<gid_t>> Manager::socket_group() const {
+    if (const auto& name = options_.config.socket_group) {
+        auto gid = group_id(*name);
+        if (!gid) return std::unexpected(gid.error());
+        return *gid;
+    }
+    auto gid = group_id(kDefaultSocketGroup);
+    if (!gid) return std::optional<gid_t>{};
+    if (::geteuid() == 0) return *gid;
+    // Not root: chown only works for one of the daemon's own groups.
+    std::vector<gid_t> own(static_cast<std::size_t>(std::max(::getgroups(0, nullptr), 0)));
+    const int n = ::getgroups(static_cast<int>(own.size()), own.data());
+    own.resize(static_cast<std::size_t>(std::max(n, 0)));
+    if (*gid == ::getegid() || std::find(own.begin(), own.end(), *gid) != own.end()) return *gid;
+    return std::optional<gid_t>{};
+}
+
+void Manager::apply_control_group() {
+    const auto& name = options_.config.control_group;
+    if (name.empty()) {
+        counters_->set_control_group(std::nullopt, {});
+        return;
+    }
+    auto gid = group_id(name);
+    if (!gid) {
+        // Checked when the file was read; the group went away since.
+        spdlog::warn("[access] control-group: {}; only root may count", gid.error().message);
+        counters_->set_control_group(std::nullopt, {});
+        return;
+    }
+    counters_->set_control_group(*gid, name);
+}
+
 void Manager::reload() {
     state_ = State::Reloading;
     sd_notify(0, "RELOADING=1\nSTATUS=Reloading the configuration");
@@ -455,10 +493,15 @@ void Manager::reload() {
                          next.socket);
             next.socket = options_.config.socket;
         }
+        if (next.socket_group != options_.config.socket_group) {
+            spdlog::warn("The socket group changed; it takes effect at restart");
+            next.socket_group = options_.config.socket_group;
+        }
         set_log_level(next.log_level);
         engine_->set_history_seconds(next.history_seconds);
         loading_replies_.fill(nullptr);
         options_.config = next;
+        apply_control_group();
         spdlog::info("Reloaded {}", have_file ? file.string() : std::string{"the defaults"});
     }
     state_ = State::Running;

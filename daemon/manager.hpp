@@ -51,6 +51,11 @@ class Manager {
     void notify_status() const;
     void log_probes() const;
     monitor::Result<void> arm_watchdog();
+    // The group for a socket the daemon makes: [access] socket-group, else "monitor" when it
+    // exists and the daemon may give it (root, or a member), else none (its own group).
+    monitor::Result<std::optional<gid_t>> socket_group() const;
+    // Applies [access] control-group to the counter service (at start and reload).
+    void apply_control_group();
     void watch_watchdog();
     void release_watchdog();
     std::optional<monitor::protocol::WatchdogInfo> watchdog_info() const;

@@ -4,10 +4,32 @@
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
 namespace monitord {
+
+namespace {
+
+// The supplementary groups of a connected peer, as they were when it connected (Linux 4.13).
+std::vector<gid_t> peer_groups(int fd) {
+    std::vector<gid_t> groups(64);
+    socklen_t len = static_cast<socklen_t>(groups.size() * sizeof(gid_t));
+    if (::getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) < 0) {
+        if (errno != ERANGE) return {};
+        groups.resize(len / sizeof(gid_t));
+        if (::getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups.data(), &len) < 0) return {};
+    }
+    groups.resize(len / sizeof(gid_t));
+    return groups;
+}
+
+}  // namespace
+
+bool Peer::in_group(gid_t gid) const {
+    return cred.gid == gid || std::find(groups.begin(), groups.end(), gid) != groups.end();
+}
 
 using monitor::varlink::Call;
 using monitor::varlink::make_error;
@@ -118,6 +140,7 @@ void VarlinkServer::accept_all() {
         if (::getsockopt(fd.get(), SOL_SOCKET, SO_PEERCRED, &c->peer.cred, &len) < 0) {
             c->peer.cred = ucred{0, static_cast<uid_t>(-1), static_cast<gid_t>(-1)};
         }
+        c->peer.groups = peer_groups(fd.get());
         const uid_t uid = c->peer.cred.uid;
         if (connections_.size() >= limits_.max_connections) {
             warn_refusal(fmt::format("uid {}: {} clients are connected (the limit)", uid,

@@ -13,6 +13,7 @@
 #include <string>
 #include <unordered_map>
 #include <variant>
+#include <vector>
 
 #include "monitor/protocol/message_buffer.hpp"
 #include "monitor/protocol/varlink_idl.hpp"
@@ -25,6 +26,9 @@ namespace monitord {
 struct Peer {
     std::uint64_t connection = 0;  // stable id of the connection within this server
     ucred cred{};                  // from SO_PEERCRED at accept time
+    std::vector<gid_t> groups;     // supplementary groups (SO_PEERGROUPS) at accept time
+    // Whether the peer's primary or a supplementary group is `gid`.
+    bool in_group(gid_t gid) const;
 };
 
 struct ServerLimits {

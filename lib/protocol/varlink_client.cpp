@@ -1,7 +1,9 @@
 #include "monitor/protocol/varlink_client.hpp"
 
+#include <grp.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 
 #include <cerrno>
@@ -27,6 +29,20 @@ Result<Client> Client::connect(const std::string& path) {
         int err = errno;
         if (err == ECONNREFUSED) {
             return fail(Status::NoDev, "connect to " + path + ": nothing listens on this socket");
+        }
+        if (err == EACCES) {
+            // The socket's group says who may connect: name it.
+            struct stat st {};
+            std::string owner = "its group";
+            if (::stat(path.c_str(), &st) == 0) {
+                const ::group* g = ::getgrgid(st.st_gid);
+                owner = g != nullptr ? std::string{"group "} + g->gr_name
+                                     : "group " + std::to_string(st.st_gid);
+            }
+            return fail(Status::Perm, "connect to " + path +
+                                          ": permission denied; the socket is "
+                                          "for root and members of " +
+                                          owner + " (`usermod -aG GROUP USER`, then log in again)");
         }
         return fail_errno(err, "connect to " + path);
     }

@@ -1,6 +1,7 @@
 // The performance-counter commands end to end: the real monctl against the real monitord,
 // counting the kernel's software events with perf_event_open.
 #include <fcntl.h>
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -242,20 +243,61 @@ TEST_F(PerfCommands, StatCountsACommandAndReturnsItsExitCode) {
     EXPECT_NE(missing.err.find("cannot run /no/such/program"), std::string::npos) << missing.err;
 }
 
-TEST_F(PerfCommands, OtherUsersMayLookButNotCount) {
-    std::filesystem::permissions(daemon_->dir().path(), std::filesystem::perms::others_exec,
-                                 std::filesystem::perm_options::add);
-    SpawnOptions as_nobody{.uid = nobody_uid()};
-    auto list = run({monctl_bin(), "--socket", daemon_->socket(), "perf", "info"}, as_nobody);
-    if (list.err.find("ermission denied") != std::string::npos) {
-        GTEST_SKIP() << "the socket is not reachable by nobody here: " << list.err;
+// Access: the socket's group may connect and look; counting needs root or the control group.
+// nobody's own group (nogroup) plays the part of `monitor` here.
+class PerfAccess : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        if (::geteuid() != 0) GTEST_SKIP() << "needs root to run clients as another user";
+        if (::getgrnam("nogroup") == nullptr) GTEST_SKIP() << "no group nogroup here";
     }
-    EXPECT_EQ(list.exit_code, 0) << list.err;
-    auto collect = run({monctl_bin(), "--socket", daemon_->socket(), "perf", "collect", "-e",
-                        "perf::TASK-CLOCK", "-d", "100ms"},
-                       as_nobody);
+    std::unique_ptr<Daemon> start(const std::string& access) {
+        std::ofstream(conf_ / "monitord.conf") << "[access]\n" << access;
+        std::filesystem::permissions(conf_.path(), std::filesystem::perms::others_exec,
+                                     std::filesystem::perm_options::add);
+        auto d = Daemon::start(
+            {.args = {"--probe", "off", "--config", (conf_ / "monitord.conf").string()}});
+        if (d) {
+            std::filesystem::permissions(d->dir().path(), std::filesystem::perms::others_exec,
+                                         std::filesystem::perm_options::add);
+        }
+        return d;
+    }
+    RunResult monctl_as(uid_t uid, const Daemon& d, std::vector<std::string> args) {
+        args.insert(args.begin(), {monctl_bin(), "--socket", d.socket()});
+        return run(args, SpawnOptions{.uid = uid});
+    }
+    TempDir conf_;
+};
+
+TEST_F(PerfAccess, TheSocketGroupMayLookButNotCount) {
+    auto d = start("socket-group = \"nogroup\"\n");
+    ASSERT_TRUE(d);
+    struct stat st {};
+    ASSERT_EQ(::stat(d->socket().c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0660u);
+    EXPECT_EQ(st.st_gid, ::getgrnam("nogroup")->gr_gid);
+    auto info = monctl_as(nobody_uid(), *d, {"perf", "info"});
+    EXPECT_EQ(info.exit_code, 0) << info.err;
+    auto collect = monctl_as(nobody_uid(), *d, {"perf", "collect", "-e", "perf::TASK-CLOCK"});
     EXPECT_EQ(collect.exit_code, 1);
-    EXPECT_NE(collect.err.find("counting needs root"), std::string::npos) << collect.err;
+    EXPECT_NE(collect.err.find("counting needs root (monitord.conf's [access] control-group"),
+              std::string::npos)
+        << collect.err;
+    // A user outside the group cannot connect, and is told what it takes.
+    constexpr uid_t kStranger = 54321;
+    auto stranger = monctl_as(kStranger, *d, {"status"});
+    EXPECT_EQ(stranger.exit_code, 1);
+    EXPECT_NE(stranger.err.find("group nogroup"), std::string::npos) << stranger.err;
+}
+
+TEST_F(PerfAccess, TheControlGroupMayCount) {
+    auto d = start("socket-group = \"nogroup\"\ncontrol-group = \"nogroup\"\n");
+    ASSERT_TRUE(d);
+    auto collect =
+        monctl_as(nobody_uid(), *d, {"perf", "collect", "-e", "perf::TASK-CLOCK", "-d", "100ms"});
+    EXPECT_EQ(collect.exit_code, 0) << collect.err;
+    EXPECT_NE(collect.out.find("perf::TASK-CLOCK"), std::string::npos) << collect.out;
 }
 
 // Counting the tasks of a cgroup, named by path or by systemd unit. perf_event_open counts a

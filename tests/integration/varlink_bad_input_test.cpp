@@ -24,10 +24,18 @@ const std::string kMonitor = "io.monitord.Monitor.";
 
 class BadInput : public ::testing::Test {
   protected:
-    static void SetUpTestSuite() { daemon_ = Daemon::start().release(); }
+    static void SetUpTestSuite() {
+        // nobody's group may connect, for the test of the connections per user.
+        conf_ = new TempDir;
+        std::ofstream(*conf_ / "monitord.conf") << "[access]\nsocket-group = \"nogroup\"\n";
+        daemon_ =
+            Daemon::start({.args = {"--config", (*conf_ / "monitord.conf").string()}}).release();
+    }
     static void TearDownTestSuite() {
         delete daemon_;
         daemon_ = nullptr;
+        delete conf_;
+        conf_ = nullptr;
     }
     void SetUp() override { ASSERT_TRUE(daemon_) << "the daemon did not start"; }
     void TearDown() override {
@@ -53,8 +61,10 @@ class BadInput : public ::testing::Test {
     }
 
     static Daemon* daemon_;
+    static TempDir* conf_;
 };
 Daemon* BadInput::daemon_ = nullptr;
+TempDir* BadInput::conf_ = nullptr;
 
 TEST_F(BadInput, MalformedJsonGetsInvalidMessageAndTheConnectionStaysUsable) {
     auto c = client();
