@@ -41,90 +41,75 @@ Result<void> one_of(const std::string& value, std::initializer_list<const char*>
     return fail(Status::BadArg, "'" + value + "' is not accepted");
 }
 
+// A key whose value is a string: checked by `check`, then stored by `store`.
+Key string_key(std::string_view section, std::string_view name, std::string_view accepted,
+               std::function<Result<void>(const std::string&)> check,
+               std::function<void(Config&, std::string)> store) {
+    return {section, name, accepted,
+            [check = std::move(check), store = std::move(store)](const toml::node& n,
+                                                                 Config& c) -> Result<void> {
+                auto s = as_string(n);
+                if (!s) return std::unexpected(s.error());
+                if (auto r = check(*s); !r) return r;
+                store(c, std::move(*s));
+                return {};
+            }};
+}
+
+// A key whose value is an integer: checked by `check`, then stored by `store`.
+Key integer_key(std::string_view section, std::string_view name, std::string_view accepted,
+                std::function<Result<void>(long long)> check,
+                std::function<void(Config&, std::int64_t)> store) {
+    return {section, name, accepted,
+            [check = std::move(check), store = std::move(store)](const toml::node& n,
+                                                                 Config& c) -> Result<void> {
+                auto v = n.value_exact<std::int64_t>();
+                if (!v) return fail(Status::BadArg, "expected an integer");
+                if (auto r = check(*v); !r) return r;
+                store(c, *v);
+                return {};
+            }};
+}
+
+Result<void> existing_group(const std::string& name) {
+    if (auto g = group_id(name); !g) return std::unexpected(g.error());
+    return {};
+}
+
 const std::array<Key, 10>& keys() {
     static const std::array<Key, 10> table{{
-        {"daemon", "socket", "an absolute path, e.g. \"/run/monitord/io.monitord.Monitor\"",
-         [](const toml::node& n, Config& c) -> Result<void> {
-             auto s = as_string(n);
-             if (!s) return std::unexpected(s.error());
-             if (auto r = validate_socket_path(*s); !r) return r;
-             c.socket = *s;
-             return {};
-         }},
-        {"daemon", "log-level", kLogLevelsAccepted,
-         [](const toml::node& n, Config& c) -> Result<void> {
-             auto s = as_string(n);
-             if (!s) return std::unexpected(s.error());
-             if (auto r = validate_log_level(*s); !r) return r;
-             c.log_level = *s;
-             return {};
-         }},
-        {"loading", "history-seconds", kHistorySecondsAccepted,
-         [](const toml::node& n, Config& c) -> Result<void> {
-             auto v = n.value_exact<std::int64_t>();
-             if (!v) return fail(Status::BadArg, "expected an integer");
-             if (auto r = validate_history_seconds(*v); !r) return r;
-             c.history_seconds = static_cast<std::size_t>(*v);
-             return {};
-         }},
-        {"loading", "probe", kProbeAccepted,
-         [](const toml::node& n, Config& c) -> Result<void> {
-             auto s = as_string(n);
-             if (!s) return std::unexpected(s.error());
-             if (auto r = validate_probe(*s); !r) return r;
-             c.probe = *s;
-             return {};
-         }},
-        {"watchdog", "device", kWatchdogDeviceAccepted,
-         [](const toml::node& n, Config& c) -> Result<void> {
-             auto s = as_string(n);
-             if (!s) return std::unexpected(s.error());
-             if (auto r = validate_watchdog_device(*s); !r) return r;
-             c.watchdog_device = *s;
-             return {};
-         }},
-        {"watchdog", "timeout", kWatchdogTimeoutAccepted,
-         [](const toml::node& n, Config& c) -> Result<void> {
-             auto v = n.value_exact<std::int64_t>();
-             if (!v) return fail(Status::BadArg, "expected an integer");
-             if (auto r = validate_watchdog_timeout(*v); !r) return r;
-             c.watchdog_timeout = *v;
-             return {};
-         }},
-        {"watchdog", "policy", kWatchdogPolicyAccepted,
-         [](const toml::node& n, Config& c) -> Result<void> {
-             auto s = as_string(n);
-             if (!s) return std::unexpected(s.error());
-             if (auto r = one_of(*s, {"any", "all"}); !r) return r;
-             c.watchdog_policy = *s;
-             return {};
-         }},
-        {"watchdog", "on-stop", kWatchdogOnStopAccepted,
-         [](const toml::node& n, Config& c) -> Result<void> {
-             auto s = as_string(n);
-             if (!s) return std::unexpected(s.error());
-             if (auto r = one_of(*s, {"disarm", "keep-armed"}); !r) return r;
-             c.watchdog_on_stop = *s;
-             return {};
-         }},
-        {"access", "socket-group", kGroupAccepted,
-         [](const toml::node& n, Config& c) -> Result<void> {
-             auto s = as_string(n);
-             if (!s) return std::unexpected(s.error());
-             if (auto g = group_id(*s); !g) return std::unexpected(g.error());
-             c.socket_group = *s;
-             return {};
-         }},
-        {"access", "control-group", kControlGroupAccepted,
-         [](const toml::node& n, Config& c) -> Result<void> {
-             auto s = as_string(n);
-             if (!s) return std::unexpected(s.error());
-             if (!s->empty()) {
-                 if (auto g = group_id(*s); !g) return std::unexpected(g.error());
-             }
-             c.control_group = *s;
-             return {};
-         }},
+        string_key("daemon", "socket",
+                   "an absolute path, e.g. \"/run/monitord/io.monitord.Monitor\"",
+                   validate_socket_path, [](Config& c, std::string v) { c.socket = std::move(v); }),
+        string_key("daemon", "log-level", kLogLevelsAccepted, validate_log_level,
+                   [](Config& c, std::string v) { c.log_level = std::move(v); }),
+        integer_key(
+            "loading", "history-seconds", kHistorySecondsAccepted, validate_history_seconds,
+            [](Config& c, std::int64_t v) { c.history_seconds = static_cast<std::size_t>(v); }),
+        string_key("loading", "probe", kProbeAccepted, validate_probe,
+                   [](Config& c, std::string v) { c.probe = std::move(v); }),
+        string_key("watchdog", "device", kWatchdogDeviceAccepted, validate_watchdog_device,
+                   [](Config& c, std::string v) { c.watchdog_device = std::move(v); }),
+        integer_key("watchdog", "timeout", kWatchdogTimeoutAccepted, validate_watchdog_timeout,
+                    [](Config& c, std::int64_t v) { c.watchdog_timeout = v; }),
+        string_key(
+            "watchdog", "policy", kWatchdogPolicyAccepted,
+            [](const std::string& v) {
+                return one_of(v, {"any", "all"});
+            },
+            [](Config& c, std::string v) { c.watchdog_policy = std::move(v); }),
+        string_key(
+            "watchdog", "on-stop", kWatchdogOnStopAccepted,
+            [](const std::string& v) {
+                return one_of(v, {"disarm", "keep-armed"});
+            },
+            [](Config& c, std::string v) { c.watchdog_on_stop = std::move(v); }),
+        string_key("access", "socket-group", kGroupAccepted, existing_group,
+                   [](Config& c, std::string v) { c.socket_group = std::move(v); }),
+        string_key(
+            "access", "control-group", kControlGroupAccepted,
+            [](const std::string& v) { return v.empty() ? Result<void>{} : existing_group(v); },
+            [](Config& c, std::string v) { c.control_group = std::move(v); }),
     }};
     return table;
 }

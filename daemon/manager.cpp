@@ -26,8 +26,8 @@ using monitor::varlink::Reply;
 namespace {
 
 constexpr std::uint64_t kTickUsec = 1'000'000;
-constexpr const char* kDefaultSocketGroup = "monitor";
 constexpr std::uint64_t kTickAccuracyUsec = 1'000;
+constexpr const char* kDefaultSocketGroup = "monitor";
 
 std::chrono::steady_clock::time_point steady_from_usec(std::uint64_t usec) {
     return std::chrono::steady_clock::time_point{std::chrono::microseconds{usec}};
@@ -450,18 +450,16 @@ monitor::Result<std::optional<gid_t>> Manager::socket_group() const {
 
 void Manager::apply_control_group() {
     const auto& name = options_.config.control_group;
-    if (name.empty()) {
-        counters_->set_control_group(std::nullopt, {});
-        return;
+    std::optional<gid_t> gid;
+    if (!name.empty()) {
+        // Checked when the file was read; the group may have gone away since.
+        if (auto g = group_id(name)) {
+            gid = *g;
+        } else {
+            spdlog::warn("[access] control-group: {}; only root may count", g.error().message);
+        }
     }
-    auto gid = group_id(name);
-    if (!gid) {
-        // Checked when the file was read; the group went away since.
-        spdlog::warn("[access] control-group: {}; only root may count", gid.error().message);
-        counters_->set_control_group(std::nullopt, {});
-        return;
-    }
-    counters_->set_control_group(*gid, name);
+    counters_->set_control_group(gid, gid ? name : std::string{});
 }
 
 void Manager::reload() {

@@ -176,7 +176,10 @@ class PerfSession {
     Result<void> for_each_instance(const std::function<Result<void>(Instance&)>& fn,
                                    bool visit_worth_it = true);
     Result<void> set_slot_enabled(Instance& inst, int slot, bool enabled);
-    Result<void> poll_slot(Instance& inst, int slot);  // slot -1: the free-running groups
+    // Whether a read of `slot` reads the group (slot -1: the free-running groups).
+    bool reads_group(const Plan::Group& pg, int slot) const;
+    Result<void> poll_slot(Instance& inst, int slot);
+    Result<void> poll_instance(Instance& inst);  // the free-running groups and the slot's
     Result<void> poll();
 
     struct GroupHandles {
