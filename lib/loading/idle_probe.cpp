@@ -100,6 +100,18 @@ struct IdleProbe::Shared {
     }
 };
 
+bool IdleCreditMeter::update(std::uint64_t cpu_ns, std::chrono::steady_clock::time_point now) {
+    constexpr auto kCreditNs = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(kIdleCredit).count());
+    const bool in_window = now - window_start_ <= kIdleCreditWindow;
+    const bool earned = in_window && cpu_ns >= base_ns_ + kCreditNs;
+    if (earned || !in_window) {
+        base_ns_ = cpu_ns;  // a new window; idle time from the old one no longer counts
+        window_start_ = now;
+    }
+    return earned;
+}
+
 IdleProbe::IdleProbe(int cpu, ProbeMode mode, ProbeThreadAttr attr, CalibrationPlan plan,
                      std::shared_ptr<IdleCreditSink> sink)
     : cpu_(cpu), mode_(mode), shared_(std::make_shared<Shared>()) {
@@ -231,22 +243,18 @@ void IdleProbe::run(std::shared_ptr<Shared> sp) {
     std::uint64_t n = 0;
     auto next_check = std::chrono::steady_clock::now() + kRecheckEvery;
     // Idle credits: the thread's CPU time is the CPU's idle time (calibration included).
-    constexpr auto kCreditNs = static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(kIdleCredit).count());
-    std::uint64_t credited_ns = 0;
+    IdleCreditMeter credits(std::chrono::steady_clock::now());
     while (true) {
         v = idle_outer_loop(v + n);
         s.count.store(++n, std::memory_order_relaxed);
         if (n % kStopCheckLoops != 0) continue;
         if (s.stop.load(std::memory_order_relaxed)) break;
+        auto now = std::chrono::steady_clock::now();
         if (s.sink && s.state.load(std::memory_order_relaxed) == ProbeState::Running) {
-            const std::uint64_t cpu_ns = thread_cpu_ns(CLOCK_THREAD_CPUTIME_ID);
-            if (cpu_ns >= credited_ns + kCreditNs) {
-                credited_ns = cpu_ns;
+            if (credits.update(thread_cpu_ns(CLOCK_THREAD_CPUTIME_ID), now)) {
                 s.sink->credit(s.cpu);
             }
         }
-        auto now = std::chrono::steady_clock::now();
         if (now < next_check) continue;
         next_check = now + kRecheckEvery;
         if (::sched_getcpu() != s.cpu) {

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "daemon_process.hpp"
+#include "monitor/loading/idle_probe.hpp"
 
 namespace itest {
 namespace {
@@ -202,7 +203,8 @@ std::vector<int> online_cpus(const Daemon& d) {
 std::size_t pets_while_busy(const FifoWatchdog& w, const std::vector<int>& busy,
                             std::chrono::milliseconds window) {
     BusyCpus load(busy);
-    std::this_thread::sleep_for(500ms);
+    // Idle time from before the load may complete a credit within one credit window.
+    std::this_thread::sleep_for(monitor::kIdleCreditWindow + 100ms);
     const std::size_t before = w.pets();
     std::this_thread::sleep_for(window);
     return w.pets() - before;

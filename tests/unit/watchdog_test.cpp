@@ -285,6 +285,21 @@ TEST(IdleCredits, ASleepingProbeCreditsTenTimesASecond) {
     EXPECT_EQ(sink->wrong_cpu.load(), 0);
 }
 
+// 100 ms of idle time earn a credit only within one window: idle time from before a
+// starvation cannot complete a credit later.
+TEST(IdleCredits, ACreditNeedsItsIdleTimeWithinTheWindow) {
+    using namespace std::chrono;
+    const steady_clock::time_point start{};
+    monitor::IdleCreditMeter meter(start);
+    EXPECT_FALSE(meter.update(99'000'000, start + 99ms));
+    EXPECT_TRUE(meter.update(100'000'000, start + 100ms));  // idle: 100 ms in 100 ms
+    EXPECT_FALSE(meter.update(199'000'000, start + 200ms));
+    // Starved from here: the last 1 ms comes 1.5 s later, outside the window.
+    EXPECT_FALSE(meter.update(200'000'000, start + 1700ms));
+    EXPECT_FALSE(meter.update(299'000'000, start + 2600ms));
+    EXPECT_TRUE(meter.update(300'000'000, start + 2650ms));  // 100 ms within 950 ms
+}
+
 // A spinning probe credits every 100 ms of CPU time it gets; a busy thread of normal priority
 // on its CPU leaves it (SCHED_IDLE) almost none, so the credits stop.
 TEST(IdleCredits, ASpinningProbeCreditsItsIdleTimeAndStopsWhenStarved) {

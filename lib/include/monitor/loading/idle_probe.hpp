@@ -29,9 +29,23 @@ struct ProbeThreadAttr {
 };
 
 // Told by the probes, from their own threads, each time one has had kIdleCredit of idle time
-// (the CPU time of its SCHED_IDLE thread; a sleeping probe: one per wake-up). The watchdog
-// pets from there, so that a starved CPU cannot pet it.
+// within kIdleCreditWindow (the CPU time of its SCHED_IDLE thread; a sleeping probe: one per
+// wake-up). The watchdog pets from there, so that a starved CPU cannot pet it. The window
+// keeps idle time from before a starvation from completing a credit long after it began: a
+// CPU with less than a tenth of its time idle earns none.
 inline constexpr std::chrono::milliseconds kIdleCredit{100};
+inline constexpr std::chrono::milliseconds kIdleCreditWindow{1000};
+
+// Turns a spinning probe's CPU time into credits: update() says whether a credit is due.
+class IdleCreditMeter {
+  public:
+    explicit IdleCreditMeter(std::chrono::steady_clock::time_point start) : window_start_(start) {}
+    bool update(std::uint64_t cpu_ns, std::chrono::steady_clock::time_point now);
+
+  private:
+    std::uint64_t base_ns_ = 0;  // the CPU time when the window started
+    std::chrono::steady_clock::time_point window_start_;
+};
 class IdleCreditSink {
   public:
     virtual ~IdleCreditSink() = default;
