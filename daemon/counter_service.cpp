@@ -459,7 +459,7 @@ void CounterService::on_period() {
         }
         r.continues = true;
         s.last = *report;
-        if (!server_.send(owner, Response{r})) return;  // the close handler ended the session
+        if (!server_.send(owner, Response{std::move(r)})) return;  // the session ended
     }
     if (final) {
         Reply r;
@@ -470,7 +470,7 @@ void CounterService::on_period() {
                                                           active_->per_cpu, std::nullopt, true))}};
         spdlog::info("Counter session ended ({})", active_->started_by);
         end_session();
-        server_.send(owner, Response{r});
+        server_.send(owner, Response{std::move(r)});
         return;
     }
     const auto next = period_end(now + *s.interval);

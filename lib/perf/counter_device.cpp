@@ -115,7 +115,9 @@ Result<int> PerfEventDevice::open(const EventSpec& event, const OpenTarget& targ
     attr.exclude_user = event.exclude_user;
     attr.exclude_kernel = event.exclude_kernel;
     attr.exclude_hv = event.exclude_hv;
-    attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+    // A group reads in one call: a read of any of its descriptors returns every member.
+    attr.read_format =
+        PERF_FORMAT_GROUP | PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
     attr.inherit = target.inherit;
     attr.disabled = leader < 0;
     attr.enable_on_exec = leader < 0 && target.enable_on_exec;
@@ -132,13 +134,16 @@ Result<int> PerfEventDevice::open(const EventSpec& event, const OpenTarget& targ
     }
     long fd = ::syscall(SYS_perf_event_open, &attr, pid, target.cpu, group_fd, flags);
     if (fd < 0) return std::unexpected(explain_open_error(errno, event, target));
-    fds_.emplace_back(static_cast<int>(fd));
-    return static_cast<int>(fds_.size() - 1);
+    const std::size_t index =
+        leader < 0 ? 0 : counters_[static_cast<std::size_t>(leader)].group_size++;
+    const int handle = static_cast<int>(counters_.size());
+    counters_.push_back({UniqueFd(static_cast<int>(fd)), leader < 0 ? handle : leader, index, 1});
+    return handle;
 }
 
 int PerfEventDevice::fd_of(int handle) const {
-    if (handle < 0 || static_cast<std::size_t>(handle) >= fds_.size()) return -1;
-    return fds_[static_cast<std::size_t>(handle)].get();
+    if (handle < 0 || static_cast<std::size_t>(handle) >= counters_.size()) return -1;
+    return counters_[static_cast<std::size_t>(handle)].fd.get();
 }
 
 Result<void> PerfEventDevice::group_ioctl(int leader, unsigned long request, const char* what) {
@@ -162,21 +167,65 @@ Result<void> PerfEventDevice::reset(int leader) {
     return group_ioctl(leader, PERF_EVENT_IOC_RESET, "reset");
 }
 
-Result<CounterReading> PerfEventDevice::read(int handle) {
+Result<std::size_t> PerfEventDevice::read_into_buffer(int handle) {
     const int fd = fd_of(handle);
     if (fd < 0) return fail(Status::BadArg, fmt::format("read: no open counter {}", handle));
-    std::uint64_t buf[3] = {};
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) return fail_errno(errno, "read a counter");
-    if (n != sizeof buf) {
+    // A group's size is fixed once its members are open; the buffer grows to the largest.
+    const auto& c = counters_[static_cast<std::size_t>(handle)];
+    const std::size_t size = counters_[static_cast<std::size_t>(c.leader)].group_size;
+    if (buf_.size() < 3 + size) buf_.resize(3 + size);
+    const std::size_t bytes = buf_.size() * sizeof buf_[0];
+    ssize_t n = ::read(fd, buf_.data(), bytes);
+    if (n < 0) return fail_errno(errno, "read a counter group");
+    const std::size_t nr = n >= 8 ? buf_[0] : 0;
+    if (n < 24 || static_cast<std::size_t>(n) != (3 + nr) * sizeof buf_[0]) {
         return fail(Status::BadData,
-                    fmt::format("read a counter: {} bytes instead of {}", n, sizeof buf));
+                    fmt::format("read a counter group: {} bytes for {} counters", n, nr));
     }
-    return CounterReading{buf[0], buf[1], buf[2]};
+    return nr;
+}
+
+Result<CounterReading> PerfEventDevice::read(int handle) {
+    // A member's descriptor reads its leader's group: the value is at the member's place.
+    auto nr = read_into_buffer(handle);
+    if (!nr) return std::unexpected(nr.error());
+    const std::size_t index = counters_[static_cast<std::size_t>(handle)].index;
+    if (index >= *nr) {
+        return fail(Status::BadData, fmt::format("read a counter: {} counters in its group, "
+                                                 "it is number {}",
+                                                 *nr, index + 1));
+    }
+    return CounterReading{buf_[3 + index], buf_[1], buf_[2]};
+}
+
+Result<void> PerfEventDevice::read_group(std::span<const int> handles,
+                                         std::span<CounterReading> out) {
+    if (handles.empty()) return {};
+    auto nr = read_into_buffer(handles.front());
+    if (!nr) return std::unexpected(nr.error());
+    if (*nr != handles.size() || out.size() < handles.size()) {
+        return fail(Status::BadData, fmt::format("read a counter group: {} counters instead of {}",
+                                                 *nr, handles.size()));
+    }
+    for (std::size_t i = 0; i < handles.size(); ++i) out[i] = {buf_[3 + i], buf_[1], buf_[2]};
+    return {};
 }
 
 void PerfEventDevice::close(int handle) {
-    if (fd_of(handle) >= 0) fds_[static_cast<std::size_t>(handle)].reset();
+    if (fd_of(handle) >= 0) counters_[static_cast<std::size_t>(handle)].fd.reset();
+}
+
+Result<void> CounterDevice::read_group(std::span<const int> handles,
+                                       std::span<CounterReading> out) {
+    if (out.size() < handles.size()) {
+        return fail(Status::BadArg, "read a counter group: room for fewer readings than counters");
+    }
+    for (std::size_t i = 0; i < handles.size(); ++i) {
+        auto r = read(handles[i]);
+        if (!r) return std::unexpected(r.error());
+        out[i] = *r;
+    }
+    return {};
 }
 
 }  // namespace monitor::perf

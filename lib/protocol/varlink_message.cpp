@@ -109,12 +109,23 @@ std::string encode(const Call& call) {
 }
 
 std::string encode(const Reply& reply) {
-    nlohmann::json j = nlohmann::json::object();
-    j["parameters"] = reply.parameters;
-    if (reply.error) j["error"] = *reply.error;
-    if (reply.continues) j["continues"] = true;
     // Replies may carry text from the kernel or a peer: replace invalid UTF-8, never throw.
-    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    auto dump = [](const nlohmann::json& j) {
+        return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    };
+    // The envelope around the parameters as text: streamed records are large, and an
+    // envelope object would copy them.
+    std::string out = "{";
+    if (reply.continues) out += "\"continues\":true,";
+    if (reply.error) {
+        out += "\"error\":";
+        out += dump(*reply.error);
+        out += ',';
+    }
+    out += "\"parameters\":";
+    out += reply.parameters.is_null() ? std::string{"{}"} : dump(reply.parameters);
+    out += '}';
+    return out;
 }
 
 Reply make_error(std::string_view name, nlohmann::json parameters) {

@@ -224,6 +224,46 @@ TEST(PerfCounting, ContextSwitchesOfAWorkloadThatSleeps) {
     EXPECT_GE(count, 0.9 * kSleeps);
 }
 
+TEST(PerfCounting, SoftwareEventsShareOneGroupReadInOneCall) {
+    auto c = catalog();
+    auto o = this_thread("perf::TASK-CLOCK,perf::CONTEXT-SWITCHES,perf::PAGE-FAULTS");
+    auto plan = make_plan(c, o);
+    ASSERT_TRUE(plan) << plan.error().to_string();
+    ASSERT_EQ(plan->groups_of_counters.size(), 1u);
+    EXPECT_EQ(plan->groups_of_counters[0].members.size(), 3u);
+
+    // The device: one read of the group gives each member's value at its place, the same a
+    // read of that member alone gives, and the group's times.
+    PerfEventDevice dev;
+    const OpenTarget self{.pid = static_cast<pid_t>(::syscall(SYS_gettid))};
+    std::vector<int> handles;
+    for (const auto& m : plan->groups_of_counters[0].members) {
+        auto h = dev.open(plan->events[m.event], self, handles.empty() ? -1 : handles.front());
+        if (!h && h.error().status == Status::Perm) GTEST_SKIP() << h.error().to_string();
+        ASSERT_TRUE(h) << h.error().to_string();
+        handles.push_back(*h);
+    }
+    ASSERT_TRUE(dev.enable(handles.front()));
+    spin_for(50ms);
+    for (int i = 0; i < 10; ++i) std::this_thread::sleep_for(1ms);
+    ASSERT_TRUE(dev.disable(handles.front()));
+    std::vector<CounterReading> group(3);
+    auto r = dev.read_group(handles, group);
+    ASSERT_TRUE(r) << r.error().to_string();
+    EXPECT_GE(group[0].value, 50'000'000u) << "task-clock ns";
+    EXPECT_GE(group[1].value, 10u) << "context switches";
+    for (std::size_t i = 0; i < handles.size(); ++i) {
+        auto one = dev.read(handles[i]);
+        ASSERT_TRUE(one) << one.error().to_string();
+        EXPECT_EQ(one->value, group[i].value) << "member " << i;
+        EXPECT_EQ(group[i].enabled_ns, group[0].enabled_ns);
+        EXPECT_EQ(group[i].running_ns, group[0].running_ns);
+    }
+    std::vector<CounterReading> too_few(2);
+    EXPECT_FALSE(dev.read_group(std::span<const int>(handles).first(2), too_few))
+        << "a group of 3 read as one of 2";
+}
+
 TEST(PerfCounting, MultiplexedEstimatesMatchAFullTimeCount) {
     auto c = catalog();
     // Four task clocks on a budget of two counters: two sets taking turns.

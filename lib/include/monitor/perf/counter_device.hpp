@@ -6,6 +6,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,10 @@ class CounterDevice {
     virtual Result<void> disable(int leader) = 0;  // the whole group
     virtual Result<void> reset(int leader) = 0;    // the whole group's counts to zero
     virtual Result<CounterReading> read(int handle) = 0;
+    // Reads a whole group: `handles` are its leader and members in the order they were
+    // opened, `out` gets one reading each. One call where the device can (PERF_FORMAT_GROUP);
+    // this default reads the handles one by one.
+    virtual Result<void> read_group(std::span<const int> handles, std::span<CounterReading> out);
     virtual void close(int handle) = 0;
     // Bits of the values read() returns: they wrap at 2^width.
     virtual int width(int handle) const = 0;
@@ -56,6 +61,7 @@ class PerfEventDevice final : public CounterDevice {
     Result<void> disable(int leader) override;
     Result<void> reset(int leader) override;
     Result<CounterReading> read(int handle) override;
+    Result<void> read_group(std::span<const int> handles, std::span<CounterReading> out) override;
     void close(int handle) override;
     int width(int) const override { return 64; }
 
@@ -63,8 +69,18 @@ class PerfEventDevice final : public CounterDevice {
     // The descriptor of a handle, -1 for one that is not open.
     int fd_of(int handle) const;
     Result<void> group_ioctl(int leader, unsigned long request, const char* what);
+    // Reads the group of `handle` (PERF_FORMAT_GROUP): buf_ holds {nr, time enabled, time
+    // running, value[nr]} afterwards. Returns nr.
+    Result<std::size_t> read_into_buffer(int handle);
 
-    std::vector<UniqueFd> fds_;  // by handle; closed handles are empty
+    struct Counter {
+        UniqueFd fd;                 // empty once closed
+        int leader = -1;             // the handle of its group's leader (its own for one)
+        std::size_t index = 0;       // its place in its group (0: the leader)
+        std::size_t group_size = 1;  // leaders: the counters of the group opened so far
+    };
+    std::vector<Counter> counters_;  // by handle
+    std::vector<std::uint64_t> buf_;
 };
 
 // Why perf_event_open refused `event` with `err`, and what to do about it: PERM (paranoid

@@ -67,7 +67,7 @@ struct SessionOptions {
     // Move the calling thread onto each CPU in turn to read, enable and disable that CPU's
     // counters, and back: done from another CPU, each of those calls interrupts the
     // counter's CPU (an IPI), which costs 15-20 us in a VM. Done for the calls of a rotation
-    // and of the stop, and for reads of 4 counters or more per CPU (fewer are cheaper from
+    // and of the stop, and for reads of 4 groups or more per CPU (fewer are cheaper from
     // afar). For a thread of its own (the daemon's loop), not for a caller's thread.
     bool visit_cpus = false;
 };
@@ -207,6 +207,7 @@ class PerfSession {
     bool stopped_ = false;
     bool exec_seen_ = false;  // enable_on_exec: the kernel has started the first set
     bool narrow_ = false;
+    std::vector<CounterReading> readings_;  // scratch for group reads
 };
 
 }  // namespace monitor::perf
