@@ -47,7 +47,15 @@ Error explain_open_error(int err, const EventSpec& event, const OpenTarget& targ
             // The level at which an unprivileged user may open this counter.
             const int needed = system_wide ? 0 : (event.exclude_kernel ? 2 : 1);
             std::string why;
-            if (level && *level > needed) {
+            if (level && *level > 2) {
+                // Levels above 2 are a patch of Debian's (and Android's) kernels: no counting
+                // at all without CAP_SYS_ADMIN, whatever CAP_PERFMON says.
+                why = fmt::format(
+                    "kernel.perf_event_paranoid is {}: above 2, this kernel lets only "
+                    "CAP_SYS_ADMIN count (CAP_PERFMON is not enough); run as root with "
+                    "CAP_SYS_ADMIN, or `sysctl kernel.perf_event_paranoid={}`",
+                    *level, needed);
+            } else if (level && *level > needed) {
                 why = fmt::format(
                     "kernel.perf_event_paranoid is {}, and counting {} without privilege needs "
                     "{} or lower; run as root or with CAP_PERFMON, or `sysctl "

@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Builds monitord's Debian or RPM packages from the tree and checks what they hold.
+
+  check_packages.py deb --out DIR --version V   scripts/build-deb, then lintian and contents
+  check_packages.py rpm --out DIR --version V   scripts/build-rpm --nodeps, then contents
+
+Both: the version of the package is the project's (meson.build) and each package holds the
+files it must (the daemon, monctl, the units, sysusers.d and tmpfiles.d, the configuration,
+the man pages; the library; the header, pkg-config file and libmonitor(3)). deb: lintian
+reports no error and no warning (informational and pedantic tags are printed: the note of
+the change explains them), the configuration is a conffile, and the maintainer scripts
+enable the socket and the service and create the group. rpm: the configuration is
+%config(noreplace), the scriptlets create the group.
+Exit status 0 when all holds, 1 otherwise, 77 (skip) without the packaging tools.
+"""
+import argparse
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+SKIP = 77
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+# package -> files it must hold (suffixes of the paths; man pages may be compressed)
+DEB_FILES = {
+    "monitord": ["/usr/sbin/monitord", "/usr/bin/monctl", "/lib/systemd/system/monitord.service",
+                 "/lib/systemd/system/monitord.socket", "/usr/lib/sysusers.d/monitord.conf",
+                 "/usr/lib/tmpfiles.d/monitord.conf", "/etc/monitord/monitord.conf",
+                 "/usr/share/man/man1/monctl.1.gz", "/usr/share/man/man5/monitord.conf.5.gz",
+                 "/usr/share/man/man8/monitord.8.gz", "/usr/share/doc/monitord/copyright"],
+    "libmonitor0": ["/libmonitor.so.0"],
+    "libmonitor-dev": ["/usr/include/mon.h", "/libmonitor.so", "/libmonitor.a",
+                       "/pkgconfig/libmonitor.pc", "/usr/share/man/man3/libmonitor.3.gz"],
+}
+RPM_FILES = {
+    "monitord": ["/usr/sbin/monitord", "/usr/bin/monctl", "/systemd/system/monitord.service",
+                 "/systemd/system/monitord.socket", "/sysusers.d/monitord.conf",
+                 "/tmpfiles.d/monitord.conf", "/etc/monitord/monitord.conf",
+                 "/man1/monctl.1", "/man5/monitord.conf.5", "/man8/monitord.8"],
+    "libmonitor": ["/libmonitor.so.0"],
+    "libmonitor-devel": ["/usr/include/mon.h", "/libmonitor.so", "/libmonitor.a",
+                         "/pkgconfig/libmonitor.pc", "/man3/libmonitor.3"],
+}
+
+problems = []
+
+
+def problem(text):
+    problems.append(text)
+    print(f"FAILED: {text}", flush=True)
+
+
+def holds(listing, suffix):
+    return any(path.endswith(suffix) or path.endswith(suffix + ".gz") for path in listing)
+
+
+def check_files(package, listing, expected):
+    for suffix in expected:
+        if not holds(listing, suffix):
+            problem(f"{package} lacks {suffix}")
+
+
+def out(*cmd):
+    return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+
+
+def check_deb(args):
+    debs = sorted(glob.glob(os.path.join(args.out, "*.deb")))
+    for name, expected in DEB_FILES.items():
+        found = [d for d in debs if os.path.basename(d).startswith(name + "_")]
+        if not found:
+            problem(f"no {name} package built")
+            continue
+        deb = found[0]
+        version = out("dpkg-deb", "-f", deb, "Version").strip()
+        if version != args.version:
+            problem(f"{name} has version {version}, the project {args.version}")
+        # "perms owner size date time ./path" and, for links, " -> target"
+        listing = [line.split(None, 5)[5].split(" -> ")[0].lstrip(".")
+                   for line in out("dpkg-deb", "-c", deb).splitlines()]
+        check_files(name, listing, expected)
+        print(f"{os.path.basename(deb)}: {len(listing)} entries, "
+              f"{os.path.getsize(deb) // 1024} KiB", flush=True)
+        if name == "monitord":
+            control = subprocess.run(["dpkg-deb", "--ctrl-tarfile", deb], capture_output=True,
+                                     check=True).stdout
+            files = subprocess.run(["tar", "-xO", "./conffiles", "./preinst", "./postinst"],
+                                   input=control,
+                                   capture_output=True, check=False).stdout.decode()
+            if "/etc/monitord/monitord.conf" not in files:
+                problem("monitord: /etc/monitord/monitord.conf is not a conffile")
+            for what in ("monitord.socket", "monitord.service", "systemd-sysusers",
+                         "systemd-tmpfiles"):
+                if what not in files:
+                    problem(f"monitord's postinst does not mention {what}")
+    report = open(os.path.join(args.out, "lintian.txt")).read()
+    tags = [l for l in report.splitlines() if re.match(r"^[EWIPXO]: ", l)]
+    print("lintian:" + ("".join(f"\n  {t}" for t in tags) if tags else " no tags"))
+    for t in tags:
+        if t.startswith(("E: ", "W: ")):
+            problem(f"lintian: {t}")
+
+
+def check_rpm(args):
+    rpms = sorted(glob.glob(os.path.join(args.out, "*.rpm")))
+    for name, expected in RPM_FILES.items():
+        found = [r for r in rpms
+                 if re.match(re.escape(name) + r"-\d", os.path.basename(r))]
+        if not found:
+            problem(f"no {name} package built")
+            continue
+        rpm = found[0]
+        version = out("rpm", "-qp", "--qf", "%{VERSION}", rpm).strip()
+        if version != args.version:
+            problem(f"{name} has version {version}, the project {args.version}")
+        listing = out("rpm", "-qlp", rpm).splitlines()
+        check_files(name, listing, expected)
+        print(f"{os.path.basename(rpm)}: {len(listing)} files, "
+              f"{os.path.getsize(rpm) // 1024} KiB", flush=True)
+        if name == "monitord":
+            configs = out("rpm", "-qcp", rpm)
+            if "/etc/monitord/monitord.conf" not in configs:
+                problem("monitord: /etc/monitord/monitord.conf is not %config")
+            scripts = out("rpm", "-qp", "--scripts", rpm)
+            if "g monitor" not in scripts:
+                problem("monitord's scriptlets do not create the group monitor")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("kind", choices=["deb", "rpm"])
+    p.add_argument("--out", required=True)
+    p.add_argument("--version", required=True, help="the project's version")
+    args = p.parse_args()
+    tools = {"deb": ["dpkg-buildpackage", "dh", "lintian"], "rpm": ["rpmbuild", "rpm"]}
+    for tool in tools[args.kind]:
+        if shutil.which(tool) is None:
+            print(f"SKIP: {tool} is not installed (scripts/bootstrap --test installs it)")
+            return SKIP
+    t0 = time.monotonic()
+    build = [os.path.join(TOP, "scripts", f"build-{args.kind}")]
+    if args.kind == "rpm":
+        build.append("--nodeps")  # the build dependencies are Debian's packages here
+    if subprocess.run(build + [args.out]).returncode != 0:
+        print("FAILED: the package build failed")
+        return 1
+    print(f"built in {time.monotonic() - t0:.0f} s", flush=True)
+    (check_deb if args.kind == "deb" else check_rpm)(args)
+    print(f"{len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""monitord installed from its Debian package under a real systemd: Debian's kernel under
+qemu (TCG) boots this machine's own root filesystem, shared read-only over 9p beneath a tmpfs
+overlay, with systemd as PID 1 and an i6300esb watchdog (-watchdog-action poweroff
+-no-reboot: a watchdog that fires ends the VM). systemd_checks.sh runs inside as a service:
+
+  install    dpkg -i of the packages: group monitor, socket and service started, READY
+  access     `monctl status` for a member of monitor; refused, naming the group, for another
+  reload     `systemctl reload` applies a changed control-group (the member may then count,
+             also her own command: CAP_SYS_PTRACE); a bad file keeps the old settings
+  stop       `systemctl stop` disarms the watchdog: the VM survives 2.5x the timeout
+  socket     the first `monctl` after the stop starts the daemon through the socket
+  kill       `systemctl kill -s KILL`: systemd restarts the daemon, which pets the watchdog
+             before it fires: the VM survives 2.5x the timeout
+
+  tests/vm/systemd_vm.py --debs DIR [--keep]
+
+DIR holds the .deb files; when it has none newer than --monitord (the build's daemon), they
+are built there first with scripts/build-deb. Exit status 0 when every check passes, 1
+otherwise, 77 (skip) when qemu, a kernel with the 9p, overlay and i6300esb modules, systemd
+or the Debian packaging tools are missing.
+"""
+import argparse
+import glob
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+SKIP = 77
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(os.path.dirname(HERE))
+MODULES = ["virtio_ring", "virtio", "virtio_pci_modern_dev", "virtio_pci_legacy_dev",
+           "virtio_pci", "netfs", "fscache", "9pnet", "9pnet_virtio", "9p", "overlay",
+           "watchdog", "i6300esb"]
+# The marks the checks print, in order; the VM must still be up at each.
+MARKS = ["BOOTED", "INSTALLED", "READY", "ACCESS", "RELOADED", "BAD_RELOAD_KEPT_SETTINGS",
+         "STOPPED", "SURVIVED_STOP", "SOCKET_ACTIVATED", "KILLED", "RESTARTED", "SURVIVED_KILL",
+         "ALL_CHECKS_PASSED"]
+BUDGET_S = 900  # boot, install and checks take ~3 min under TCG on 2 CPUs
+
+
+def skip(why):
+    print(f"SKIP: {why}")
+    sys.exit(SKIP)
+
+
+def find_kernel():
+    """The newest /boot/vmlinuz-VERSION that has every module the VM needs."""
+    for vmlinuz in sorted(glob.glob("/boot/vmlinuz-*"), reverse=True):
+        version = vmlinuz[len("/boot/vmlinuz-"):]
+        paths = {}
+        for m in MODULES:
+            found = glob.glob(f"/lib/modules/{version}/kernel/**/{m}.ko", recursive=True)
+            if not found:
+                break
+            paths[m] = found[0]
+        if len(paths) == len(MODULES) and os.access(vmlinuz, os.R_OK):
+            return vmlinuz, paths
+    return None, None
+
+
+def debs_in(directory, newer_than):
+    debs = glob.glob(os.path.join(directory, "*.deb"))
+    if not debs or not any(os.path.basename(d).startswith("monitord_") for d in debs):
+        return []
+    if newer_than and min(os.path.getmtime(d) for d in debs) < os.path.getmtime(newer_than):
+        return []
+    return debs
+
+
+def make_initramfs(work, debs, modules):
+    root = os.path.join(work, "root")
+    for d in ("bin", "modules", "proc", "sys", "dev", "stage/debs"):
+        os.makedirs(os.path.join(root, d), exist_ok=True)
+    shutil.copy(shutil.which("busybox"), os.path.join(root, "bin/busybox"))
+    for name, path in modules.items():
+        shutil.copy(path, os.path.join(root, "modules", f"{name}.ko"))
+    for deb in debs:
+        shutil.copy(deb, os.path.join(root, "stage/debs"))
+    shutil.copy(os.path.join(HERE, "systemd_checks.sh"), os.path.join(root, "stage"))
+    shutil.copy(os.path.join(HERE, "systemd_init.sh"), os.path.join(root, "init"))
+    os.chmod(os.path.join(root, "init"), 0o755)
+    image = os.path.join(work, "initramfs.cpio")
+    files = subprocess.run(["find", "."], cwd=root, capture_output=True, check=True).stdout
+    with open(image, "wb") as f:
+        subprocess.run(["cpio", "--quiet", "-o", "-H", "newc"], cwd=root, input=files,
+                       stdout=f, check=True)
+    return image
+
+
+def run_vm(kernel, initramfs, log_path):
+    masked = ["serial-getty@ttyS0.service", "getty@tty1.service", "postgresql.service",
+              "apt-daily.timer", "apt-daily-upgrade.timer", "man-db.timer"]
+    cmdline = ("console=ttyS0 panic=-1 quiet systemd.show_status=false "
+               + " ".join(f"systemd.mask={u}" for u in masked))
+    cmd = [
+        "qemu-system-x86_64", "-accel", "tcg", "-m", "1024", "-smp", "2",
+        "-kernel", kernel, "-initrd", initramfs, "-append", cmdline,
+        "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,"
+                   "multidevs=remap",
+        "-device", "i6300esb", "-watchdog-action", "poweroff",
+        "-nographic", "-no-reboot",
+    ]
+    start = time.monotonic()
+    marks, lines = {}, []
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, text=True, errors="replace")
+        try:
+            for line in proc.stdout:
+                log.write(line)
+                log.flush()
+                lines.append(line.rstrip())
+                m = re.search(r"VMTEST: (\w+)", line)
+                if m and m.group(1) not in marks:
+                    marks[m.group(1)] = time.monotonic() - start
+                    print(f"  {marks[m.group(1)]:6.1f} s  {line.strip()}", flush=True)
+                if time.monotonic() - start > BUDGET_S:
+                    print(f"  the VM ran for {BUDGET_S} s: stopped", flush=True)
+                    proc.kill()
+                    break
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    return marks, lines, time.monotonic() - start
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--debs", required=True, help="directory of the .deb files")
+    p.add_argument("--monitord", help="build/daemon/monitord: rebuild debs older than it")
+    p.add_argument("--keep", action="store_true", help="keep the work directory and log")
+    args = p.parse_args()
+    for tool in ("qemu-system-x86_64", "busybox", "cpio"):
+        if shutil.which(tool) is None:
+            skip(f"{tool} is not installed (scripts/bootstrap --test installs it)")
+    if not os.path.exists("/lib/systemd/systemd"):
+        skip("no /lib/systemd/systemd to boot (scripts/bootstrap --test installs systemd)")
+    kernel, modules = find_kernel()
+    if kernel is None:
+        skip("no readable /boot/vmlinuz-* with the virtio, 9p, overlay and i6300esb modules "
+             "(scripts/bootstrap --test installs linux-image)")
+    t0 = time.monotonic()
+    debs = debs_in(args.debs, args.monitord)
+    if not debs:
+        for tool in ("dpkg-buildpackage", "dh"):
+            if shutil.which(tool) is None:
+                skip(f"{tool} is not installed (scripts/bootstrap --test installs the Debian "
+                     "packaging tools)")
+        print(f"building the packages into {args.debs} (scripts/build-deb)", flush=True)
+        subprocess.run([os.path.join(TOP, "scripts/build-deb"), args.debs], check=True)
+        debs = debs_in(args.debs, None)
+    print(f"packages: {', '.join(os.path.basename(d) for d in sorted(debs))} "
+          f"({time.monotonic() - t0:.0f} s)", flush=True)
+
+    work = tempfile.mkdtemp(prefix="monitord-systemd-vm-")
+    log_path = os.path.join(work, "vm.log")
+    initramfs = make_initramfs(work, debs, modules)
+    t1 = time.monotonic()
+    marks, lines, wall = run_vm(kernel, initramfs, log_path)
+    problems = [l for l in lines if "VMTEST: ERROR" in l or "VMTEST: CHECKS_FAILED" in l]
+    missing = [m for m in MARKS if m not in marks]
+    if missing:
+        problems.append(f"never reached {missing[0]} (the VM ended or hung before it)")
+    for name, start in (("STOPPED", "SURVIVED_STOP"), ("KILLED", "SURVIVED_KILL")):
+        if name in marks and start in marks:
+            print(f"  {name.lower()}: the VM was still up {marks[start] - marks[name]:.1f} s later")
+    print(f"VM: {wall:.0f} s; systemd suite: {time.monotonic() - t0:.0f} s of wall time "
+          f"(packages {t1 - t0:.0f} s)")
+    if problems:
+        print("FAILED:\n  " + "\n  ".join(problems))
+        print("last lines of the console:\n  " + "\n  ".join(lines[-40:]))
+    if problems or args.keep:
+        print(f"log kept in {log_path}")
+    else:
+        shutil.rmtree(work)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
