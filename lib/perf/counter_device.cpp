@@ -197,7 +197,9 @@ Result<CounterReading> PerfEventDevice::read(int handle) {
     // A member's descriptor reads its leader's group: the value is at the member's place.
     auto nr = read_into_buffer(handle);
     if (!nr) return std::unexpected(nr.error());
-    const std::size_t index = counters_[static_cast<std::size_t>(handle)].index;
+    std::size_t index = counters_[static_cast<std::size_t>(handle)].index;
+    // A member whose leader was closed counts on as a group of its own (perf_group_detach).
+    if (*nr == 1) index = 0;
     if (index >= *nr) {
         return fail(Status::BadData, fmt::format("read a counter: {} counters in its group, "
                                                  "it is number {}",

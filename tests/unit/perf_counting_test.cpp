@@ -262,6 +262,11 @@ TEST(PerfCounting, SoftwareEventsShareOneGroupReadInOneCall) {
     std::vector<CounterReading> too_few(2);
     EXPECT_FALSE(dev.read_group(std::span<const int>(handles).first(2), too_few))
         << "a group of 3 read as one of 2";
+    // Without its leader a member is a group of its own and still reads its own count.
+    dev.close(handles.front());
+    auto orphan = dev.read(handles[1]);
+    ASSERT_TRUE(orphan) << orphan.error().to_string();
+    EXPECT_EQ(orphan->value, group[1].value);
 }
 
 TEST(PerfCounting, MultiplexedEstimatesMatchAFullTimeCount) {
