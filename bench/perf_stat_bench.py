@@ -332,6 +332,7 @@ def cost_monitord(daemon, events, seconds, idle, interval=True):
     return {
         "session": ((d3 - d0) / 1e6 - idle * (t3 - t0)) / seconds,
         "steady": (d2 - d1) / 1e6 / (t2 - t1) - idle,
+        "span": (t3 - t0) / seconds,  # the session's share of idle time, per second
         "monctl_session": rusage_ms(ru) / seconds,
         "monctl_steady": (m2 - m1) / 1e6 / (t2 - t1),
     }
@@ -349,11 +350,18 @@ def cost(args, daemon):
               f" {idles[-1]:.3f} ms/s", flush=True)
         for n, events in COST_EVENTS.items():
             results[n]["perf"].append(cost_perf(args, events, seconds))
-            results[n]["monitord"].append(cost_monitord(daemon, events, seconds, idles[-1]))
+            results[n]["monitord"].append(cost_monitord(daemon, events, seconds, 0))
             results[n]["no_interval"].append(
-                cost_monitord(daemon, events, seconds, idles[-1], interval=False))
-    idle = statistics.mean(idles)
-    print(f"  idle monitord: {idle:.3f} ms/s (mean of the rounds), subtracted from every"
+                cost_monitord(daemon, events, seconds, 0, interval=False))
+    # One burst of other work during an idle window would skew a whole round: the median of
+    # the rounds is subtracted from every run.
+    idle = statistics.median(idles)
+    for n in results:
+        for tool in ("monitord", "no_interval"):
+            for x in results[n][tool]:
+                x["session"] -= idle * x["span"]
+                x["steady"] -= idle
+    print(f"  idle monitord: {idle:.3f} ms/s (median of the rounds), subtracted from every"
           f" monitord figure below")
 
     def med(n, tool, key):

@@ -105,7 +105,11 @@ bool IdleCreditMeter::update(std::uint64_t cpu_ns, std::chrono::steady_clock::ti
         std::chrono::duration_cast<std::chrono::nanoseconds>(kIdleCredit).count());
     const bool in_window = now - window_start_ <= kIdleCreditWindow;
     const bool earned = in_window && cpu_ns >= base_ns_ + kCreditNs;
-    if (earned || !in_window) {
+    if (earned) {
+        // What the probe ran beyond the credit (since its last update) starts the next one.
+        base_ns_ += kCreditNs;
+        window_start_ = now;
+    } else if (!in_window) {
         base_ns_ = cpu_ns;  // a new window; idle time from the old one no longer counts
         window_start_ = now;
     }

@@ -300,6 +300,21 @@ TEST(IdleCredits, ACreditNeedsItsIdleTimeWithinTheWindow) {
     EXPECT_TRUE(meter.update(300'000'000, start + 2650ms));  // 100 ms within 950 ms
 }
 
+// Updates come when the probe gets around to them: the idle time beyond a credit counts
+// toward the next one, so credits keep pace with the idle time however coarse the updates.
+TEST(IdleCredits, IdleTimeBeyondACreditCountsTowardTheNext) {
+    using namespace std::chrono;
+    const steady_clock::time_point start{};
+    monitor::IdleCreditMeter meter(start);
+    EXPECT_TRUE(meter.update(150'000'000, start + 150ms));
+    EXPECT_TRUE(meter.update(200'000'000, start + 200ms));  // 50 ms left over + 50 ms
+    int credits = 2;
+    for (int i = 1; i <= 20; ++i) {  // 40 ms a step: 800 ms in all
+        credits += meter.update(200'000'000 + i * 40'000'000ULL, start + 200ms + i * 40ms) ? 1 : 0;
+    }
+    EXPECT_EQ(credits, 10);
+}
+
 // A spinning probe credits every 100 ms of CPU time it gets; a busy thread of normal priority
 // on its CPU leaves it (SCHED_IDLE) almost none, so the credits stop.
 TEST(IdleCredits, ASpinningProbeCreditsItsIdleTimeAndStopsWhenStarved) {

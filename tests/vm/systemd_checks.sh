@@ -84,12 +84,12 @@ wait_for 10 as alice monctl perf collect -e perf::TASK-CLOCK -d 1s ||
     say "ERROR alice still cannot count 10 s after systemctl reload"
 [ "$(show MainPID)" = "$before_pid" ] || say "ERROR the reload restarted the daemon"
 # Another user's process: the daemon (root, CAP_SYS_PTRACE) counts one of alice's.
-as alice sleep 30 &
+as alice sh -c 'echo $$ >/tmp/alice-sleep.pid; exec sleep 30' &
 sleeper=$!
-sleep 0.5
+wait_for 5 test -s /tmp/alice-sleep.pid
 check "the daemon counts alice's process" as alice monctl perf collect \
-    -e perf::TASK-CLOCK,perf::CONTEXT-SWITCHES --pid "$(pgrep -u alice -x sleep)" -d 1s
-kill $sleeper 2>/dev/null
+    -e perf::TASK-CLOCK,perf::CONTEXT-SWITCHES --pid "$(cat /tmp/alice-sleep.pid)" -d 1s
+kill "$(cat /tmp/alice-sleep.pid)" $sleeper 2>/dev/null
 # Her own command, counted by monctl itself with her privileges: at level 3 the kernel
 # refuses, and the message must say what would do.
 if [ "$(cat /proc/sys/kernel/perf_event_paranoid)" -ge 3 ]; then
