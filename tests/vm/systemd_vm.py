@@ -23,14 +23,14 @@ or the Debian packaging tools are missing.
 import argparse
 import glob
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
 
-SKIP = 77
+import vm_support as vm
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.dirname(os.path.dirname(HERE))
 MODULES = ["virtio_ring", "virtio", "virtio_pci_modern_dev", "virtio_pci_legacy_dev",
@@ -43,26 +43,6 @@ MARKS = ["BOOTED", "INSTALLED", "READY", "ACCESS", "RELOADED", "BAD_RELOAD_KEPT_
 BUDGET_S = 900  # boot, install and checks take ~3 min under TCG on 2 CPUs
 
 
-def skip(why):
-    print(f"SKIP: {why}")
-    sys.exit(SKIP)
-
-
-def find_kernel():
-    """The newest /boot/vmlinuz-VERSION that has every module the VM needs."""
-    for vmlinuz in sorted(glob.glob("/boot/vmlinuz-*"), reverse=True):
-        version = vmlinuz[len("/boot/vmlinuz-"):]
-        paths = {}
-        for m in MODULES:
-            found = glob.glob(f"/lib/modules/{version}/kernel/**/{m}.ko", recursive=True)
-            if not found:
-                break
-            paths[m] = found[0]
-        if len(paths) == len(MODULES) and os.access(vmlinuz, os.R_OK):
-            return vmlinuz, paths
-    return None, None
-
-
 def debs_in(directory, newer_than):
     debs = glob.glob(os.path.join(directory, "*.deb"))
     if not debs or not any(os.path.basename(d).startswith("monitord_") for d in debs):
@@ -73,31 +53,20 @@ def debs_in(directory, newer_than):
 
 
 def make_initramfs(work, debs, modules):
-    root = os.path.join(work, "root")
-    for d in ("bin", "modules", "proc", "sys", "dev", "stage/debs"):
-        os.makedirs(os.path.join(root, d), exist_ok=True)
-    shutil.copy(shutil.which("busybox"), os.path.join(root, "bin/busybox"))
-    for name, path in modules.items():
-        shutil.copy(path, os.path.join(root, "modules", f"{name}.ko"))
+    root = vm.initramfs_root(work, os.path.join(HERE, "systemd_init.sh"), modules,
+                             dirs=("stage/debs",))
     for deb in debs:
         shutil.copy(deb, os.path.join(root, "stage/debs"))
     shutil.copy(os.path.join(HERE, "systemd_checks.sh"), os.path.join(root, "stage"))
-    shutil.copy(os.path.join(HERE, "systemd_init.sh"), os.path.join(root, "init"))
-    os.chmod(os.path.join(root, "init"), 0o755)
-    image = os.path.join(work, "initramfs.cpio")
-    files = subprocess.run(["find", "."], cwd=root, capture_output=True, check=True).stdout
-    with open(image, "wb") as f:
-        subprocess.run(["cpio", "--quiet", "-o", "-H", "newc"], cwd=root, input=files,
-                       stdout=f, check=True)
-    return image
+    return vm.pack_initramfs(root, os.path.join(work, "initramfs.cpio"))
 
 
-def run_vm(kernel, initramfs, log_path):
+def vm_command(kernel, initramfs):
     masked = ["serial-getty@ttyS0.service", "getty@tty1.service", "postgresql.service",
               "apt-daily.timer", "apt-daily-upgrade.timer", "man-db.timer"]
     cmdline = ("console=ttyS0 panic=-1 quiet systemd.show_status=false "
                + " ".join(f"systemd.mask={u}" for u in masked))
-    cmd = [
+    return [
         "qemu-system-x86_64", "-accel", "tcg", "-m", "1024", "-smp", "2",
         "-kernel", kernel, "-initrd", initramfs, "-append", cmdline,
         "-virtfs", "local,path=/,mount_tag=hostroot,security_model=none,readonly=on,"
@@ -105,29 +74,6 @@ def run_vm(kernel, initramfs, log_path):
         "-device", "i6300esb", "-watchdog-action", "poweroff",
         "-nographic", "-no-reboot",
     ]
-    start = time.monotonic()
-    marks, lines = {}, []
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, text=True, errors="replace")
-        try:
-            for line in proc.stdout:
-                log.write(line)
-                log.flush()
-                lines.append(line.rstrip())
-                m = re.search(r"VMTEST: (\w+)", line)
-                if m and m.group(1) not in marks:
-                    marks[m.group(1)] = time.monotonic() - start
-                    print(f"  {marks[m.group(1)]:6.1f} s  {line.strip()}", flush=True)
-                if time.monotonic() - start > BUDGET_S:
-                    print(f"  the VM ran for {BUDGET_S} s: stopped", flush=True)
-                    proc.kill()
-                    break
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    return marks, lines, time.monotonic() - start
 
 
 def main():
@@ -136,21 +82,19 @@ def main():
     p.add_argument("--monitord", help="build/daemon/monitord: rebuild debs older than it")
     p.add_argument("--keep", action="store_true", help="keep the work directory and log")
     args = p.parse_args()
-    for tool in ("qemu-system-x86_64", "busybox", "cpio"):
-        if shutil.which(tool) is None:
-            skip(f"{tool} is not installed (scripts/bootstrap --test installs it)")
+    vm.require_tools("qemu-system-x86_64", "busybox", "cpio")
     if not os.path.exists("/lib/systemd/systemd"):
-        skip("no /lib/systemd/systemd to boot (scripts/bootstrap --test installs systemd)")
-    kernel, modules = find_kernel()
+        vm.skip("no /lib/systemd/systemd to boot (scripts/bootstrap --test installs systemd)")
+    kernel, modules = vm.find_kernel(MODULES)
     if kernel is None:
-        skip("no readable /boot/vmlinuz-* with the virtio, 9p, overlay and i6300esb modules "
+        vm.skip("no readable /boot/vmlinuz-* with the virtio, 9p, overlay and i6300esb modules "
              "(scripts/bootstrap --test installs linux-image)")
     t0 = time.monotonic()
     debs = debs_in(args.debs, args.monitord)
     if not debs:
         for tool in ("dpkg-buildpackage", "dh"):
             if shutil.which(tool) is None:
-                skip(f"{tool} is not installed (scripts/bootstrap --test installs the Debian "
+                vm.skip(f"{tool} is not installed (scripts/bootstrap --test installs the Debian "
                      "packaging tools)")
         print(f"building the packages into {args.debs} (scripts/build-deb)", flush=True)
         subprocess.run([os.path.join(TOP, "scripts/build-deb"), args.debs], check=True)
@@ -162,7 +106,8 @@ def main():
     log_path = os.path.join(work, "vm.log")
     initramfs = make_initramfs(work, debs, modules)
     t1 = time.monotonic()
-    marks, lines, wall = run_vm(kernel, initramfs, log_path)
+    marks, lines, wall = vm.boot(vm_command(kernel, initramfs), log_path, BUDGET_S,
+                                 echo_marks=True)
     problems = [l for l in lines if "VMTEST: ERROR" in l or "VMTEST: CHECKS_FAILED" in l]
     missing = [m for m in MARKS if m not in marks]
     if missing:

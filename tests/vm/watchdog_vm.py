@@ -18,7 +18,6 @@ Exit status 0 when every case behaves, 1 otherwise, 77 (skip) when qemu, a kerne
 is missing. Prints, per case, the time from the load (or kill) to the end of the VM.
 """
 import argparse
-import glob
 import os
 import re
 import shutil
@@ -27,7 +26,8 @@ import sys
 import tempfile
 import time
 
-SKIP = 77
+import vm_support as vm
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASES = ["idle", "busy", "fifo", "sigterm", "sigkill"]
 SURVIVES = {"idle": True, "busy": False, "fifo": False, "sigterm": True, "sigkill": False}
@@ -35,22 +35,6 @@ SURVIVES = {"idle": True, "busy": False, "fifo": False, "sigterm": True, "sigkil
 # guest. Measured on a 2-vCPU machine: the VM ends 10.0-10.1 s after the load or the kill
 # with a 10 s timeout, for both drivers.
 MARGIN_S = 5.0
-
-
-def skip(why):
-    print(f"SKIP: {why}")
-    sys.exit(SKIP)
-
-
-def find_kernel():
-    """The newest /boot/vmlinuz-VERSION with its watchdog modules."""
-    for vmlinuz in sorted(glob.glob("/boot/vmlinuz-*"), reverse=True):
-        version = vmlinuz[len("/boot/vmlinuz-"):]
-        moddir = f"/lib/modules/{version}/kernel/drivers/watchdog"
-        if all(os.path.exists(f"{moddir}/{m}.ko") for m in ("watchdog", "i6300esb", "softdog")):
-            if os.access(vmlinuz, os.R_OK):
-                return vmlinuz, moddir
-    return None, None
 
 
 def shared_libraries(binary):
@@ -64,11 +48,9 @@ def shared_libraries(binary):
     return libs
 
 
-def make_initramfs(work, args, moddir):
-    root = os.path.join(work, "root")
-    for d in ("bin", "usr/bin", "modules", "proc", "sys", "dev", "run", "tmp", "etc"):
-        os.makedirs(os.path.join(root, d), exist_ok=True)
-    shutil.copy(shutil.which("busybox"), os.path.join(root, "bin/busybox"))
+def make_initramfs(work, args, modules):
+    root = vm.initramfs_root(work, os.path.join(HERE, "guest_init.sh"), modules,
+                             dirs=("usr/bin", "run", "tmp", "etc"))
     binaries = {"monitord": args.monitord, "monctl": args.monctl,
                 "chrt": shutil.which("chrt")}
     for name, path in binaries.items():
@@ -80,16 +62,7 @@ def make_initramfs(work, args, moddir):
             dest = os.path.join(root, lib.lstrip("/"))
             os.makedirs(os.path.dirname(dest), exist_ok=True)
             shutil.copy(lib, dest)
-    for m in ("watchdog", "i6300esb", "softdog"):
-        shutil.copy(f"{moddir}/{m}.ko", os.path.join(root, "modules"))
-    shutil.copy(os.path.join(HERE, "guest_init.sh"), os.path.join(root, "init"))
-    os.chmod(os.path.join(root, "init"), 0o755)
-    image = os.path.join(work, "initramfs.cpio")
-    files = subprocess.run(["find", "."], cwd=root, capture_output=True, check=True).stdout
-    with open(image, "wb") as f:
-        subprocess.run(["cpio", "--quiet", "-o", "-H", "newc"], cwd=root, input=files,
-                       stdout=f, check=True)
-    return image
+    return vm.pack_initramfs(root, os.path.join(work, "initramfs.cpio"))
 
 
 def run_case(case, wd, timeout, kernel, initramfs, log_dir):
@@ -104,32 +77,12 @@ def run_case(case, wd, timeout, kernel, initramfs, log_dir):
         cmd += ["-device", "i6300esb"]
     budget = 60 + 12 * timeout  # boot + the longest case + the margin, generously
     log_path = os.path.join(log_dir, f"vm-{wd}-{case}.log")
-    start = time.monotonic()
-    marks = {}
-    lines = []
-    with open(log_path, "w") as log:
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, text=True, errors="replace")
-        try:
-            for line in proc.stdout:
-                log.write(line)
-                lines.append(line.rstrip())
-                m = re.match(r"VMTEST: (\w+)", line)
-                if m and m.group(1) not in marks:
-                    marks[m.group(1)] = time.monotonic()
-                if time.monotonic() - start > budget:
-                    proc.kill()
-                    break
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    end = time.monotonic()
+    marks, lines, wall = vm.boot(cmd, log_path, budget)
     pets = [int(m.group(1)) for l in lines for m in [re.search(r"pets:\s+(\d+)", l)] if m]
     errors = [l for l in lines if "VMTEST: ERROR" in l]
     alive = "ALIVE" in marks
-    since = marks.get("LOAD") or marks.get("KILLED") or marks.get("STOPPED") or marks.get("READY")
-    after = end - since if since else float("nan")
+    since = next((marks[m] for m in ("LOAD", "KILLED", "STOPPED", "READY") if m in marks), None)
+    after = wall - since if since is not None else float("nan")
     expected = SURVIVES[case]
     problems = []
     if errors:
@@ -142,12 +95,12 @@ def run_case(case, wd, timeout, kernel, initramfs, log_dir):
         problems.append(f"too few pets seen: {max(pets) if pets else 0}")
     if case == "idle" and "BUSY_EXPLAINED" not in marks:
         problems.append("a second monitord on the held device did not explain EBUSY")
-    if not expected and not alive and since and after > timeout + MARGIN_S:
+    if not expected and not alive and since is not None and after > timeout + MARGIN_S:
         problems.append(f"the VM ended {after:.1f} s after, later than the timeout + margin")
     verdict = "ok" if not problems else "FAILED: " + "; ".join(problems)
     what = "stayed up" if alive else f"ended {after:.1f} s after the {'load' if 'LOAD' in marks else 'kill' if 'KILLED' in marks else 'start'}"
     summary = (f"{wd:9} {case:8} {what:40} pets seen {max(pets) if pets else 0:4}  "
-               f"VM {end - start:5.1f} s  {verdict}")
+               f"VM {wall:5.1f} s  {verdict}")
     if problems:
         summary += f"\n  log: {log_path}\n  " + "\n  ".join(lines[-25:])
     return not problems, summary
@@ -164,18 +117,16 @@ def main():
     args = p.parse_args()
     if not args.monitord or not args.monctl:
         p.error("--monitord and --monctl are needed")
-    for tool in ("qemu-system-x86_64", "busybox", "cpio", "chrt", "ldd"):
-        if shutil.which(tool) is None:
-            skip(f"{tool} is not installed (scripts/bootstrap --test installs it)")
-    kernel, moddir = find_kernel()
+    vm.require_tools("qemu-system-x86_64", "busybox", "cpio", "chrt", "ldd")
+    kernel, modules = vm.find_kernel(["watchdog", "i6300esb", "softdog"])
     if kernel is None:
-        skip("no readable /boot/vmlinuz-* with the watchdog, i6300esb and softdog modules "
+        vm.skip("no readable /boot/vmlinuz-* with the watchdog, i6300esb and softdog modules "
              "(scripts/bootstrap --test installs linux-image)")
 
     work = tempfile.mkdtemp(prefix="monitord-vm-")
     t0 = time.monotonic()
     try:
-        initramfs = make_initramfs(work, args, moddir)
+        initramfs = make_initramfs(work, args, modules)
         print(f"kernel {kernel}, initramfs {os.path.getsize(initramfs) // 1024} KiB, "
               f"timeout {args.timeout} s", flush=True)
         ok = True
