@@ -458,7 +458,13 @@ void CounterService::on_period() {
                 protocol::to_json(protocol::make_plan_message(s.session->plan()));
         }
         r.continues = true;
-        s.last = *report;
+        // The last period's report is not needed again: the final record is built from it
+        // only when this was the final period.
+        if (final) {
+            s.last = *report;
+        } else {
+            s.last = std::move(*report);
+        }
         if (!server_.send(owner, Response{std::move(r)})) return;  // the session ended
     }
     if (final) {

@@ -534,12 +534,15 @@ Result<PerfReport> PerfSession::read() {
     rep.elapsed = (stopped_ ? stopped_at_ : Clock::now()) - started_;
     rep.slots = plan_.slots;
     rep.rotations = rotations_;
+    rep.instances.reserve(instances_.size());
     for (const auto& inst : instances_) rep.instances.push_back(inst.target.cpu);
+    rep.events.reserve(plan_.events.size());
     for (std::size_t e = 0; e < plan_.events.size(); ++e) {
-        EventCount ec;
+        EventCount& ec = rep.events.emplace_back();
         ec.name = plan_.events[e].name;
         ec.canonical = plan_.events[e].canonical;
         ec.pmu = plan_.events[e].pmu;
+        ec.per_instance.reserve(instances_.size());
         for (const auto& inst : instances_) {
             CountValue v;
             bool counter_event = false;
@@ -560,8 +563,8 @@ Result<PerfReport> PerfSession::read() {
             ec.per_instance.push_back(v);
             ec.total += v;
         }
-        rep.events.push_back(std::move(ec));
     }
+    rep.groups.reserve(plan_.groups_of_counters.size());
     for (std::size_t g = 0; g < plan_.groups_of_counters.size(); ++g) {
         const auto& pg = plan_.groups_of_counters[g];
         GroupCount gc;

@@ -150,18 +150,19 @@ CounterReport make_report(const perf::Plan& plan, const perf::PerfReport& report
     r.final = final;
     r.slots = report.slots;
     r.rotations = report.rotations;
+    r.events.reserve(report.events.size());
     for (const auto& e : report.events) {
-        EventCount ec;
+        EventCount& ec = r.events.emplace_back();
         ec.name = e.name;
         ec.canonical = e.canonical;
         ec.pmu = e.pmu;
         ec.value = count_of(e.total);
         if (per_cpu) {
+            ec.cpus.reserve(e.per_instance.size());
             for (std::size_t i = 0; i < e.per_instance.size() && i < report.instances.size(); ++i) {
                 ec.cpus.emplace_back(report.instances[i], count_of(e.per_instance[i]));
             }
         }
-        r.events.push_back(std::move(ec));
     }
     r.metrics = perf::derive_metrics(plan, report);
     return r;
