@@ -10,7 +10,9 @@ the man pages; the library; the header, pkg-config file and libmonitor(3)). deb:
 reports no error and no warning (informational and pedantic tags are printed: the note of
 the change explains them), the configuration is a conffile, and the maintainer scripts
 enable the socket and the service and create the group. rpm: the configuration is
-%config(noreplace), the scriptlets create the group.
+%config(noreplace), the scriptlets create the group. Both: the library's examples build
+against the unpacked development packages alone (the C one with libmonitor.pc and the shared
+library, the C++ one with the installed headers and libmonitor++.pc) and run.
 Exit status 0 when all holds, 1 otherwise, 77 (skip) without the packaging tools.
 """
 import argparse
@@ -20,6 +22,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 SKIP = 77
@@ -33,8 +36,10 @@ DEB_FILES = {
                  "/usr/share/man/man1/monctl.1.gz", "/usr/share/man/man5/monitord.conf.5.gz",
                  "/usr/share/man/man8/monitord.8.gz", "/usr/share/doc/monitord/copyright"],
     "libmonitor0": ["/libmonitor.so.0"],
-    "libmonitor-dev": ["/usr/include/mon.h", "/libmonitor.so", "/libmonitor.a",
-                       "/pkgconfig/libmonitor.pc", "/usr/share/man/man3/libmonitor.3.gz"],
+    "libmonitor-dev": ["/usr/include/mon.h", "/usr/include/monitor/perf/perf_session.hpp",
+                       "/usr/include/monitor/status.hpp", "/libmonitor.so", "/libmonitor.a",
+                       "/pkgconfig/libmonitor.pc", "/pkgconfig/libmonitor++.pc",
+                       "/usr/share/man/man3/libmonitor.3.gz"],
 }
 RPM_FILES = {
     "monitord": ["/usr/sbin/monitord", "/usr/bin/monctl", "/systemd/system/monitord.service",
@@ -42,8 +47,10 @@ RPM_FILES = {
                  "/tmpfiles.d/monitord.conf", "/etc/monitord/monitord.conf",
                  "/man1/monctl.1", "/man5/monitord.conf.5", "/man8/monitord.8"],
     "libmonitor": ["/libmonitor.so.0"],
-    "libmonitor-devel": ["/usr/include/mon.h", "/libmonitor.so", "/libmonitor.a",
-                         "/pkgconfig/libmonitor.pc", "/man3/libmonitor.3"],
+    "libmonitor-devel": ["/usr/include/mon.h", "/usr/include/monitor/perf/perf_session.hpp",
+                         "/usr/include/monitor/status.hpp", "/libmonitor.so", "/libmonitor.a",
+                         "/pkgconfig/libmonitor.pc", "/pkgconfig/libmonitor++.pc",
+                         "/man3/libmonitor.3"],
 }
 
 problems = []
@@ -68,6 +75,51 @@ def out(*cmd):
     return subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
 
 
+def build_examples(root):
+    """Builds and runs the examples against the development files unpacked under root."""
+    pcs = glob.glob(os.path.join(root, "usr", "lib*", "**", "libmonitor++.pc"), recursive=True)
+    if not pcs:
+        problem("no libmonitor++.pc to build the examples with")
+        return
+    pcdir = os.path.dirname(pcs[0])
+    env = dict(os.environ, PKG_CONFIG_PATH=pcdir)
+    # The .pc files say prefix=/usr: point it at the unpacked tree.
+    define = ["--define-variable=prefix=" + os.path.join(root, "usr")]
+    libdir = os.path.dirname(pcdir)
+    examples = [("mon_perf", ["cc"], "mon_perf.c", "libmonitor"),
+                ("monitor_counts", ["c++", "-std=c++23"], "monitor_counts.cpp", "libmonitor++")]
+    for name, compiler, source, pc in examples:
+        flags = subprocess.run(["pkg-config", "--cflags", "--libs", *define, pc], env=env,
+                               capture_output=True, text=True)
+        if flags.returncode != 0:
+            problem(f"pkg-config {pc}: {flags.stderr.strip()}")
+            continue
+        exe = os.path.join(root, name)
+        cmd = [*compiler, os.path.join(TOP, "examples", source), "-o", exe,
+               *flags.stdout.split()]
+        built = subprocess.run(cmd, capture_output=True, text=True)
+        if built.returncode != 0:
+            problem(f"{source} does not build against the package: {' '.join(cmd)}\n"
+                    + built.stderr[-3000:])
+            continue
+        run_env = dict(os.environ, LD_LIBRARY_PATH=libdir)
+        if pc == "libmonitor":
+            # The C program must load the packaged shared library, not an installed one.
+            ldd = subprocess.run(["ldd", exe], capture_output=True, text=True, env=run_env)
+            loaded = re.search(r"libmonitor\.so\.0 => (\S+)", ldd.stdout)
+            if not loaded or not loaded.group(1).startswith(root):
+                problem(f"{name} does not load the packaged libmonitor.so.0:\n{ldd.stdout}")
+                continue
+        ran = subprocess.run([exe, "200"], capture_output=True, text=True, timeout=60,
+                             env=run_env)
+        if ran.returncode != 0:
+            problem(f"{name} built against the package exited {ran.returncode}: "
+                    + (ran.stderr or ran.stdout)[-2000:])
+            continue
+        print(f"{source} built with `pkg-config {pc}` and ran:\n  "
+              + ran.stdout.strip().replace("\n", "\n  "), flush=True)
+
+
 def check_deb(args):
     debs = sorted(glob.glob(os.path.join(args.out, "*.deb")))
     for name, expected in DEB_FILES.items():
@@ -85,6 +137,8 @@ def check_deb(args):
         check_files(name, listing, expected)
         print(f"{os.path.basename(deb)}: {len(listing)} entries, "
               f"{os.path.getsize(deb) // 1024} KiB", flush=True)
+        if name.startswith("libmonitor"):
+            subprocess.run(["dpkg-deb", "-x", deb, args.root], check=True)
         if name == "monitord":
             control = subprocess.run(["dpkg-deb", "--ctrl-tarfile", deb], capture_output=True,
                                      check=True).stdout
@@ -97,6 +151,7 @@ def check_deb(args):
                          "systemd-tmpfiles"):
                 if what not in files:
                     problem(f"monitord's postinst does not mention {what}")
+    build_examples(args.root)
     report = open(os.path.join(args.out, "lintian.txt")).read()
     tags = [l for l in report.splitlines() if re.match(r"^[EWIPXO]: ", l)]
     print("lintian:" + ("".join(f"\n  {t}" for t in tags) if tags else " no tags"))
@@ -121,6 +176,10 @@ def check_rpm(args):
         check_files(name, listing, expected)
         print(f"{os.path.basename(rpm)}: {len(listing)} files, "
               f"{os.path.getsize(rpm) // 1024} KiB", flush=True)
+        if name.startswith("libmonitor"):
+            cpio = subprocess.run(["rpm2cpio", rpm], capture_output=True, check=True).stdout
+            subprocess.run(["cpio", "-idm", "--quiet", "-D", args.root], input=cpio,
+                           check=True)
         if name == "monitord":
             configs = out("rpm", "-qcp", rpm)
             if "/etc/monitord/monitord.conf" not in configs:
@@ -128,6 +187,7 @@ def check_rpm(args):
             scripts = out("rpm", "-qp", "--scripts", rpm)
             if "g monitor" not in scripts:
                 problem("monitord's scriptlets do not create the group monitor")
+    build_examples(args.root)
 
 
 def main():
@@ -136,7 +196,8 @@ def main():
     p.add_argument("--out", required=True)
     p.add_argument("--version", required=True, help="the project's version")
     args = p.parse_args()
-    tools = {"deb": ["dpkg-buildpackage", "dh", "lintian"], "rpm": ["rpmbuild", "rpm"]}
+    tools = {"deb": ["dpkg-buildpackage", "dh", "lintian"],
+             "rpm": ["rpmbuild", "rpm", "rpm2cpio", "cpio"]}
     for tool in tools[args.kind]:
         if shutil.which(tool) is None:
             print(f"SKIP: {tool} is not installed (scripts/bootstrap --test installs it)")
@@ -149,7 +210,9 @@ def main():
         print("FAILED: the package build failed")
         return 1
     print(f"built in {time.monotonic() - t0:.0f} s", flush=True)
-    (check_deb if args.kind == "deb" else check_rpm)(args)
+    with tempfile.TemporaryDirectory(prefix="monitord-pkg-") as root:
+        args.root = root  # where the library packages are unpacked
+        (check_deb if args.kind == "deb" else check_rpm)(args)
     print(f"{len(problems)} problem(s)")
     return 1 if problems else 0
 
