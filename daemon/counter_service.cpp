@@ -458,13 +458,8 @@ void CounterService::on_period() {
                 protocol::to_json(protocol::make_plan_message(s.session->plan()));
         }
         r.continues = true;
-        // The last period's report is not needed again: the final record is built from it
-        // only when this was the final period.
-        if (final) {
-            s.last = *report;
-        } else {
-            s.last = std::move(*report);
-        }
+        // The next period starts here; after the final one the totals below still need it.
+        if (!final) s.last = std::move(*report);
         if (!server_.send(owner, Response{std::move(r)})) return;  // the session ended
     }
     if (final) {

@@ -9,6 +9,7 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <map>
 
 namespace monitor::perf {
@@ -267,6 +268,28 @@ PerfReport PerfReport::since(const PerfReport& earlier) const {
     return d;
 }
 
+Result<std::string> cgroup_directory(std::string_view root, std::string_view cgroup) {
+    namespace fs = std::filesystem;
+    const fs::path base = fs::path(root).lexically_normal();
+    for (const auto& part : fs::path(cgroup)) {
+        if (part == "..") {
+            return fail(Status::BadArg,
+                        fmt::format("cgroup {}: '..' could lead out of the cgroup tree {}; name "
+                                    "a cgroup below it, such as system.slice",
+                                    cgroup, base.string()));
+        }
+    }
+    fs::path rel = fs::path(cgroup).lexically_normal();
+    if (rel.is_absolute()) {
+        // Below the root by whole components ("/sys/fs/cgroupX" is not below "/sys/fs/cgroup"):
+        // the part after it; otherwise the path is taken from the root.
+        const fs::path under = rel.lexically_relative(base);
+        const bool below = !under.empty() && *under.begin() != "..";
+        rel = below ? under : rel.relative_path();
+    }
+    return (rel.empty() || rel == "." ? base : base / rel).string();
+}
+
 PerfSession::PerfSession(std::unique_ptr<CounterDevice> device, SessionOptions options, Plan plan)
     : device_(std::move(device)), options_(std::move(options)), plan_(std::move(plan)) {}
 
@@ -315,11 +338,9 @@ Result<void> PerfSession::open_all() {
             targets.push_back({.pid = t.pid, .inherit = true, .enable_on_exec = t.enable_on_exec});
             break;
         case TargetKind::Cgroup: {
-            std::string path =
-                t.cgroup.starts_with('/') && !t.cgroup.starts_with(options_.cgroup_root)
-                    ? options_.cgroup_root + t.cgroup
-                    : t.cgroup;
-            if (!path.starts_with('/')) path = options_.cgroup_root + "/" + path;
+            auto dir = cgroup_directory(options_.cgroup_root, t.cgroup);
+            if (!dir) return std::unexpected(dir.error());
+            const std::string& path = *dir;
             int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
             if (fd < 0) {
                 int err = errno;

@@ -130,7 +130,10 @@ Result<perf::SessionOptions> session_options(const CounterRequest& r) {
             return std::unexpected(ok.error());
         }
         if (path.find("..") != std::string::npos) {
-            return fail(Status::BadArg, fmt::format("'{}': '..' is not allowed", path));
+            return fail(Status::BadArg,
+                        fmt::format("{} '{}': '..' is not allowed; name a cgroup below the "
+                                    "cgroup tree, such as system.slice",
+                                    r.target, path));
         }
         o.target.kind = perf::TargetKind::Cgroup;
         o.target.cgroup = path;

@@ -109,6 +109,29 @@ TEST_F(PerfCommands, CollectCountsSoftwareEventsOnEveryCpu) {
     EXPECT_TRUE(j["report"]["final"].get<bool>());
 }
 
+// perf's letters: -a all CPUs added up (the default), -A each CPU; the two exclude each other.
+TEST_F(PerfCommands, AllCpusAddedUpOrEachCpu) {
+    const auto cpus = daemon_->call("GetStatus")["cpus"].size();
+    auto all = daemon_->monctl(
+        {"perf", "collect", "-a", "-e", "perf::TASK-CLOCK", "-d", "200ms", "--json"});
+    ASSERT_EQ(all.exit_code, 0) << all.err;
+    auto a = nlohmann::json::parse(all.out)["report"]["events"][0];
+    EXPECT_FALSE(a.contains("cpus")) << a.dump();
+    EXPECT_NEAR(a["value"]["count"].get<double>(), 0.2e9 * static_cast<double>(cpus),
+                0.05e9 * static_cast<double>(cpus));
+
+    auto each = daemon_->monctl(
+        {"perf", "collect", "-A", "-e", "perf::TASK-CLOCK", "-d", "200ms", "--json"});
+    ASSERT_EQ(each.exit_code, 0) << each.err;
+    auto e = nlohmann::json::parse(each.out)["report"]["events"][0];
+    ASSERT_TRUE(e.contains("cpus")) << e.dump();
+    EXPECT_EQ(e["cpus"].size(), cpus);
+
+    auto both = daemon_->monctl({"perf", "collect", "-a", "-A", "-e", "perf::TASK-CLOCK"});
+    EXPECT_NE(both.exit_code, 0);
+    EXPECT_NE(both.err.find("excludes"), std::string::npos) << both.err;
+}
+
 TEST_F(PerfCommands, IntervalsStreamPerPeriodCounts) {
     auto r = daemon_->monctl(
         {"perf", "collect", "-e", "perf::TASK-CLOCK", "-d", "1s", "-i", "250ms", "--csv"});
@@ -708,6 +731,14 @@ TEST_F(PerfCommands, CollectNamesAMissingUnitOrCgroup) {
                   std::string::npos)
             << path << ": " << cgroup.err;
     }
+
+    // A path that could lead out of the cgroup tree is refused before anything is opened.
+    auto out = daemon_->monctl(
+        {"perf", "collect", "-e", "perf::TASK-CLOCK", "-d", "100ms", "--cgroup", "../etc"});
+    EXPECT_EQ(out.exit_code, 1);
+    EXPECT_NE(out.err.find("cgroup '../etc': '..' is not allowed; name a cgroup below"),
+              std::string::npos)
+        << out.err;
 
     // Over varlink both are NoSuchTarget.
     monitor::varlink::Client c = daemon_->connect();

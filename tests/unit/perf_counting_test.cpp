@@ -178,6 +178,34 @@ TEST(EventList, ParsesGroups) {
     }
 }
 
+TEST(CgroupTarget, PathsStayBelowTheCgroupRoot) {
+    const std::string root = "/sys/fs/cgroup";
+    for (auto [cgroup, dir] : std::initializer_list<std::pair<const char*, const char*>>{
+             {"system.slice", "/sys/fs/cgroup/system.slice"},
+             {"/system.slice/a.service", "/sys/fs/cgroup/system.slice/a.service"},
+             {"/sys/fs/cgroup/system.slice", "/sys/fs/cgroup/system.slice"},
+             {"/sys/fs/cgroup/", "/sys/fs/cgroup"},
+             {"/", "/sys/fs/cgroup"},
+             {"a/./b//c", "/sys/fs/cgroup/a/b/c"},
+             // Not below the root by whole components: taken from the root.
+             {"/sys/fs/cgroupX", "/sys/fs/cgroup/sys/fs/cgroupX"},
+             {"/etc", "/sys/fs/cgroup/etc"},
+         }) {
+        auto d = cgroup_directory(root, cgroup);
+        ASSERT_TRUE(d) << cgroup << ": " << d.error().to_string();
+        EXPECT_EQ(*d, dir) << cgroup;
+    }
+    for (const char* out :
+         {"..", "../etc", "system.slice/../../etc", "/sys/fs/cgroup/../x", "a/b/../c"}) {
+        auto d = cgroup_directory(root, out);
+        ASSERT_FALSE(d) << out << " -> " << *d;
+        EXPECT_EQ(d.error().status, Status::BadArg);
+        EXPECT_NE(d.error().message.find("'..' could lead out of the cgroup tree /sys/fs/cgroup"),
+                  std::string::npos)
+            << d.error().message;
+    }
+}
+
 TEST(PerfCounting, TaskClockMatchesTheThreadsCpuTime) {
     auto c = catalog();
     auto s = start(c, this_thread("perf::TASK-CLOCK"));

@@ -143,7 +143,10 @@ int main(int argc, char** argv) {
             ->check(CLI::Range(1, 32));
     }
     for (auto* sub : {perf_plan, perf_collect, perf_start}) {
-        auto* each = sub->add_flag("-a,--per-cpu", po.per_cpu, "Count each CPU separately");
+        // The letters of perf stat: -a all CPUs (here the default), -A each CPU on its own.
+        auto* all =
+            sub->add_flag("-a,--all-cpus", po.all_cpus, "Count every CPU, added up (the default)");
+        auto* each = sub->add_flag("-A,--per-cpu", po.per_cpu, "Count each CPU separately");
         auto* cpu =
             sub->add_option("-C,--cpu", po.cpu, "Count one CPU")->check(CLI::NonNegativeNumber);
         auto* pid = sub->add_option("-p,--pid", po.pid, "Count a process and its new children")
@@ -151,8 +154,8 @@ int main(int argc, char** argv) {
         auto* cgroup = sub->add_option("-G,--cgroup", po.cgroup,
                                        "Count a cgroup (a path below /sys/fs/cgroup)");
         auto* unit = sub->add_option("-u,--unit", po.unit, "Count a systemd unit's cgroup");
-        for (auto* a : {each, cpu, pid, cgroup, unit}) {
-            for (auto* b : {each, cpu, pid, cgroup, unit}) {
+        for (auto* a : {all, each, cpu, pid, cgroup, unit}) {
+            for (auto* b : {all, each, cpu, pid, cgroup, unit}) {
                 if (a != b) a->excludes(b);
             }
         }

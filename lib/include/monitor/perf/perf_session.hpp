@@ -52,6 +52,11 @@ struct CountTarget {
     std::string cgroup;           // Cgroup: a path below the cgroup2 root, or absolute
 };
 
+// The directory of a cgroup target: `cgroup` relative to `root` (the cgroup2 mount), or
+// absolute with or without the root in front ("/sys/fs/cgroup/system.slice" and
+// "/system.slice" are one cgroup). BADARG for a path with "..", which could lead out of it.
+Result<std::string> cgroup_directory(std::string_view root, std::string_view cgroup);
+
 enum class MuxMode { Daemon, Kernel };
 
 struct SessionOptions {
