@@ -448,19 +448,24 @@ void CounterService::on_period() {
     const std::uint64_t owner = *s.owner;
     if (s.stream) {
         ++s.period;
+        const auto record = protocol::make_report(s.session->plan(), report->since(s.last),
+                                                  s.per_cpu, s.period, false);
+        // The records of a stream differ in their numbers only: the last one's JSON is kept
+        // and its numbers replaced, which saves building the whole tree every period.
+        if (!protocol::update_json(s.record, record)) s.record = protocol::to_json(record);
         Reply r;
-        r.parameters = json{
-            {"report", protocol::to_json(protocol::make_report(
-                           s.session->plan(), report->since(s.last), s.per_cpu, s.period, false))}};
+        r.parameters["report"] = std::move(s.record);
         // The plan does not change: the first record and the totals carry it.
         if (s.period == 1) {
             r.parameters["plan"] =
                 protocol::to_json(protocol::make_plan_message(s.session->plan()));
         }
         r.continues = true;
+        auto text = std::make_shared<const std::string>(monitor::varlink::encode(r));
+        s.record = std::move(r.parameters["report"]);
         // The next period starts here; after the final one the totals below still need it.
         if (!final) s.last = std::move(*report);
-        if (!server_.send(owner, Response{std::move(r)})) return;  // the session ended
+        if (!server_.send(owner, Response{std::move(text), true})) return;  // the session ended
     }
     if (final) {
         Reply r;

@@ -60,6 +60,7 @@ class CounterService {
         std::chrono::steady_clock::time_point ends;  // collect only
         std::int64_t period = 0;
         monitor::perf::PerfReport last;  // at the previous period
+        nlohmann::json record;           // the JSON of the previous period's report
         std::string started_by;          // "pid 42 (uid 1000)"
     };
 

@@ -25,6 +25,21 @@ json to_json(const Count& c) {
     return j;
 }
 
+// The fields of to_json(Count), assigned to an object that has them.
+void assign_count(json& j, const Count& c) {
+    j["count"] = c.count;
+    j["enabled_ns"] = c.enabled_ns;
+    j["running_ns"] = c.running_ns;
+    j["scaled"] = c.scaled;
+    j["running"] = c.running;
+}
+
+// Whether `j` is a string equal to `s`, without making a JSON value of `s`.
+bool same_string(const json& j, std::string_view s) {
+    const auto* p = j.get_ptr<const std::string*>();
+    return p != nullptr && *p == s;
+}
+
 Count count_from_json(const json& j) {
     Count c;
     c.count = j.at("count").get<std::uint64_t>();
@@ -203,6 +218,53 @@ json to_json(const CounterReport& r) {
     }
     put_optional(j, "period", r.period);
     return j;
+}
+
+bool update_json(json& j, const CounterReport& r) {
+    if (!j.is_object()) return false;
+    auto events = j.find("events");
+    auto metrics = j.find("metrics");
+    if (events == j.end() || !events->is_array() || events->size() != r.events.size() ||
+        metrics == j.end() || !metrics->is_array() || metrics->size() != r.metrics.size() ||
+        j.contains("period") != r.period.has_value()) {
+        return false;
+    }
+    for (std::size_t i = 0; i < r.events.size(); ++i) {
+        const EventCount& e = r.events[i];
+        json& je = (*events)[i];
+        if (!je.is_object() || !same_string(je["name"], e.name) ||
+            !same_string(je["canonical"], e.canonical) || !same_string(je["pmu"], e.pmu) ||
+            !je["value"].is_object()) {
+            return false;
+        }
+        assign_count(je["value"], e.value);
+        auto cpus = je.find("cpus");
+        if ((cpus == je.end()) != e.cpus.empty()) return false;
+        if (cpus == je.end()) continue;
+        if (!cpus->is_array() || cpus->size() != e.cpus.size()) return false;
+        for (std::size_t k = 0; k < e.cpus.size(); ++k) {
+            json& jc = (*cpus)[k];
+            if (!jc.is_object() || !jc["value"].is_object()) return false;
+            jc["cpu"] = e.cpus[k].first;
+            assign_count(jc["value"], e.cpus[k].second);
+        }
+    }
+    for (std::size_t i = 0; i < r.metrics.size(); ++i) {
+        const perf::Metric& m = r.metrics[i];
+        json& jm = (*metrics)[i];
+        if (!jm.is_object() || !same_string(jm["name"], m.name) ||
+            !same_string(jm["description"], m.description)) {
+            return false;
+        }
+        jm["value"] = m.value;
+        jm["same_set"] = m.same_set;
+    }
+    j["elapsed"] = r.elapsed;
+    j["final"] = r.final;
+    j["slots"] = r.slots;
+    j["rotations"] = r.rotations;
+    if (r.period) j["period"] = *r.period;
+    return true;
 }
 
 CounterReport counter_report_from_json(const json& j) {

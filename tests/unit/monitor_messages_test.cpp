@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "monitor/protocol/counter_messages.hpp"
 #include "monitor/protocol/varlink_idl.hpp"
 
 namespace monitor::protocol {
@@ -289,6 +290,64 @@ TEST(LoadingQueryJson, RoundTripAndConformsToGetLoadingInput) {
         }
     }
     EXPECT_EQ(to_json(LoadingQuery{}), json::object());
+}
+
+// A stream's records: the kept JSON of the last one, its numbers replaced, is exactly the new
+// record's JSON; another shape is refused, and rebuilding gives the same text.
+CounterReport stream_record(std::uint64_t base, bool per_cpu, std::size_t events,
+                            std::optional<std::int64_t> period) {
+    CounterReport r;
+    r.elapsed = 1.0 + static_cast<double>(base) / 1000;
+    r.period = period;
+    r.slots = 2;
+    r.rotations = static_cast<int>(base % 7);
+    for (std::size_t i = 0; i < events; ++i) {
+        EventCount e;
+        e.name = "perf::EVENT-NUMBER-" + std::to_string(i);
+        e.canonical = "perf::PERF_COUNT_SW_" + std::to_string(i);
+        e.pmu = "perf";
+        e.value = {base * (i + 1), 1000 + base, 900 + base, 1.5 * static_cast<double>(base), 0.9};
+        if (per_cpu) {
+            e.cpus = {{0, {base, 10, 9, 1.0, 0.9}}, {3, {base + 1, 11, 11, 2.0, 1.0}}};
+        }
+        r.events.push_back(e);
+    }
+    r.metrics.push_back(
+        {"cpus_utilized", "CPUs busy on average", 0.5 * static_cast<double>(base), base % 2 == 0});
+    return r;
+}
+
+TEST(CounterMessages, AStreamRecordUpdatesTheLastOnesJsonInPlace) {
+    for (bool per_cpu : {false, true}) {
+        json j = to_json(stream_record(1, per_cpu, 3, 1));
+        for (std::uint64_t base : {2u, 17u, 123456789u}) {
+            const auto next = stream_record(base, per_cpu, 3, static_cast<std::int64_t>(base));
+            ASSERT_TRUE(update_json(j, next)) << base;
+            EXPECT_EQ(j, to_json(next)) << base;
+            EXPECT_EQ(j.dump(), to_json(next).dump()) << base;
+        }
+    }
+}
+
+TEST(CounterMessages, AnotherShapeIsNotUpdatedInPlace) {
+    const json kept = to_json(stream_record(1, false, 3, 1));
+    std::vector<CounterReport> others = {
+        stream_record(2, false, 4, 2),             // another event
+        stream_record(2, true, 3, 2),              // per CPU now
+        stream_record(2, false, 3, std::nullopt),  // no period
+    };
+    others.push_back(stream_record(2, false, 3, 2));
+    others.back().events[1].name = "perf::OTHER";  // another name
+    others.push_back(stream_record(2, false, 3, 2));
+    others.back().metrics.clear();  // a metric no longer computed
+    others.push_back(stream_record(2, false, 3, 2));
+    others.back().metrics[0].name = "ipc";
+    for (std::size_t i = 0; i < others.size(); ++i) {
+        json j = kept;
+        EXPECT_FALSE(update_json(j, others[i])) << i;
+    }
+    json null;
+    EXPECT_FALSE(update_json(null, stream_record(2, false, 3, 2)));
 }
 
 }  // namespace

@@ -66,6 +66,11 @@ CounterReport make_report(const perf::Plan& plan, const perf::PerfReport& report
                           std::optional<std::int64_t> period, bool final);
 
 nlohmann::json to_json(const CounterReport& r);
+// Makes `j`, the JSON of an earlier report of the same session, that of `r` by assigning its
+// numbers in place (the records of a stream differ only in them), without allocating. False,
+// with `j` partly changed, when `r` has another shape (other events, CPUs or metrics): then
+// j = to_json(r). Either way j equals to_json(r) afterwards.
+bool update_json(nlohmann::json& j, const CounterReport& r);
 CounterReport counter_report_from_json(const nlohmann::json& j);
 
 struct PlanMember {
