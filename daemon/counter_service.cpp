@@ -439,22 +439,24 @@ void CounterService::on_period() {
             return;
         }
     }
-    auto report = s.session->read();
-    if (!report) {
-        server_.send(*s.owner, Response{error_reply(report.error())});
+    // Every period reads into the same reports and writes the same JSON tree, so that a
+    // stream's records allocate (almost) nothing: only their numbers change.
+    if (auto r = s.session->read(s.now); !r) {
+        server_.send(*s.owner, Response{error_reply(r.error())});
         end_session();
         return;
     }
     const std::uint64_t owner = *s.owner;
     if (s.stream) {
         ++s.period;
-        const auto record = protocol::make_report(s.session->plan(), report->since(s.last),
-                                                  s.per_cpu, s.period, false);
-        // The records of a stream differ in their numbers only: the last one's JSON is kept
-        // and its numbers replaced, which saves building the whole tree every period.
-        if (!protocol::update_json(s.record, record)) s.record = protocol::to_json(record);
+        s.delta = s.now;  // assigned element by element: no allocation once the sizes hold
+        s.delta.subtract(s.last);
+        protocol::make_report(s.session->plan(), s.delta, s.per_cpu, s.period, false, s.record);
+        if (!protocol::update_json(s.record_json, s.record)) {
+            s.record_json = protocol::to_json(s.record);
+        }
         Reply r;
-        r.parameters["report"] = std::move(s.record);
+        r.parameters["report"] = std::move(s.record_json);
         // The plan does not change: the first record and the totals carry it.
         if (s.period == 1) {
             r.parameters["plan"] =
@@ -462,9 +464,9 @@ void CounterService::on_period() {
         }
         r.continues = true;
         auto text = std::make_shared<const std::string>(monitor::varlink::encode(r));
-        s.record = std::move(r.parameters["report"]);
+        s.record_json = std::move(r.parameters["report"]);
         // The next period starts here; after the final one the totals below still need it.
-        if (!final) s.last = std::move(*report);
+        if (!final) std::swap(s.last, s.now);
         if (!server_.send(owner, Response{std::move(text), true})) return;  // the session ended
     }
     if (final) {
@@ -472,7 +474,7 @@ void CounterService::on_period() {
         r.parameters =
             json{{"plan", protocol::to_json(protocol::make_plan_message(active_->session->plan()))},
                  {"report",
-                  protocol::to_json(protocol::make_report(active_->session->plan(), *report,
+                  protocol::to_json(protocol::make_report(active_->session->plan(), s.now,
                                                           active_->per_cpu, std::nullopt, true))}};
         spdlog::info("Counter session ended ({})", active_->started_by);
         end_session();

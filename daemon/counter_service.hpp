@@ -59,9 +59,14 @@ class CounterService {
         std::optional<std::chrono::milliseconds> interval;
         std::chrono::steady_clock::time_point ends;  // collect only
         std::int64_t period = 0;
-        monitor::perf::PerfReport last;  // at the previous period
-        nlohmann::json record;           // the JSON of the previous period's report
-        std::string started_by;          // "pid 42 (uid 1000)"
+        // Kept from period to period, to be filled again: the counts now, at the previous
+        // period and between the two; the record of the last period and its JSON.
+        monitor::perf::PerfReport now;
+        monitor::perf::PerfReport last;
+        monitor::perf::PerfReport delta;
+        monitor::protocol::CounterReport record;
+        nlohmann::json record_json;
+        std::string started_by;  // "pid 42 (uid 1000)"
     };
 
     using Response = VarlinkServer::Response;

@@ -246,26 +246,31 @@ CountValue CountValue::operator-(const CountValue& o) const {
 
 PerfReport PerfReport::since(const PerfReport& earlier) const {
     PerfReport d = *this;
-    d.elapsed = elapsed - earlier.elapsed;
-    d.rotations = rotations - earlier.rotations;
+    d.subtract(earlier);
+    return d;
+}
+
+void PerfReport::subtract(const PerfReport& earlier) {
+    elapsed -= earlier.elapsed;
+    rotations -= earlier.rotations;
     if (earlier.events.size() != events.size() || earlier.groups.size() != groups.size()) {
-        return d;
+        return;
     }
     for (std::size_t i = 0; i < events.size(); ++i) {
-        d.events[i].total = events[i].total - earlier.events[i].total;
+        events[i].total = events[i].total - earlier.events[i].total;
         for (std::size_t k = 0;
              k < events[i].per_instance.size() && k < earlier.events[i].per_instance.size(); ++k) {
-            d.events[i].per_instance[k] =
+            events[i].per_instance[k] =
                 events[i].per_instance[k] - earlier.events[i].per_instance[k];
         }
     }
     for (std::size_t g = 0; g < groups.size(); ++g) {
-        for (std::size_t k = 0; k < groups[g].counts.size(); ++k) {
-            d.groups[g].counts[k] -= earlier.groups[g].counts[k];
+        for (std::size_t k = 0; k < groups[g].counts.size() && k < earlier.groups[g].counts.size();
+             ++k) {
+            groups[g].counts[k] -= earlier.groups[g].counts[k];
         }
-        d.groups[g].running_ns -= earlier.groups[g].running_ns;
+        groups[g].running_ns -= earlier.groups[g].running_ns;
     }
-    return d;
 }
 
 Result<std::string> cgroup_directory(std::string_view root, std::string_view cgroup) {
@@ -547,23 +552,31 @@ Result<void> PerfSession::stop() {
 }
 
 Result<PerfReport> PerfSession::read() {
-    if (!stopped_) {
-        if (auto r = poll(); !r) return std::unexpected(r.error());
-    }
-    const bool daemon_mux = options_.mux == MuxMode::Daemon;
     PerfReport rep;
+    if (auto r = read(rep); !r) return std::unexpected(r.error());
+    return rep;
+}
+
+Result<void> PerfSession::read(PerfReport& rep) {
+    if (!stopped_) {
+        if (auto r = poll(); !r) return r;
+    }
+    // Every field is assigned; the vectors and strings keep their capacity, so reading into
+    // the same report again allocates nothing.
+    const bool daemon_mux = options_.mux == MuxMode::Daemon;
     rep.elapsed = (stopped_ ? stopped_at_ : Clock::now()) - started_;
     rep.slots = plan_.slots;
     rep.rotations = rotations_;
-    rep.instances.reserve(instances_.size());
+    rep.instances.clear();
     for (const auto& inst : instances_) rep.instances.push_back(inst.target.cpu);
-    rep.events.reserve(plan_.events.size());
+    rep.events.resize(plan_.events.size());
     for (std::size_t e = 0; e < plan_.events.size(); ++e) {
-        EventCount& ec = rep.events.emplace_back();
+        EventCount& ec = rep.events[e];
         ec.name = plan_.events[e].name;
         ec.canonical = plan_.events[e].canonical;
         ec.pmu = plan_.events[e].pmu;
-        ec.per_instance.reserve(instances_.size());
+        ec.total = {};
+        ec.per_instance.clear();
         for (const auto& inst : instances_) {
             CountValue v;
             bool counter_event = false;
@@ -585,21 +598,22 @@ Result<PerfReport> PerfSession::read() {
             ec.total += v;
         }
     }
-    rep.groups.reserve(plan_.groups_of_counters.size());
+    rep.groups.resize(plan_.groups_of_counters.size());
     for (std::size_t g = 0; g < plan_.groups_of_counters.size(); ++g) {
         const auto& pg = plan_.groups_of_counters[g];
-        GroupCount gc;
+        GroupCount& gc = rep.groups[g];
         gc.set = pg.set;
         gc.counts.assign(pg.members.size(), 0);
+        gc.events.clear();
         for (const auto& m : pg.members) gc.events.push_back(m.event);
+        gc.running_ns = 0;
         for (const auto& inst : instances_) {
             const auto& gh = inst.groups[g];
             for (std::size_t m = 0; m < gh.count.size(); ++m) gc.counts[m] += gh.count[m];
             if (!gh.running.empty()) gc.running_ns += gh.running.front();
         }
-        rep.groups.push_back(std::move(gc));
     }
-    return rep;
+    return {};
 }
 
 }  // namespace monitor::perf

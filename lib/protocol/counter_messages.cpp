@@ -163,27 +163,33 @@ Result<perf::SessionOptions> session_options(const CounterRequest& r) {
 CounterReport make_report(const perf::Plan& plan, const perf::PerfReport& report, bool per_cpu,
                           std::optional<std::int64_t> period, bool final) {
     CounterReport r;
+    make_report(plan, report, per_cpu, period, final, r);
+    return r;
+}
+
+void make_report(const perf::Plan& plan, const perf::PerfReport& report, bool per_cpu,
+                 std::optional<std::int64_t> period, bool final, CounterReport& r) {
     r.elapsed = std::chrono::duration<double>(report.elapsed).count();
     r.period = period;
     r.final = final;
     r.slots = report.slots;
     r.rotations = report.rotations;
-    r.events.reserve(report.events.size());
-    for (const auto& e : report.events) {
-        EventCount& ec = r.events.emplace_back();
+    r.events.resize(report.events.size());
+    for (std::size_t k = 0; k < report.events.size(); ++k) {
+        const perf::EventCount& e = report.events[k];
+        EventCount& ec = r.events[k];
         ec.name = e.name;
         ec.canonical = e.canonical;
         ec.pmu = e.pmu;
         ec.value = count_of(e.total);
+        ec.cpus.clear();
         if (per_cpu) {
-            ec.cpus.reserve(e.per_instance.size());
             for (std::size_t i = 0; i < e.per_instance.size() && i < report.instances.size(); ++i) {
                 ec.cpus.emplace_back(report.instances[i], count_of(e.per_instance[i]));
             }
         }
     }
     r.metrics = perf::derive_metrics(plan, report);
-    return r;
 }
 
 json to_json(const CounterReport& r) {

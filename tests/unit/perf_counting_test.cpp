@@ -359,6 +359,52 @@ TEST(PerfCounting, IntervalReportsAddUpToTheTotal) {
     EXPECT_GT(second.events[0].total.count, 40'000'000u);  // ~50 ms of CPU time
 }
 
+// Reading into a kept report (what the daemon does every period) gives what read() gives,
+// whatever the report held before; subtract() in place is since().
+TEST(PerfCounting, ReadingIntoAKeptReportEqualsAFreshRead) {
+    auto c = catalog();
+    auto s = start(c, this_thread("perf::TASK-CLOCK,perf::CONTEXT-SWITCHES"));
+    if (!s) GTEST_SKIP() << "perf_event_open refused: kernel.perf_event_paranoid too high";
+    spin_for(20ms);
+    PerfReport kept;
+    kept.events.resize(5);  // another shape, with stale content
+    kept.events[3].name = "stale";
+    kept.events[0].per_instance.resize(7);
+    kept.groups.resize(4);
+    kept.instances = {1, 2, 3};
+    ASSERT_TRUE(s->read(kept));
+    spin_for(20ms);
+    ASSERT_TRUE(s->stop());
+    auto fresh = s->read();
+    ASSERT_TRUE(fresh);
+    PerfReport again = kept;
+    ASSERT_TRUE(s->read(again));  // stopped: the same counts as `fresh`
+    ASSERT_EQ(again.events.size(), 2u);
+    EXPECT_EQ(again.instances, fresh->instances);
+    EXPECT_EQ(again.elapsed, fresh->elapsed);
+    for (std::size_t e = 0; e < 2; ++e) {
+        EXPECT_EQ(again.events[e].name, fresh->events[e].name);
+        EXPECT_EQ(again.events[e].canonical, fresh->events[e].canonical);
+        EXPECT_EQ(again.events[e].total.count, fresh->events[e].total.count);
+        EXPECT_EQ(again.events[e].total.enabled_ns, fresh->events[e].total.enabled_ns);
+        ASSERT_EQ(again.events[e].per_instance.size(), fresh->events[e].per_instance.size());
+    }
+    ASSERT_EQ(again.groups.size(), fresh->groups.size());
+    for (std::size_t g = 0; g < again.groups.size(); ++g) {
+        EXPECT_EQ(again.groups[g].counts, fresh->groups[g].counts);
+        EXPECT_EQ(again.groups[g].events, fresh->groups[g].events);
+        EXPECT_EQ(again.groups[g].running_ns, fresh->groups[g].running_ns);
+    }
+    PerfReport delta = again;
+    delta.subtract(kept);
+    const PerfReport since = again.since(kept);
+    EXPECT_EQ(delta.elapsed, since.elapsed);
+    EXPECT_EQ(delta.events[0].total.count, since.events[0].total.count);
+    EXPECT_EQ(delta.events[0].total.count + kept.events[0].total.count,
+              again.events[0].total.count);
+    EXPECT_GT(delta.events[0].total.count, 15'000'000u);  // ~20 ms of CPU time
+}
+
 TEST(PerfCounting, CpusUtilizedFromTaskClock) {
     auto c = catalog();
     auto s = start(c, this_thread("perf::TASK-CLOCK"));

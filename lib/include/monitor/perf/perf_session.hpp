@@ -141,6 +141,8 @@ struct PerfReport {
 
     // The counts of the period between `earlier` and this report (same session).
     PerfReport since(const PerfReport& earlier) const;
+    // The same in place: this report becomes the counts since `earlier`.
+    void subtract(const PerfReport& earlier);
 };
 
 class PerfSession {
@@ -168,6 +170,9 @@ class PerfSession {
     Result<void> rotate();
     // Reads every counter that is counting now and returns the totals so far.
     Result<PerfReport> read();
+    // The same into `into`, whose vectors and strings are reused: a caller that reads every
+    // period into the same report allocates nothing.
+    Result<void> read(PerfReport& into);
     // Stops counting: later reads return the final totals.
     Result<void> stop();
     bool stopped() const { return stopped_; }

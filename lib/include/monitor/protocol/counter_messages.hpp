@@ -64,12 +64,15 @@ struct CounterReport {
 // From a session's report: `per_cpu` keeps the per-CPU counts.
 CounterReport make_report(const perf::Plan& plan, const perf::PerfReport& report, bool per_cpu,
                           std::optional<std::int64_t> period, bool final);
+// The same into `into`, reusing its vectors and strings (a stream's records, every period).
+void make_report(const perf::Plan& plan, const perf::PerfReport& report, bool per_cpu,
+                 std::optional<std::int64_t> period, bool final, CounterReport& into);
 
 nlohmann::json to_json(const CounterReport& r);
 // Makes `j`, the JSON of an earlier report of the same session, that of `r` by assigning its
 // numbers in place (the records of a stream differ only in them), without allocating. False,
-// with `j` partly changed, when `r` has another shape (other events, CPUs or metrics): then
-// j = to_json(r). Either way j equals to_json(r) afterwards.
+// with `j` partly changed, when `r` has another shape (other events, CPUs, metrics or
+// period): the caller then rebuilds it with to_json(r).
 bool update_json(nlohmann::json& j, const CounterReport& r);
 CounterReport counter_report_from_json(const nlohmann::json& j);
 
