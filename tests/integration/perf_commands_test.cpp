@@ -394,15 +394,7 @@ std::string write_kernel_file(const fs::path& file, const std::string& text) {
     return file.string() + ": " + std::strerror(err);
 }
 
-// CPU time the hypervisor has taken from all of this machine's CPUs, from /proc/stat.
-double steal_ns() {
-    std::ifstream in("/proc/stat");
-    std::string cpu;
-    std::uint64_t v[8] = {};
-    in >> cpu;
-    for (auto& x : v) in >> x;
-    return static_cast<double>(v[7]) * 1e9 / static_cast<double>(::sysconf(_SC_CLK_TCK));
-}
+using test_support::steal_ns;
 
 // A cgroup made for a test and removed at the end of the scope. Processes still in it go back
 // to `home` first, since a cgroup that holds processes cannot be removed.

@@ -1,9 +1,11 @@
 // Helpers the unit tests share: a scratch directory, writing fixture files, waiting for a
-// condition, and /proc/stat text made from per-CPU tick counts.
+// condition, /proc/stat text made from per-CPU tick counts, a thread's context switches and
+// the hypervisor's steal time.
 #pragma once
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
@@ -90,6 +92,17 @@ inline long thread_context_switches() {
         }
     }
     return total;
+}
+
+// CPU time the hypervisor has taken from all of this machine's CPUs so far, in nanoseconds
+// (/proc/stat's steal column). The task clock counts it, a thread's CPU time does not.
+inline double steal_ns() {
+    std::ifstream in("/proc/stat");
+    std::string cpu;
+    std::uint64_t v[8] = {};
+    in >> cpu;
+    for (auto& x : v) in >> x;
+    return static_cast<double>(v[7]) * 1e9 / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
 }  // namespace test_support

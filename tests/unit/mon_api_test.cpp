@@ -989,6 +989,7 @@ TEST_F(MonApi, StartAndStopCountTheCallingThread) {
     // calls (outer). How much the calls themselves take depends on the build and the load.
     const long switches_outer_before = test_support::thread_context_switches();
     const double cpu_outer_before = ThreadCpuNs();
+    const double steal_before = test_support::steal_ns();
     ASSERT_MON(MON_start_perf_mon(&config), MON_SUCCESS);
     EXPECT_MON(MON_start_perf_mon(&config), MON_PRFRUN);
     EXPECT_THAT(MON_last_error(), HasSubstr("already counting"));
@@ -1005,12 +1006,15 @@ TEST_F(MonApi, StartAndStopCountTheCallingThread) {
     MON_perf_stats stats{};
     ASSERT_MON(MON_stop_perf_mon(&stats), MON_SUCCESS);
     const double cpu_outer = ThreadCpuNs() - cpu_outer_before;
+    const double stolen = test_support::steal_ns() - steal_before;
     const long switches_outer = test_support::thread_context_switches() - switches_outer_before;
     const auto& task = stats.counts[0];
     // The task clock and the thread's CPU clock measure the same time; the task clock also
-    // counts time stolen by the hypervisor and spent in interrupts, a few percent at most.
+    // counts time stolen by the hypervisor (on a busy host more than 5%: seen 6%, 213.9 ms
+    // against 201.4 ms) and spent in interrupts, a few percent at most.
     EXPECT_GE(static_cast<double>(task.count), 0.99 * cpu_inner);
-    EXPECT_LE(static_cast<double>(task.count), 1.05 * cpu_outer);
+    EXPECT_LE(static_cast<double>(task.count), 1.05 * cpu_outer + stolen)
+        << "stolen meanwhile: " << stolen / 1e6 << " ms";
     EXPECT_EQ(task.enabled_ns, task.running_ns);  // software events always count
     EXPECT_DOUBLE_EQ(task.running, 1.0);
     EXPECT_DOUBLE_EQ(task.scaled, static_cast<double>(task.count));

@@ -57,12 +57,7 @@ void spin_for(std::chrono::nanoseconds cpu, std::chrono::nanoseconds slice = 0ns
 
 // Time the hypervisor took from this machine's CPUs so far (/proc/stat's steal column).
 std::chrono::milliseconds steal_time() {
-    std::ifstream in("/proc/stat");
-    std::string cpu;
-    std::uint64_t v[8] = {};
-    in >> cpu >> v[0] >> v[1] >> v[2] >> v[3] >> v[4] >> v[5] >> v[6] >> v[7];
-    return std::chrono::milliseconds(v[7] * 1000 /
-                                     static_cast<std::uint64_t>(::sysconf(_SC_CLK_TCK)));
+    return std::chrono::milliseconds(static_cast<std::int64_t>(test_support::steal_ns() / 1e6));
 }
 
 SessionOptions this_thread(std::string_view events) {
