@@ -315,7 +315,8 @@ def cost_perf(args, events, seconds):
     return {"session": rusage_ms(ru) / seconds, "steady": (c2 - c1) / 1e6 / (t2 - t1)}
 
 
-def cost_monitord(daemon, events, seconds, idle, interval=True):
+def cost_monitord(daemon, events, seconds, interval=True):
+    """The daemon's CPU time (idle rate included: the caller subtracts it) and monctl's."""
     d0 = daemon.cpu_ns()
     t0 = time.monotonic()
     p = subprocess.Popen(daemon.argv(["perf", "collect", "-e", names(events, "monctl"),
@@ -330,8 +331,8 @@ def cost_monitord(daemon, events, seconds, idle, interval=True):
     time.sleep(0.2)  # let the daemon finish closing the session and the connection
     t3, d3 = time.monotonic(), daemon.cpu_ns()
     return {
-        "session": ((d3 - d0) / 1e6 - idle * (t3 - t0)) / seconds,
-        "steady": (d2 - d1) / 1e6 / (t2 - t1) - idle,
+        "session": (d3 - d0) / 1e6 / seconds,
+        "steady": (d2 - d1) / 1e6 / (t2 - t1),
         "span": (t3 - t0) / seconds,  # the session's share of idle time, per second
         "monctl_session": rusage_ms(ru) / seconds,
         "monctl_steady": (m2 - m1) / 1e6 / (t2 - t1),
@@ -350,9 +351,9 @@ def cost(args, daemon):
               f" {idles[-1]:.3f} ms/s", flush=True)
         for n, events in COST_EVENTS.items():
             results[n]["perf"].append(cost_perf(args, events, seconds))
-            results[n]["monitord"].append(cost_monitord(daemon, events, seconds, 0))
+            results[n]["monitord"].append(cost_monitord(daemon, events, seconds))
             results[n]["no_interval"].append(
-                cost_monitord(daemon, events, seconds, 0, interval=False))
+                cost_monitord(daemon, events, seconds, interval=False))
     # One burst of other work during an idle window would skew a whole round: the median of
     # the rounds is subtracted from every run.
     idle = statistics.median(idles)

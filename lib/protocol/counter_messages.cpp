@@ -13,25 +13,22 @@ void put_optional(json& j, const char* key, const std::optional<T>& v) {
     if (v) j[key] = *v;
 }
 
-// Reports go out every second of a collection: their objects are built member by member,
-// which costs a third of nlohmann's initializer lists (copies of every value).
-json to_json(const Count& c) {
-    json j(json::value_t::object);
-    j["count"] = c.count;
-    j["enabled_ns"] = c.enabled_ns;
-    j["running_ns"] = c.running_ns;
-    j["scaled"] = c.scaled;
-    j["running"] = c.running;
-    return j;
-}
-
-// The fields of to_json(Count), assigned to an object that has them.
+// The fields of a Count, assigned to an object: a new one (to_json) or one that has them
+// from the last record of a stream (update_json), where the assignments allocate nothing.
 void assign_count(json& j, const Count& c) {
     j["count"] = c.count;
     j["enabled_ns"] = c.enabled_ns;
     j["running_ns"] = c.running_ns;
     j["scaled"] = c.scaled;
     j["running"] = c.running;
+}
+
+// Reports go out every second of a collection: their objects are built member by member,
+// which costs a third of nlohmann's initializer lists (copies of every value).
+json to_json(const Count& c) {
+    json j(json::value_t::object);
+    assign_count(j, c);
+    return j;
 }
 
 // Whether `j` is a string equal to `s`, without making a JSON value of `s`.

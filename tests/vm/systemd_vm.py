@@ -88,14 +88,11 @@ def main():
     kernel, modules = vm.find_kernel(MODULES)
     if kernel is None:
         vm.skip("no readable /boot/vmlinuz-* with the virtio, 9p, overlay and i6300esb modules "
-             "(scripts/bootstrap --test installs linux-image)")
+                "(scripts/bootstrap --test installs linux-image)")
     t0 = time.monotonic()
     debs = debs_in(args.debs, args.monitord)
     if not debs:
-        for tool in ("dpkg-buildpackage", "dh"):
-            if shutil.which(tool) is None:
-                vm.skip(f"{tool} is not installed (scripts/bootstrap --test installs the Debian "
-                     "packaging tools)")
+        vm.require_tools("dpkg-buildpackage", "dh")
         print(f"building the packages into {args.debs} (scripts/build-deb)", flush=True)
         subprocess.run([os.path.join(TOP, "scripts/build-deb"), args.debs], check=True)
         debs = debs_in(args.debs, None)

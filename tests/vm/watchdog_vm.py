@@ -121,7 +121,7 @@ def main():
     kernel, modules = vm.find_kernel(["watchdog", "i6300esb", "softdog"])
     if kernel is None:
         vm.skip("no readable /boot/vmlinuz-* with the watchdog, i6300esb and softdog modules "
-             "(scripts/bootstrap --test installs linux-image)")
+                "(scripts/bootstrap --test installs linux-image)")
 
     work = tempfile.mkdtemp(prefix="monitord-vm-")
     t0 = time.monotonic()

@@ -145,7 +145,7 @@ int main(int argc, char** argv) {
     for (auto* sub : {perf_plan, perf_collect, perf_start}) {
         // The letters of perf stat: -a all CPUs (here the default), -A each CPU on its own.
         auto* all =
-            sub->add_flag("-a,--all-cpus", po.all_cpus, "Count every CPU, added up (the default)");
+            sub->add_flag("-a,--all-cpus")->description("Count every CPU, added up (the default)");
         auto* each = sub->add_flag("-A,--per-cpu", po.per_cpu, "Count each CPU separately");
         auto* cpu =
             sub->add_option("-C,--cpu", po.cpu, "Count one CPU")->check(CLI::NonNegativeNumber);

@@ -18,7 +18,6 @@ struct PerfOptions {
     std::string duration = "1s";
     std::string interval;  // empty: no periods
     bool per_cpu = false;
-    bool all_cpus = false;  // -a: the default target, spelled out as perf's -a
     std::optional<int> cpu;
     std::optional<long> pid;
     std::string cgroup;
