@@ -36,7 +36,10 @@ cost       For 2, 4 and 8 software events on all CPUs with a 1 s interval, over
            counted tasks, not to either tool, and is the same for both (the same
            perf_event_attr on every CPU).
 
-About 8 minutes with the defaults; --cost-seconds 10 --rounds 1 is a quicker look.
+A single cost run of 20 s varies by up to half of its figure on a busy or virtual machine
+(other work, interrupts and stolen time are charged to whoever runs), for both tools: the
+verdict compares the medians of 5 rounds. About 18 minutes with the defaults;
+--cost-seconds 10 --rounds 1 is a quicker look.
 """
 import argparse
 import csv
@@ -413,7 +416,7 @@ def main():
     ap.add_argument("--sleeps", type=int, default=5000, help="sleeps the workload makes")
     ap.add_argument("--system-seconds", type=int, default=10)
     ap.add_argument("--cost-seconds", type=int, default=20)
-    ap.add_argument("--rounds", type=int, default=2, help="rounds of the cost runs")
+    ap.add_argument("--rounds", type=int, default=5, help="rounds of the cost runs")
     ap.add_argument("--only", action="append", choices=["agreement", "system", "cost"])
     args = ap.parse_args()
     if args.cost_seconds < 5:

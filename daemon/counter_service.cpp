@@ -411,8 +411,9 @@ void CounterService::on_slice() {
     Result<void> r;
     if (active_->session->rotates()) {
         r = active_->session->rotate();
-    } else if (auto read = active_->session->read(); !read) {
-        r = std::unexpected(read.error());
+    } else {
+        // Between two periods `now` is free: the next period reads it again first.
+        r = active_->session->read(active_->now);
     }
     if (!r) {
         spdlog::warn("Counter session ended: {}", r.error().message);

@@ -402,11 +402,12 @@ Result<void> PerfSession::open_all() {
 
 namespace {
 
-// Puts the calling thread on one CPU after another, and back where it was at the end. A CPU
-// the thread may not run on is skipped: the calls then interrupt it, as without visiting.
+// Puts the calling thread on one CPU after another; at the end its affinity is what it was,
+// and it stays on the CPU it reached (going back would be one more move). A CPU the thread
+// may not run on is skipped: the calls then interrupt it, as without visiting.
 class CpuVisit {
   public:
-    explicit CpuVisit(bool enabled) : enabled_(enabled) {}
+    CpuVisit() = default;
     ~CpuVisit() {
         if (saved_) ::sched_setaffinity(0, sizeof *saved_, &*saved_);
     }
@@ -414,12 +415,11 @@ class CpuVisit {
     CpuVisit& operator=(const CpuVisit&) = delete;
 
     void go(int cpu) {
-        if (!enabled_ || cpu < 0 || cpu >= CPU_SETSIZE || cpu == here_) return;
+        if (cpu < 0 || cpu >= CPU_SETSIZE || cpu == here_) return;
         if (!saved_) {
             saved_.emplace();
             if (::sched_getaffinity(0, sizeof *saved_, &*saved_) != 0) {
                 saved_.reset();
-                enabled_ = false;
                 return;
             }
         }
@@ -430,17 +430,28 @@ class CpuVisit {
     }
 
   private:
-    bool enabled_;
     int here_ = -1;
     std::optional<cpu_set_t> saved_;
 };
 
 }  // namespace
 
-Result<void> PerfSession::for_each_instance(const std::function<Result<void>(Instance&)>& fn,
-                                            bool visit_worth_it) {
-    CpuVisit visit(options_.visit_cpus && visit_worth_it);
+Result<void> PerfSession::for_each_instance(const std::function<Result<void>(Instance&)>& fn) {
+    if (!options_.visit_cpus) {
+        for (auto& inst : instances_) {
+            if (auto r = fn(inst); !r) return r;
+        }
+        return {};
+    }
+    // The instances of the CPU the thread is on need no move: they come first.
+    const int here = ::sched_getcpu();
     for (auto& inst : instances_) {
+        if (inst.target.cpu != here) continue;
+        if (auto r = fn(inst); !r) return r;
+    }
+    CpuVisit visit;
+    for (auto& inst : instances_) {
+        if (here >= 0 && inst.target.cpu == here) continue;
         visit.go(inst.target.cpu);
         if (auto r = fn(inst); !r) return r;
     }
@@ -491,18 +502,7 @@ Result<void> PerfSession::poll_slot(Instance& inst, int slot) {
 }
 
 Result<void> PerfSession::poll() {
-    // Going to a CPU and back costs about three migrations, a read from afar one interrupt
-    // of that CPU. Measured in a VM with software events on two CPUs, 1 read a second: 2
-    // reads per CPU cost the reading thread less from afar, 8 less by visiting (0.49 against
-    // 0.66 ms/s). A read returns a whole group.
-    constexpr std::size_t kReadsWorthAVisit = 4;
-    const bool rotating = options_.mux == MuxMode::Daemon && plan_.slots > 0;
-    std::size_t reads = 0;  // on each CPU: the free-running groups and the running set's
-    for (const auto& pg : plan_.groups_of_counters) {
-        if (reads_group(pg, -1) || (rotating && reads_group(pg, slot_))) ++reads;
-    }
-    return for_each_instance([this](Instance& inst) { return poll_instance(inst); },
-                             reads >= kReadsWorthAVisit);
+    return for_each_instance([this](Instance& inst) { return poll_instance(inst); });
 }
 
 Result<void> PerfSession::poll_instance(Instance& inst) {

@@ -186,7 +186,7 @@ void make_report(const perf::Plan& plan, const perf::PerfReport& report, bool pe
             }
         }
     }
-    r.metrics = perf::derive_metrics(plan, report);
+    perf::derive_metrics(plan, report, r.metrics);
 }
 
 json to_json(const CounterReport& r) {

@@ -360,6 +360,19 @@ TEST_F(PerfSessionPpc750, PinnedCyclesAndInstructionsCountAllTheTime) {
     ASSERT_TRUE(ipc);
     EXPECT_DOUBLE_EQ(ipc->value, 0.75);
     EXPECT_TRUE(ipc->same_set);
+
+    // Derived into a vector that holds other metrics (more of them, stale fields), as a
+    // stream does every period: the same metrics, none of the old left.
+    ASSERT_GE(metrics.size(), 3u);
+    std::vector<Metric> kept(metrics.size() + 2, Metric{"stale", "a stale description", 9.5, true});
+    derive_metrics(plan, *rep, kept);
+    ASSERT_EQ(kept.size(), metrics.size());
+    for (std::size_t i = 0; i < metrics.size(); ++i) {
+        EXPECT_EQ(kept[i].name, metrics[i].name);
+        EXPECT_EQ(kept[i].description, metrics[i].description);
+        EXPECT_EQ(kept[i].value, metrics[i].value) << metrics[i].name;
+        EXPECT_EQ(kept[i].same_set, metrics[i].same_set) << metrics[i].name;
+    }
 }
 
 TEST_F(PerfSessionPpc750, ReadsFoldThe32BitCountersInto64Bits) {

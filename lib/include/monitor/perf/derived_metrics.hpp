@@ -22,5 +22,8 @@ struct Metric {
 // The metrics the report's events allow; none when a needed event was not counted or a
 // denominator is zero.
 std::vector<Metric> derive_metrics(const Plan& plan, const PerfReport& report);
+// The same into `out`, whose elements are reused: deriving a stream's metrics into the same
+// vector every period allocates nothing once it holds them.
+void derive_metrics(const Plan& plan, const PerfReport& report, std::vector<Metric>& out);
 
 }  // namespace monitor::perf

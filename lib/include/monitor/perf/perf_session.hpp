@@ -70,10 +70,11 @@ struct SessionOptions {
     std::vector<int> cpus;  // the online CPUs, for CPU and cgroup targets
     std::string cgroup_root = "/sys/fs/cgroup";
     // Move the calling thread onto each CPU in turn to read, enable and disable that CPU's
-    // counters, and back: done from another CPU, each of those calls interrupts the
-    // counter's CPU (an IPI), which costs 15-20 us in a VM. Done for the calls of a rotation
-    // and of the stop, and for reads of 4 groups or more per CPU (fewer are cheaper from
-    // afar). For a thread of its own (the daemon's loop), not for a caller's thread.
+    // counters (as perf stat does), the CPU it is on first; its affinity is restored at the
+    // end, where it stands. Done from another CPU, each of those calls interrupts the
+    // counter's CPU and waits for it (an IPI): an idle CPU has to wake up first, 80-150 us
+    // in a VM, more than a move (one group read from afar a period, two CPUs: 115 against
+    // 80 us). For a thread of its own (the daemon's loop), not for a caller's thread.
     bool visit_cpus = false;
 };
 
@@ -181,10 +182,8 @@ class PerfSession {
     PerfSession(std::unique_ptr<CounterDevice> device, SessionOptions options, Plan plan);
     Result<void> open_all();
     struct Instance;
-    // Calls fn for every instance, on the instance's CPU when visit_cpus is set and fn makes
-    // enough calls on each CPU for the moves to pay (visit_worth_it).
-    Result<void> for_each_instance(const std::function<Result<void>(Instance&)>& fn,
-                                   bool visit_worth_it = true);
+    // Calls fn for every instance, on the instance's CPU when visit_cpus is set.
+    Result<void> for_each_instance(const std::function<Result<void>(Instance&)>& fn);
     Result<void> set_slot_enabled(Instance& inst, int slot, bool enabled);
     // Whether a read of `slot` reads the group (slot -1: the free-running groups).
     bool reads_group(const Plan::Group& pg, int slot) const;
