@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cerrno>
@@ -106,8 +107,10 @@ bool IdleCreditMeter::update(std::uint64_t cpu_ns, std::chrono::steady_clock::ti
     const bool in_window = now - window_start_ <= kIdleCreditWindow;
     const bool earned = in_window && cpu_ns >= base_ns_ + kCreditNs;
     if (earned) {
-        // What the probe ran beyond the credit (since its last update) starts the next one.
-        base_ns_ += kCreditNs;
+        // What the probe ran beyond the credit starts the next one, up to one credit's worth:
+        // a backlog (the calibration's CPU time, long on a busy CPU) would otherwise pay for
+        // a credit at every update long after the CPU was starved.
+        base_ns_ = std::max(base_ns_ + kCreditNs, cpu_ns - kCreditNs);
         window_start_ = now;
     } else if (!in_window) {
         base_ns_ = cpu_ns;  // a new window; idle time from the old one no longer counts

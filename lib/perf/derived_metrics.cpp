@@ -111,6 +111,10 @@ std::optional<Ratio> ratio(const PerfReport& report, std::size_t num, std::size_
 }  // namespace
 
 void derive_metrics(const Plan& plan, const PerfReport& report, std::vector<Metric>& out) {
+    if (report.events.size() != plan.events.size()) {
+        out.clear();
+        return;
+    }
     std::size_t n = 0;  // metrics written; out's elements keep their strings' capacity
     auto put = [&](std::string_view name, std::string_view what, std::string_view suffix,
                    double value, bool same_set) {
@@ -122,53 +126,52 @@ void derive_metrics(const Plan& plan, const PerfReport& report, std::vector<Metr
         m.value = value;
         m.same_set = same_set;
     };
-    if (report.events.size() == plan.events.size()) {
-        auto find = [&](Kind k) -> std::optional<std::size_t> {
-            for (std::size_t i = 0; i < plan.events.size(); ++i) {
-                if (kind_of(plan.events[i]) == k) return i;
-            }
-            return std::nullopt;
-        };
-        auto add = [&](std::string_view name, std::string_view what, std::string_view suffix,
-                       Kind num, Kind den, double factor) {
-            auto a = find(num);
-            auto b = find(den);
-            if (!a || !b) return;
-            if (auto r = ratio(report, *a, *b))
-                put(name, what, suffix, r->value * factor, r->same_set);
-        };
-        add("ipc", "instructions per cycle", "", Kind::Instructions, Kind::Cycles, 1.0);
-        add("cpi", "cycles per instruction", "", Kind::Cycles, Kind::Instructions, 1.0);
-        add("cache_miss_ratio", "cache misses per cache reference", "", Kind::CacheMisses,
-            Kind::CacheReferences, 1.0);
-        add("branch_miss_ratio", "mispredicted branches per branch", "", Kind::BranchMisses,
-            Kind::Branches, 1.0);
-        add("icache_miss_ratio", "L1 instruction-cache misses per instruction fetch delivered", "",
-            Kind::IcacheMisses, Kind::InstrEaDelivered, 1.0);
-        struct Pti {
-            Kind kind;
-            const char* name;
-            const char* what;
-        };
-        static constexpr Pti kPti[] = {
-            {Kind::CacheMisses, "cache_misses_pti", "cache misses"},
-            {Kind::BranchMisses, "branch_misses_pti", "mispredicted branches"},
-            {Kind::IcacheMisses, "l1_icache_misses_pti", "L1 instruction-cache misses"},
-            {Kind::DcacheMisses, "l1_dcache_misses_pti", "L1 data-cache misses"},
-            {Kind::ItlbMisses, "itlb_misses_pti", "ITLB misses"},
-            {Kind::DtlbMisses, "dtlb_misses_pti", "DTLB misses"},
-            {Kind::L2InstrMisses, "l2_instr_misses_pti", "L2 instruction misses"},
-            {Kind::L2DataMisses, "l2_data_misses_pti", "L2 data misses"},
-            {Kind::Mispredicted, "mispredicted_branches_pti", "mispredicted branches"},
-        };
-        for (const auto& p : kPti) {
-            add(p.name, p.what, " per thousand instructions", p.kind, Kind::Instructions, 1000.0);
+    auto find = [&](Kind k) -> std::optional<std::size_t> {
+        for (std::size_t i = 0; i < plan.events.size(); ++i) {
+            if (kind_of(plan.events[i]) == k) return i;
         }
-        if (auto t = find(Kind::TaskClock); t && report.elapsed.count() > 0) {
-            const auto& v = report.events[*t].total;
-            put("cpus_utilized", "CPUs busy on average (task clock / elapsed time)", "",
-                v.scaled() / static_cast<double>(report.elapsed.count()), v.running_ratio() >= 1.0);
+        return std::nullopt;
+    };
+    auto add = [&](std::string_view name, std::string_view what, std::string_view suffix, Kind num,
+                   Kind den, double factor) {
+        auto a = find(num);
+        auto b = find(den);
+        if (!a || !b) return;
+        if (auto r = ratio(report, *a, *b)) {
+            put(name, what, suffix, r->value * factor, r->same_set);
         }
+    };
+    add("ipc", "instructions per cycle", "", Kind::Instructions, Kind::Cycles, 1.0);
+    add("cpi", "cycles per instruction", "", Kind::Cycles, Kind::Instructions, 1.0);
+    add("cache_miss_ratio", "cache misses per cache reference", "", Kind::CacheMisses,
+        Kind::CacheReferences, 1.0);
+    add("branch_miss_ratio", "mispredicted branches per branch", "", Kind::BranchMisses,
+        Kind::Branches, 1.0);
+    add("icache_miss_ratio", "L1 instruction-cache misses per instruction fetch delivered", "",
+        Kind::IcacheMisses, Kind::InstrEaDelivered, 1.0);
+    struct Pti {
+        Kind kind;
+        const char* name;
+        const char* what;
+    };
+    static constexpr Pti kPti[] = {
+        {Kind::CacheMisses, "cache_misses_pti", "cache misses"},
+        {Kind::BranchMisses, "branch_misses_pti", "mispredicted branches"},
+        {Kind::IcacheMisses, "l1_icache_misses_pti", "L1 instruction-cache misses"},
+        {Kind::DcacheMisses, "l1_dcache_misses_pti", "L1 data-cache misses"},
+        {Kind::ItlbMisses, "itlb_misses_pti", "ITLB misses"},
+        {Kind::DtlbMisses, "dtlb_misses_pti", "DTLB misses"},
+        {Kind::L2InstrMisses, "l2_instr_misses_pti", "L2 instruction misses"},
+        {Kind::L2DataMisses, "l2_data_misses_pti", "L2 data misses"},
+        {Kind::Mispredicted, "mispredicted_branches_pti", "mispredicted branches"},
+    };
+    for (const auto& p : kPti) {
+        add(p.name, p.what, " per thousand instructions", p.kind, Kind::Instructions, 1000.0);
+    }
+    if (auto t = find(Kind::TaskClock); t && report.elapsed.count() > 0) {
+        const auto& v = report.events[*t].total;
+        put("cpus_utilized", "CPUs busy on average (task clock / elapsed time)", "",
+            v.scaled() / static_cast<double>(report.elapsed.count()), v.running_ratio() >= 1.0);
     }
     out.resize(n);
 }

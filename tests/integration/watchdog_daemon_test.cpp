@@ -203,8 +203,10 @@ std::vector<int> online_cpus(const Daemon& d) {
 std::size_t pets_while_busy(const FifoWatchdog& w, const std::vector<int>& busy,
                             std::chrono::milliseconds window) {
     BusyCpus load(busy);
-    // Idle time from before the load may complete a credit within one credit window.
-    std::this_thread::sleep_for(monitor::kIdleCreditWindow + 100ms);
+    // Idle time from before the load may complete a credit within one credit window, and the
+    // probe that earned it writes the pet itself: on a busy CPU that SCHED_IDLE thread waits
+    // for its next turn (a slice about every half second), so allow one more window.
+    std::this_thread::sleep_for(2 * monitor::kIdleCreditWindow + 100ms);
     const std::size_t before = w.pets();
     std::this_thread::sleep_for(window);
     return w.pets() - before;

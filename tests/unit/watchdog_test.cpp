@@ -315,6 +315,20 @@ TEST(IdleCredits, IdleTimeBeyondACreditCountsTowardTheNext) {
     EXPECT_EQ(credits, 10);
 }
 
+// A probe that calibrated for a long time on a busy CPU starts with much CPU time: it earns
+// a credit at once, and one more at most, not one at every update while it is starved.
+TEST(IdleCredits, ABacklogPaysForOneMoreCreditAtMost) {
+    using namespace std::chrono;
+    const steady_clock::time_point start{};
+    monitor::IdleCreditMeter meter(start);
+    EXPECT_TRUE(meter.update(1'000'000'000, start + 10ms));  // 1 s of calibration
+    int credits = 0;
+    for (int i = 1; i <= 20; ++i) {  // starved: 1 ms of CPU every 400 ms, for 8 s
+        credits += meter.update(1'000'000'000 + i * 1'000'000ULL, start + 10ms + i * 400ms) ? 1 : 0;
+    }
+    EXPECT_LE(credits, 1);
+}
+
 // A spinning probe credits every 100 ms of CPU time it gets; a busy thread of normal priority
 // on its CPU leaves it (SCHED_IDLE) almost none, so the credits stop.
 TEST(IdleCredits, ASpinningProbeCreditsItsIdleTimeAndStopsWhenStarved) {
