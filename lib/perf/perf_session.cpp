@@ -443,15 +443,17 @@ Result<void> PerfSession::for_each_instance(const std::function<Result<void>(Ins
         }
         return {};
     }
-    // The instances of the CPU the thread is on need no move: they come first.
+    // The instances of the CPU the thread is on need no move: they come first. (When
+    // sched_getcpu fails, none is "here": a process target's CPU is -1 too.)
     const int here = ::sched_getcpu();
+    auto is_here = [here](const Instance& inst) { return here >= 0 && inst.target.cpu == here; };
     for (auto& inst : instances_) {
-        if (inst.target.cpu != here) continue;
+        if (!is_here(inst)) continue;
         if (auto r = fn(inst); !r) return r;
     }
     CpuVisit visit;
     for (auto& inst : instances_) {
-        if (here >= 0 && inst.target.cpu == here) continue;
+        if (is_here(inst)) continue;
         visit.go(inst.target.cpu);
         if (auto r = fn(inst); !r) return r;
     }
