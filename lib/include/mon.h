@@ -93,9 +93,12 @@ MON_status MON_shutdown(void);
 
 /*
  * The hardware watchdog, petted by the IDLE task: each IDLE thread earns a credit for every
- * 100 ms of idle time it gets, and the watchdog is petted when every monitored CPU has earned
- * one since the last pet (at most ten times a second). A CPU starved for the whole timeout
- * therefore lets the watchdog reset the machine.
+ * 100 ms of idle time it gets, idle time counting until it is older than the timeout, and the
+ * watchdog is petted when every monitored CPU has earned one since the last pet (at most ten
+ * times a second). So a CPU keeps it petted while it has 100 ms of idle time per timeout (up
+ * to 99 % load with 10 s: 100 x (1 - 0.1 s / timeout) percent), and a CPU starved for the
+ * whole timeout lets the watchdog reset the machine, within two timeouts (a credit under way
+ * may still complete within the first).
  *
  * MON_set_watchdog(device, timeout_s) chooses the device ("/dev/watchdog") and the timeout
  * asked of the driver (1 to 3600 s; 0 for 10); MON_start opens it, which arms it, and returns

@@ -101,22 +101,46 @@ struct IdleProbe::Shared {
     }
 };
 
-bool IdleCreditMeter::update(std::uint64_t cpu_ns, std::chrono::steady_clock::time_point now) {
+void IdleCreditMeter::push(Clock::time_point at, std::uint64_t ns) {
+    if (size_ == kChunks) {  // only after the expiry grew: the quantum keeps them fewer
+        auto& oldest = chunk(0);
+        chunk(1).at = oldest.at;  // merged toward the earlier time: expires sooner, not later
+        chunk(1).ns += oldest.ns;
+        first_ = (first_ + 1) % kChunks;
+        --size_;
+    }
+    chunk(size_++) = Chunk{at, ns};
+    sum_ns_ += ns;
+}
+
+void IdleCreditMeter::pop() {
+    sum_ns_ -= chunk(0).ns;
+    first_ = (first_ + 1) % kChunks;
+    --size_;
+}
+
+bool IdleCreditMeter::update(std::uint64_t cpu_ns, Clock::time_point now,
+                             std::chrono::nanoseconds expiry) {
     constexpr auto kCreditNs = static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(kIdleCredit).count());
-    const bool in_window = now - window_start_ <= kIdleCreditWindow;
-    const bool earned = in_window && cpu_ns >= base_ns_ + kCreditNs;
-    if (earned) {
-        // What the probe ran beyond the credit starts the next one, up to one credit's worth:
-        // a backlog (the calibration's CPU time, long on a busy CPU) would otherwise pay for
-        // a credit at every update long after the CPU was starved.
-        base_ns_ = std::max(base_ns_ + kCreditNs, cpu_ns - kCreditNs);
-        window_start_ = now;
-    } else if (!in_window) {
-        base_ns_ = cpu_ns;  // a new window; idle time from the old one no longer counts
-        window_start_ = now;
+    const std::uint64_t delta = cpu_ns > last_cpu_ns_ ? cpu_ns - last_cpu_ns_ : 0;
+    last_cpu_ns_ = std::max(last_cpu_ns_, cpu_ns);
+    while (size_ > 0 && now - chunk(0).at >= expiry) pop();
+    if (delta > 0) {
+        constexpr auto kN = static_cast<std::int64_t>(kChunks);
+        const auto quantum = (expiry + std::chrono::nanoseconds(kN - 1)) / kN;
+        if (size_ > 0 && now - chunk(size_ - 1).at < quantum) {
+            chunk(size_ - 1).ns += delta;
+            sum_ns_ += delta;
+        } else {
+            push(now, delta);
+        }
     }
-    return earned;
+    if (sum_ns_ < kCreditNs) return false;
+    const std::uint64_t excess = std::min(sum_ns_ - kCreditNs, kCreditNs);
+    while (size_ > 0) pop();
+    if (excess > 0) push(now, excess);
+    return true;
 }
 
 IdleProbe::IdleProbe(int cpu, ProbeMode mode, ProbeThreadAttr attr, CalibrationPlan plan,
@@ -250,7 +274,7 @@ void IdleProbe::run(std::shared_ptr<Shared> sp) {
     std::uint64_t n = 0;
     auto next_check = std::chrono::steady_clock::now() + kRecheckEvery;
     // Idle credits: the thread's CPU time is the CPU's idle time (calibration included).
-    IdleCreditMeter credits(std::chrono::steady_clock::now());
+    IdleCreditMeter credits;
     while (true) {
         v = idle_outer_loop(v + n);
         s.count.store(++n, std::memory_order_relaxed);
@@ -258,7 +282,8 @@ void IdleProbe::run(std::shared_ptr<Shared> sp) {
         if (s.stop.load(std::memory_order_relaxed)) break;
         auto now = std::chrono::steady_clock::now();
         if (s.sink && s.state.load(std::memory_order_relaxed) == ProbeState::Running) {
-            if (credits.update(thread_cpu_ns(CLOCK_THREAD_CPUTIME_ID), now)) {
+            if (credits.update(thread_cpu_ns(CLOCK_THREAD_CPUTIME_ID), now,
+                               s.sink->credit_expiry())) {
                 s.sink->credit(s.cpu);
             }
         }

@@ -15,6 +15,7 @@ Result<void> Watchdog::arm(const std::string& device, std::chrono::seconds timeo
     auto d = WatchdogDevice::open(device, timeout);
     if (!d) return std::unexpected(d.error());
     device_.emplace(std::move(*d));
+    timeout_s_ = device_->timeout().value_or(static_cast<int>(timeout.count()));
     // Opening is the first keepalive.
     last_pet_ns_ = now_().time_since_epoch().count();
     return {};

@@ -117,6 +117,9 @@ std::string monitord_bin() {
 std::string monctl_bin() {
     return env_or_fail("MONCTL_BIN");
 }
+std::string duty_cycle_bin() {
+    return env_or_fail("DUTY_CYCLE_BIN");
+}
 
 TempDir::TempDir() {
     std::string tmpl = (std::filesystem::temp_directory_path() / "monitord-test-XXXXXX").string();

@@ -21,6 +21,8 @@ using namespace std::chrono_literals;
 
 std::string monitord_bin();
 std::string monctl_bin();
+// bench-duty-cycle: LOAD_PERCENT SECONDS [MEAN_PERIOD_MS], on every CPU.
+std::string duty_cycle_bin();
 
 // A directory removed with its contents at the end of the scope.
 class TempDir {

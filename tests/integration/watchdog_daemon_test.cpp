@@ -2,89 +2,19 @@
 // the idle probes and stop when the CPUs are starved, an orderly stop writes the magic 'V'
 // (unless keep-armed), SIGKILL does not, and bad settings fail at start with the reason. The
 // real devices (i6300esb, softdog) are tested on a real kernel in tests/vm.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <atomic>
+#include <cstdio>
 #include <fstream>
-#include <mutex>
 #include <thread>
+#include <vector>
 
 #include "daemon_process.hpp"
-#include "monitor/loading/idle_probe.hpp"
+#include "watchdog_support.hpp"
 
 namespace itest {
 namespace {
-
-// The reading end of a FIFO that monitord takes for its watchdog device: it records what the
-// daemon writes (a NUL per pet, 'V' for the magic close) and when the daemon closed it.
-class FifoWatchdog {
-  public:
-    explicit FifoWatchdog(const std::filesystem::path& dir) : path_((dir / "watchdog").string()) {
-        EXPECT_EQ(::mkfifo(path_.c_str(), 0600), 0) << std::strerror(errno);
-        fd_ = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-        EXPECT_GE(fd_, 0);
-        reader_ = std::thread([this] { read_loop(); });
-    }
-    ~FifoWatchdog() {
-        stop_ = true;
-        reader_.join();
-        ::close(fd_);
-    }
-    const std::string& path() const { return path_; }
-
-    std::size_t pets() const {
-        std::lock_guard lock(mutex_);
-        return static_cast<std::size_t>(std::count(data_.begin(), data_.end(), '\0'));
-    }
-    std::string data() const {
-        std::lock_guard lock(mutex_);
-        return data_;
-    }
-    // The writer closed: read() returned 0 after it had opened.
-    bool closed() const { return closed_; }
-    bool wait_closed(std::chrono::milliseconds within) const {
-        const auto deadline = std::chrono::steady_clock::now() + within;
-        while (!closed_ && std::chrono::steady_clock::now() < deadline) {
-            std::this_thread::sleep_for(10ms);
-        }
-        return closed_;
-    }
-
-  private:
-    void read_loop() {
-        bool opened = false;
-        while (!stop_) {
-            pollfd p{fd_, POLLIN, 0};
-            ::poll(&p, 1, 20);
-            char buf[256];
-            const ssize_t n = ::read(fd_, buf, sizeof buf);
-            if (n > 0) {
-                opened = true;
-                std::lock_guard lock(mutex_);
-                data_.append(buf, static_cast<std::size_t>(n));
-            } else if (n == 0 && opened) {
-                closed_ = true;  // POLLHUP: the writer is gone
-                return;
-            } else if (n == 0) {
-                std::this_thread::sleep_for(10ms);  // no writer yet
-            }
-        }
-    }
-
-    std::string path_;
-    int fd_ = -1;
-    std::thread reader_;
-    std::atomic<bool> stop_{false};
-    std::atomic<bool> closed_{false};
-    mutable std::mutex mutex_;
-    std::string data_;
-};
 
 Daemon::Options with_watchdog(const FifoWatchdog& w, std::vector<std::string> more = {}) {
     Daemon::Options o;
@@ -92,14 +22,6 @@ Daemon::Options with_watchdog(const FifoWatchdog& w, std::vector<std::string> mo
     o.args = {"--watchdog", w.path()};
     o.args.insert(o.args.end(), more.begin(), more.end());
     return o;
-}
-
-bool wait_pets(const FifoWatchdog& w, std::size_t n, std::chrono::milliseconds within) {
-    const auto deadline = std::chrono::steady_clock::now() + within;
-    while (w.pets() < n && std::chrono::steady_clock::now() < deadline) {
-        std::this_thread::sleep_for(20ms);
-    }
-    return w.pets() >= n;
 }
 
 class WatchdogDaemon : public testing::Test {
@@ -167,55 +89,43 @@ TEST_F(WatchdogDaemon, KeepArmedWritesNoMagicClose) {
     EXPECT_NE(d->log().find("left armed"), std::string::npos) << d->log();
 }
 
-// Busy processes of normal priority on `cpus` CPUs (pinned, one each) for as long as the
-// object lives.
-class BusyCpus {
-  public:
-    explicit BusyCpus(const std::vector<int>& cpus) {
-        for (int cpu : cpus) {
-            pid_t pid = ::fork();
-            if (pid == 0) {
-                cpu_set_t set;
-                CPU_ZERO(&set);
-                CPU_SET(static_cast<std::size_t>(cpu), &set);
-                ::sched_setaffinity(0, sizeof set, &set);
-                volatile unsigned long x = 0;
-                for (;;) x = x + 1;
-            }
-            if (pid > 0) pids_.push_back(pid);
-        }
-    }
-    ~BusyCpus() {
-        for (pid_t p : pids_) ::kill(p, SIGKILL);
-        for (pid_t p : pids_) ::waitpid(p, nullptr, 0);
-    }
-
-  private:
-    std::vector<pid_t> pids_;
-};
-
 std::vector<int> online_cpus(const Daemon& d) {
     return d.call("GetStatus")["cpus"].get<std::vector<int>>();
 }
 
-// Pets in `window` while `busy` CPUs are kept busy, after a settling time in which a credit
-// already under way may complete.
+// The watchdog timeout of the starvation tests: idle time counts for as long, so a credit
+// under way when the load begins completes within it, or never. A short one keeps the tests
+// short; with 3 s, a CPU needs more than 3.3 % idle time to earn credits.
+constexpr auto kShortTimeout = 3s;
+
+// Pets in `window` while `busy` CPUs are kept busy by nice-0 loops, after the timeout and a
+// second more: a credit under way when the load began may complete within the timeout, and
+// the probe that earned it writes the pet itself, waiting on a busy CPU for its next turn as
+// a SCHED_IDLE thread (a slice about every half second). Prints when the last pet came.
 std::size_t pets_while_busy(const FifoWatchdog& w, const std::vector<int>& busy,
                             std::chrono::milliseconds window) {
     BusyCpus load(busy);
-    // Idle time from before the load may complete a credit within one credit window, and the
-    // probe that earned it writes the pet itself: on a busy CPU that SCHED_IDLE thread waits
-    // for its next turn (a slice about every half second), so allow one more window.
-    std::this_thread::sleep_for(2 * monitor::kIdleCreditWindow + 100ms);
+    const auto start = Clock::now();
+    std::this_thread::sleep_for(kShortTimeout + 1s);
     const std::size_t before = w.pets();
     std::this_thread::sleep_for(window);
+    const auto pets = w.pet_times();
+    if (!pets.empty() && pets.back() > start) {
+        std::printf("the last pet came %.2f s after the load on %zu CPUs began\n",
+                    seconds(pets.back() - start), busy.size());
+    }
     return w.pets() - before;
+}
+
+Daemon::Options with_short_timeout(const FifoWatchdog& w, std::vector<std::string> more = {}) {
+    more.insert(more.end(), {"--watchdog-timeout", std::to_string(kShortTimeout.count())});
+    return with_watchdog(w, more);
 }
 
 // policy = all: one starved CPU stops the pets (the machine would reset).
 TEST_F(WatchdogDaemon, AllPolicyStopsPettingWhenOneCpuIsStarved) {
     FifoWatchdog w(dir_.path());
-    auto d = Daemon::start(with_watchdog(w));
+    auto d = Daemon::start(with_short_timeout(w));
     ASSERT_TRUE(d);
     ASSERT_TRUE(wait_pets(w, 2, 5s));
     const auto cpus = online_cpus(*d);
@@ -232,7 +142,7 @@ TEST_F(WatchdogDaemon, AnyPolicyStopsPettingOnlyWhenEveryCpuIsStarved) {
     FifoWatchdog w(dir_.path());
     const auto conf = dir_.path() / "monitord.conf";
     std::ofstream(conf) << "[watchdog]\npolicy = \"any\"\n";
-    auto d = Daemon::start(with_watchdog(w, {"--config", conf.string()}));
+    auto d = Daemon::start(with_short_timeout(w, {"--config", conf.string()}));
     ASSERT_TRUE(d);
     ASSERT_TRUE(wait_pets(w, 2, 5s));
     const auto cpus = online_cpus(*d);
@@ -240,6 +150,30 @@ TEST_F(WatchdogDaemon, AnyPolicyStopsPettingOnlyWhenEveryCpuIsStarved) {
         EXPECT_GT(pets_while_busy(w, {cpus.back()}, 1s), 0u) << "the other CPUs were idle";
     }
     EXPECT_EQ(pets_while_busy(w, cpus, 2s), 0u) << "every CPU was busy";
+}
+
+// A healthy machine busy on every CPU is not reset: at 95 % each CPU still has 50 ms of idle
+// time a second, 500 ms per timeout (10 s), and earns a credit every 2 s or so.
+TEST_F(WatchdogDaemon, PetsKeepComingWhileEveryCpuIs95PercentBusy) {
+    FifoWatchdog w(dir_.path());
+    auto d = Daemon::start(with_watchdog(w));
+    ASSERT_TRUE(d);
+    ASSERT_TRUE(wait_pets(w, 2, 5s));
+    DutyCycle load(95);
+    std::this_thread::sleep_for(2s);
+    const auto from = Clock::now();
+    const std::size_t before = w.pets();
+    std::this_thread::sleep_for(20s);
+    const auto to = Clock::now();
+    const std::size_t pets = w.pets() - before;
+    const auto gap = longest_gap(w.pet_times(), from, to);
+    std::printf("95 %% on every CPU: %zu pets in %.1f s, at most %.2f s apart\n", pets,
+                seconds(to - from), seconds(gap));
+    EXPECT_LT(gap, 10s) << "a watchdog with the 10 s timeout would have reset the machine";
+    EXPECT_GE(pets, 4u);
+    const auto loading = d->call("GetLoading")["machine"];
+    EXPECT_GT(loading["probe"]["avg_prev_sec"].get<double>(), 80.0)
+        << "the load did not run: " << loading.dump();
 }
 
 TEST_F(WatchdogDaemon, AMissingDeviceFailsTheStart) {

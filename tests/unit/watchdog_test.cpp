@@ -11,10 +11,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <random>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "monitor/loading/idle_probe.hpp"
 #include "monitor/watchdog/pet_policy.hpp"
@@ -181,6 +184,16 @@ TEST(WatchdogDevice, ADeviceWithoutTheIoctlsIsPettedByWrites) {
 
 // --- Watchdog: the policy driving the device ---------------------------------------------------
 
+// The probes' idle time counts for the watchdog's timeout: the one asked for when the driver
+// cannot say (a FIFO has no ioctls), 10 s before the first arm.
+TEST_F(FifoDevice, IdleTimeCountsForTheTimeoutInForce) {
+    Watchdog w(PetPolicyKind::All);
+    EXPECT_EQ(w.credit_expiry(), 10s);
+    ASSERT_TRUE(w.arm(path_, 7s));
+    EXPECT_EQ(w.credit_expiry(), 7s);
+    ASSERT_TRUE(w.disarm());
+}
+
 TEST_F(FifoDevice, CreditsPetThroughThePolicy) {
     Clock::time_point now = t0;
     Watchdog w(PetPolicyKind::All, [&] { return now; });
@@ -285,32 +298,39 @@ TEST(IdleCredits, ASleepingProbeCreditsTenTimesASecond) {
     EXPECT_EQ(sink->wrong_cpu.load(), 0);
 }
 
-// 100 ms of idle time earn a credit only within one window: idle time from before a
-// starvation cannot complete a credit later.
-TEST(IdleCredits, ACreditNeedsItsIdleTimeWithinTheWindow) {
-    using namespace std::chrono;
-    const steady_clock::time_point start{};
-    monitor::IdleCreditMeter meter(start);
-    EXPECT_FALSE(meter.update(99'000'000, start + 99ms));
-    EXPECT_TRUE(meter.update(100'000'000, start + 100ms));  // idle: 100 ms in 100 ms
-    EXPECT_FALSE(meter.update(199'000'000, start + 200ms));
-    // Starved from here: the last 1 ms comes 1.5 s later, outside the window.
-    EXPECT_FALSE(meter.update(200'000'000, start + 1700ms));
-    EXPECT_FALSE(meter.update(299'000'000, start + 2600ms));
-    EXPECT_TRUE(meter.update(300'000'000, start + 2650ms));  // 100 ms within 950 ms
+// --- The credit meter, with a test clock ------------------------------------------------------
+
+constexpr std::uint64_t kMs = 1'000'000;  // ns
+
+// Idle time counts toward a credit until it is older than the expiry (the watchdog's
+// timeout), less at most 1/128 of it: it never counts longer.
+TEST(IdleCredits, IdleTimeCountsUntilItIsOlderThanTheTimeout) {
+    const Clock::time_point start{};
+    const auto expiry = std::chrono::nanoseconds(10s);
+    const auto quantum = expiry / 128;
+    monitor::IdleCreditMeter meter;
+    EXPECT_FALSE(meter.update(60 * kMs, start, expiry));
+    // 40 ms more just before the 60 ms expire: 100 ms within the timeout.
+    EXPECT_TRUE(meter.update(100 * kMs, start + expiry - quantum - 1ms, expiry));
+
+    monitor::IdleCreditMeter late;
+    EXPECT_FALSE(late.update(60 * kMs, start, expiry));
+    EXPECT_FALSE(late.update(100 * kMs, start + expiry, expiry)) << "the 60 ms had expired";
+    EXPECT_EQ(late.pending(), 40ms);
+    // Idle time is kept at its own time: 60 ms more, 9 s on, still finds the 40 ms.
+    EXPECT_TRUE(late.update(160 * kMs, start + expiry + 9s, expiry));
 }
 
 // Updates come when the probe gets around to them: the idle time beyond a credit counts
 // toward the next one, so credits keep pace with the idle time however coarse the updates.
 TEST(IdleCredits, IdleTimeBeyondACreditCountsTowardTheNext) {
-    using namespace std::chrono;
-    const steady_clock::time_point start{};
-    monitor::IdleCreditMeter meter(start);
-    EXPECT_TRUE(meter.update(150'000'000, start + 150ms));
-    EXPECT_TRUE(meter.update(200'000'000, start + 200ms));  // 50 ms left over + 50 ms
+    const Clock::time_point start{};
+    monitor::IdleCreditMeter meter;
+    EXPECT_TRUE(meter.update(150 * kMs, start + 150ms, 10s));
+    EXPECT_TRUE(meter.update(200 * kMs, start + 200ms, 10s));  // 50 ms left over + 50 ms
     int credits = 2;
     for (int i = 1; i <= 20; ++i) {  // 40 ms a step: 800 ms in all
-        credits += meter.update(200'000'000 + i * 40'000'000ULL, start + 200ms + i * 40ms) ? 1 : 0;
+        credits += meter.update(200 * kMs + i * 40 * kMs, start + 200ms + i * 40ms, 10s) ? 1 : 0;
     }
     EXPECT_EQ(credits, 10);
 }
@@ -318,16 +338,151 @@ TEST(IdleCredits, IdleTimeBeyondACreditCountsTowardTheNext) {
 // A probe that calibrated for a long time on a busy CPU starts with much CPU time: it earns
 // a credit at once, and one more at most, not one at every update while it is starved.
 TEST(IdleCredits, ABacklogPaysForOneMoreCreditAtMost) {
-    using namespace std::chrono;
-    const steady_clock::time_point start{};
-    monitor::IdleCreditMeter meter(start);
-    EXPECT_TRUE(meter.update(1'000'000'000, start + 10ms));  // 1 s of calibration
+    const Clock::time_point start{};
+    monitor::IdleCreditMeter meter;
+    EXPECT_TRUE(meter.update(1000 * kMs, start + 10ms, 10s));  // 1 s of calibration
     int credits = 0;
-    for (int i = 1; i <= 20; ++i) {  // starved: 1 ms of CPU every 400 ms, for 8 s
-        credits += meter.update(1'000'000'000 + i * 1'000'000ULL, start + 10ms + i * 400ms) ? 1 : 0;
+    for (int i = 1; i <= 75; ++i) {  // starved: 1 ms of CPU every 400 ms, for 30 s
+        credits += meter.update(1000 * kMs + i * kMs, start + 10ms + i * 400ms, 10s) ? 1 : 0;
     }
     EXPECT_LE(credits, 1);
 }
+
+// When the timeout grows, the chunks made with the shorter one may fill the ring: the oldest
+// are merged toward the earlier time, and nothing is lost.
+TEST(IdleCredits, AGrowingTimeoutLosesNoIdleTime) {
+    const Clock::time_point start{};
+    monitor::IdleCreditMeter meter;
+    for (int i = 1; i <= 300; ++i) {  // 0.3 ms every 10 ms: a chunk each with a 1 s expiry
+        EXPECT_FALSE(meter.update(i * 300'000ULL, start + i * 10ms, i <= 100 ? 1s : 100s));
+    }
+    EXPECT_EQ(meter.pending(), 90ms) << "2 s of 0.3 ms per 10 ms since the timeout grew";
+    EXPECT_TRUE(meter.update(300 * 300'000ULL + 10 * kMs, start + 3010ms, 100s));
+}
+
+// A probe under a duty cycle, on a test clock: in each period (a random 0.5 to 1.5 times the
+// mean, as bench-duty-cycle makes them) the CPU is busy for `load` percent and the probe runs
+// for the rest, updating its meter after every 3 ms of its CPU time (1,024 outer loops on a
+// current x86 core), from 1 s of calibration at the start. Returns the credits' times.
+std::vector<Clock::time_point> credits_under_load(double load, std::chrono::milliseconds mean,
+                                                  std::chrono::seconds timeout,
+                                                  std::chrono::seconds length) {
+    const Clock::time_point start{};
+    std::mt19937_64 rng(42);
+    std::uniform_real_distribution<double> spread(0.5, 1.5);
+    monitor::IdleCreditMeter meter;
+    std::vector<Clock::time_point> credits;
+    std::uint64_t cpu = 1000 * kMs;
+    if (meter.update(cpu, start, timeout)) credits.push_back(start);
+    std::uint64_t next_update = cpu + 3 * kMs;
+    for (Clock::time_point t = start; t < start + length;) {
+        const auto period =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(mean * spread(rng));
+        const auto idle =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(period * (100.0 - load) / 100.0);
+        t += period - idle;  // busy: the probe does not run
+        for (auto ran = 0ns; ran < idle;) {
+            const auto step = std::min<std::chrono::nanoseconds>(
+                idle - ran, std::chrono::nanoseconds(next_update - cpu));
+            ran += step;
+            cpu += static_cast<std::uint64_t>(step.count());
+            if (cpu < next_update) break;
+            if (meter.update(cpu, t + ran, timeout)) credits.push_back(t + ran);
+            next_update = cpu + 3 * kMs;
+        }
+        t += idle;
+    }
+    return credits;
+}
+
+// The longest time between credits after `from`, from `from` itself and up to `end`.
+std::chrono::nanoseconds longest_gap(const std::vector<Clock::time_point>& credits,
+                                     Clock::time_point from, Clock::time_point end) {
+    std::chrono::nanoseconds gap{0};
+    Clock::time_point last = from;
+    for (auto c : credits) {
+        if (c < from) continue;
+        gap = std::max(gap, c - last);
+        last = c;
+    }
+    return std::max(gap, end - last);
+}
+
+struct DutyCase {
+    double load;
+    int mean_period_ms;
+    int timeout_s;
+    double credits_per_s;  // expected: the idle share x 10 s
+    bool petted;           // credits keep coming, never further apart than the timeout
+};
+
+void PrintTo(const DutyCase& c, std::ostream* os) {
+    *os << c.load << " % busy, periods of " << c.mean_period_ms << " ms, timeout " << c.timeout_s
+        << " s";
+}
+
+class IdleCreditsUnderLoad : public testing::TestWithParam<DutyCase> {};
+
+// MON's rule: the board resets when the IDLE task cannot run for 100 ms within the timeout.
+// So a probe keeps earning credits, one per 100 ms of idle time, at every load that leaves it
+// 100 ms per timeout (99 % at 10 s), and earns none below that.
+TEST_P(IdleCreditsUnderLoad, CreditsComeAsLongAsTheTimeoutHolds100msOfIdleTime) {
+    const auto& c = GetParam();
+    const auto timeout = std::chrono::seconds(c.timeout_s);
+    const auto length = 12 * timeout;
+    const auto credits =
+        credits_under_load(c.load, std::chrono::milliseconds(c.mean_period_ms), timeout, length);
+    const Clock::time_point start{};
+    ASSERT_FALSE(credits.empty());
+    EXPECT_EQ(credits.front(), start) << "the calibration's idle time earns the first credit";
+    // After the first timeout, the backlog is spent and only the load decides.
+    const auto from = start + timeout;
+    const auto counted = std::ranges::count_if(credits, [&](auto t) { return t >= from; });
+    const double seconds = std::chrono::duration<double>(length - timeout).count();
+    const auto gap = longest_gap(credits, from, start + length);
+    if (c.petted) {
+        EXPECT_NEAR(static_cast<double>(counted) / seconds, c.credits_per_s,
+                    0.1 * c.credits_per_s + 1.0 / seconds)
+            << counted << " credits in " << seconds << " s";
+        EXPECT_LT(gap, timeout) << "a watchdog with this timeout would have fired";
+    } else {
+        EXPECT_EQ(counted, 0) << "the idle time within any timeout is less than 100 ms";
+    }
+}
+
+// At 99 % with a 10 s timeout the probe gets exactly 100 ms per timeout: the limit. Credits
+// then come every 10 s at best, as late as the watchdog allows.
+TEST(IdleCredits, NinetyNinePercentIsTheLimitOfATenSecondTimeout) {
+    const Clock::time_point start{};
+    const auto credits = credits_under_load(99.0, 1000ms, 10s, 120s);
+    const auto from = start + 10s;
+    const auto counted = std::ranges::count_if(credits, [&](auto t) { return t >= from; });
+    EXPECT_LE(counted, 11) << "at most one credit per 10 s in 110 s";
+    EXPECT_GE(longest_gap(credits, from, start + 120s), 9900ms);
+}
+
+std::string duty_case_name(const testing::TestParamInfo<DutyCase>& info) {
+    auto tenths = static_cast<int>(info.param.load * 10 + 0.5);
+    return "load" + std::to_string(tenths / 10) + "_" + std::to_string(tenths % 10) + "_period" +
+           std::to_string(info.param.mean_period_ms) + "ms_timeout" +
+           std::to_string(info.param.timeout_s) + "s";
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Duty, IdleCreditsUnderLoad,
+    testing::Values(DutyCase{90, 100, 10, 1.0, true}, DutyCase{90, 1000, 10, 1.0, true},
+                    DutyCase{95, 100, 10, 0.5, true}, DutyCase{95, 1000, 10, 0.5, true},
+                    DutyCase{98, 100, 10, 0.2, true}, DutyCase{98, 1000, 10, 0.2, true},
+                    // busy for about 2 s at a time, then 40 ms idle
+                    DutyCase{98, 2000, 10, 0.2, true},
+                    // SCHED_IDLE's sliver under a nice-0 hog: 40 ms per 10 s, 100 ms in 25 s
+                    DutyCase{99.6, 100, 10, 0, false}, DutyCase{99.6, 1000, 10, 0, false},
+                    DutyCase{100, 1000, 10, 0, false},
+                    // the same sliver keeps a 30 s timeout petted: 120 ms per 30 s
+                    DutyCase{99.6, 1000, 30, 0.04, true},
+                    // and 95 % is already too much for a 2 s timeout: 100 ms per 2 s
+                    DutyCase{96, 100, 2, 0, false}),
+    duty_case_name);
 
 // A spinning probe credits every 100 ms of CPU time it gets; a busy thread of normal priority
 // on its CPU leaves it (SCHED_IDLE) almost none, so the credits stop.

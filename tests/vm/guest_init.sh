@@ -1,7 +1,7 @@
 #!/bin/busybox sh
 # /init of the test VM: mounts the kernel filesystems, loads the watchdog driver named on the
 # kernel command line (wd=i6300esb|softdog), runs monitord on /dev/watchdog, then the case
-# named by case=: idle, busy, fifo, sigterm, sigkill. Lines starting with "VMTEST:" are read
+# named by case=: idle, busy95, busy, fifo, sigterm, sigkill. Lines starting with "VMTEST:" are read
 # by the host (watchdog_vm.py). The VM ends by the watchdog (qemu exits: poweroff for the
 # i6300esb, a reboot with -no-reboot for softdog) or, when it survives, by "poweroff -f"
 # after printing "VMTEST: ALIVE".
@@ -67,6 +67,16 @@ survive() {  # $1 seconds, showing the watchdog on the way
 case $CASE in
     idle)
         survive $((3 * TIMEOUT))
+        monctl -s /run/monitord.sock watchdog status
+        ;;
+    busy95)
+        # A healthy, busy machine: 5 % idle time on every CPU is 500 ms per 10 s, five times
+        # what the probes need to keep petting.
+        say "LOAD 95 % on $(nproc) CPUs"
+        bench-duty-cycle 95 $((3 * TIMEOUT)) &
+        survive $((3 * TIMEOUT))
+        wait
+        monctl -s /run/monitord.sock loading
         monctl -s /run/monitord.sock watchdog status
         ;;
     busy)

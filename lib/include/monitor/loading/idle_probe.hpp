@@ -5,8 +5,10 @@
 // The thread reports its state and counters through atomics; the owner samples them.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -28,28 +30,64 @@ struct ProbeThreadAttr {
     int nice = 0;    // for SCHED_OTHER and SCHED_BATCH
 };
 
-// Told by the probes, from their own threads, each time one has had kIdleCredit of idle time
-// within kIdleCreditWindow (the CPU time of its SCHED_IDLE thread; a sleeping probe: one per
-// wake-up). The watchdog pets from there, so that a starved CPU cannot pet it. The window
-// keeps idle time from before a starvation from completing a credit long after it began: a
-// CPU with less than a tenth of its time idle earns none.
+// Idle credits, the watchdog's evidence that a CPU is not starved (MON: the board resets when
+// the IDLE task cannot run for 100 ms within the watchdog's 10 s). A spinning probe earns a
+// credit for every kIdleCredit of CPU time its SCHED_IDLE thread gets, i.e. of time nothing
+// else wanted the CPU; that idle time counts toward a credit until it is older than the
+// watchdog's timeout (the sink's credit_expiry()). So a CPU earns credits at any load that
+// leaves it 100 ms of idle time per timeout: up to 99 % with a 10 s timeout (1 - 0.1 s / T in
+// general), one every 100 ms / idle share (2 s at 95 %, 5 s at 98 %); a CPU starved down to
+// the sliver the kernel gives SCHED_IDLE (~0.4 % under a nice-0 hog: 40 ms per 10 s) earns
+// none, once a credit it had under way has completed or expired (within one timeout). A
+// sleeping probe earns one per wake-up.
 inline constexpr std::chrono::milliseconds kIdleCredit{100};
-inline constexpr std::chrono::milliseconds kIdleCreditWindow{1000};
+inline constexpr std::chrono::seconds kDefaultCreditExpiry{10};
 
 // Turns a spinning probe's CPU time into credits: update() says whether a credit is due.
+// Allocation-free, for the probe's own thread.
 class IdleCreditMeter {
   public:
-    explicit IdleCreditMeter(std::chrono::steady_clock::time_point start) : window_start_(start) {}
-    bool update(std::uint64_t cpu_ns, std::chrono::steady_clock::time_point now);
+    using Clock = std::chrono::steady_clock;
+    // Idle time is kept in at most kChunks chunks: updates within expiry / kChunks of the
+    // chunk they would join are added to it and take its (earlier) time, so idle time counts
+    // for the expiry less at most 1/kChunks of it, never longer.
+    static constexpr std::size_t kChunks = 128;
+
+    // `cpu_ns`: the probe thread's CPU time so far (idle time: its SCHED_IDLE thread only
+    // runs when nothing else wants the CPU); `now`: when it was read; `expiry`: how long idle
+    // time counts toward a credit (the watchdog's timeout). True when a credit is due.
+    // The idle time beyond a credit starts the next one, up to one credit's worth: a backlog
+    // (a long calibration on a busy CPU, counted at the first update) pays for one more
+    // credit at most, not for a credit at every update long after the CPU was starved.
+    bool update(std::uint64_t cpu_ns, Clock::time_point now, std::chrono::nanoseconds expiry);
+
+    // The idle time that counts toward the next credit (as of the last update).
+    std::chrono::nanoseconds pending() const { return std::chrono::nanoseconds(sum_ns_); }
 
   private:
-    std::uint64_t base_ns_ = 0;  // the CPU time when the window started
-    std::chrono::steady_clock::time_point window_start_;
+    struct Chunk {
+        Clock::time_point at;  // when the first of its idle time was seen
+        std::uint64_t ns = 0;
+    };
+    Chunk& chunk(std::size_t i) { return chunks_[(first_ + i) % kChunks]; }
+    void push(Clock::time_point at, std::uint64_t ns);
+    void pop();
+
+    std::array<Chunk, kChunks> chunks_{};
+    std::size_t first_ = 0;
+    std::size_t size_ = 0;
+    std::uint64_t sum_ns_ = 0;
+    std::uint64_t last_cpu_ns_ = 0;
 };
+
+// Gets the probes' credits, from the probes' own threads (the watchdog).
 class IdleCreditSink {
   public:
     virtual ~IdleCreditSink() = default;
     virtual void credit(int cpu) noexcept = 0;
+    // How long idle time counts toward a credit: the watchdog's timeout. Read by the probes
+    // at every update, so it may change (when the watchdog is armed and its timeout granted).
+    virtual std::chrono::nanoseconds credit_expiry() const noexcept { return kDefaultCreditExpiry; }
 };
 
 enum class ProbeState : std::uint8_t {

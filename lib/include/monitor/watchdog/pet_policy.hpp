@@ -1,6 +1,7 @@
 // When the idle probes may pet the watchdog. A probe earns a credit for every 100 ms of idle
-// time it gets (CPU time of its SCHED_IDLE thread, i.e. time nothing else wanted the CPU; a
-// sleeping probe earns one per wake-up). The watchdog is petted when the policy holds:
+// time it gets within the watchdog's timeout (CPU time of its SCHED_IDLE thread, i.e. time
+// nothing else wanted the CPU; see IdleCreditMeter; a sleeping probe earns one per wake-up).
+// The watchdog is petted when the policy holds:
 //   any  a credit from any monitored CPU since the last pet (the machine is not starved)
 //   all  a credit from every monitored CPU since the last pet (no CPU is starved)
 // and at most once per `min_interval` (10 Hz). Credits count from the last pet, so a CPU
@@ -27,7 +28,6 @@ std::optional<PetPolicyKind> pet_policy_from_name(std::string_view name) noexcep
 class PetPolicy {
   public:
     using Clock = std::chrono::steady_clock;
-    static constexpr std::chrono::nanoseconds kCredit = std::chrono::milliseconds(100);
     static constexpr std::chrono::nanoseconds kMinInterval = std::chrono::milliseconds(100);
 
     explicit PetPolicy(PetPolicyKind kind, std::chrono::nanoseconds min_interval = kMinInterval)

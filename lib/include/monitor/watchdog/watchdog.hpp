@@ -57,6 +57,10 @@ class Watchdog final : public IdleCreditSink {
 
     // From a probe's thread.
     void credit(int cpu) noexcept override;
+    // The timeout in force (as granted, else as asked), or 10 s before the first arm().
+    std::chrono::nanoseconds credit_expiry() const noexcept override {
+        return std::chrono::seconds(timeout_s_.load(std::memory_order_relaxed));
+    }
 
     WatchdogStatus status() const;
 
@@ -68,9 +72,11 @@ class Watchdog final : public IdleCreditSink {
     std::atomic<std::uint64_t> pets_{0};
     std::atomic<std::uint64_t> pet_errors_{0};
     std::atomic<std::int64_t> last_pet_ns_{0};  // on now_'s clock; 0: never
-    mutable std::mutex error_mutex_;            // taken by a probe only when a pet failed
-    std::string last_error_;                    // under error_mutex_
-    mutable std::vector<int> waiting_for_;      // the last known, for status()
+    // Read by the probes at every update: 32 bits, lock-free on every target.
+    std::atomic<int> timeout_s_{static_cast<int>(kDefaultCreditExpiry.count())};
+    mutable std::mutex error_mutex_;        // taken by a probe only when a pet failed
+    std::string last_error_;                // under error_mutex_
+    mutable std::vector<int> waiting_for_;  // the last known, for status()
 };
 
 }  // namespace monitor::watchdog

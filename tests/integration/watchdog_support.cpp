@@ -1,0 +1,137 @@
+#include "watchdog_support.hpp"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "daemon_process.hpp"
+
+namespace itest {
+
+FifoWatchdog::FifoWatchdog(const std::filesystem::path& dir) : path_((dir / "watchdog").string()) {
+    EXPECT_EQ(::mkfifo(path_.c_str(), 0600), 0) << std::strerror(errno);
+    fd_ = ::open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    EXPECT_GE(fd_, 0);
+    reader_ = std::thread([this] { read_loop(); });
+}
+
+FifoWatchdog::~FifoWatchdog() {
+    stop_ = true;
+    reader_.join();
+    ::close(fd_);
+}
+
+std::size_t FifoWatchdog::pets() const {
+    std::lock_guard lock(mutex_);
+    return pet_times_.size();
+}
+
+std::vector<Clock::time_point> FifoWatchdog::pet_times() const {
+    std::lock_guard lock(mutex_);
+    return pet_times_;
+}
+
+std::string FifoWatchdog::data() const {
+    std::lock_guard lock(mutex_);
+    return data_;
+}
+
+bool FifoWatchdog::wait_closed(std::chrono::milliseconds within) const {
+    const auto deadline = Clock::now() + within;
+    while (!closed_ && Clock::now() < deadline) std::this_thread::sleep_for(10ms);
+    return closed_;
+}
+
+void FifoWatchdog::read_loop() {
+    bool opened = false;
+    while (!stop_) {
+        pollfd p{fd_, POLLIN, 0};
+        ::poll(&p, 1, 20);
+        char buf[256];
+        const ssize_t n = ::read(fd_, buf, sizeof buf);
+        if (n > 0) {
+            opened = true;
+            const auto now = Clock::now();
+            std::lock_guard lock(mutex_);
+            data_.append(buf, static_cast<std::size_t>(n));
+            pet_times_.insert(pet_times_.end(),
+                              static_cast<std::size_t>(std::count(buf, buf + n, '\0')), now);
+        } else if (n == 0 && opened) {
+            closed_ = true;  // POLLHUP: the writer is gone
+            return;
+        } else if (n == 0) {
+            std::this_thread::sleep_for(10ms);  // no writer yet
+        }
+    }
+}
+
+bool wait_pets(const FifoWatchdog& w, std::size_t n, std::chrono::milliseconds within) {
+    const auto deadline = Clock::now() + within;
+    while (w.pets() < n && Clock::now() < deadline) std::this_thread::sleep_for(20ms);
+    return w.pets() >= n;
+}
+
+Clock::duration longest_gap(const std::vector<Clock::time_point>& pets, Clock::time_point from,
+                            Clock::time_point to) {
+    Clock::duration gap{0};
+    Clock::time_point last = from;
+    for (auto p : pets) {
+        if (p < from || p > to) continue;
+        gap = std::max(gap, p - last);
+        last = p;
+    }
+    return std::max(gap, to - last);
+}
+
+double seconds(Clock::duration d) {
+    return std::chrono::duration<double>(d).count();
+}
+
+BusyCpus::BusyCpus(const std::vector<int>& cpus) {
+    for (int cpu : cpus) {
+        pid_t pid = ::fork();
+        if (pid == 0) {
+            cpu_set_t set;
+            CPU_ZERO(&set);
+            CPU_SET(static_cast<std::size_t>(cpu), &set);
+            ::sched_setaffinity(0, sizeof set, &set);
+            volatile unsigned long x = 0;
+            for (;;) x = x + 1;
+        }
+        if (pid > 0) pids_.push_back(pid);
+    }
+}
+
+BusyCpus::~BusyCpus() {
+    for (pid_t p : pids_) ::kill(p, SIGKILL);
+    for (pid_t p : pids_) ::waitpid(p, nullptr, 0);
+}
+
+DutyCycle::DutyCycle(int load) {
+    // Everything the child needs is made before the fork: it only execs.
+    const std::string bin = duty_cycle_bin();
+    const std::string percent = std::to_string(load);
+    pid_ = ::fork();
+    if (pid_ == 0) {
+        ::execl(bin.c_str(), bin.c_str(), percent.c_str(), "3600", nullptr);
+        ::_exit(127);
+    }
+    EXPECT_GT(pid_, 0) << "fork: " << std::strerror(errno);
+}
+
+DutyCycle::~DutyCycle() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+}
+
+}  // namespace itest

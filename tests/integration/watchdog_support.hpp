@@ -1,0 +1,88 @@
+// Test support for the watchdog under load: a FIFO in place of /dev/watchdog that records each
+// pet and when it came, normal-priority loops that starve CPUs, and bench-duty-cycle as a
+// busy but healthy machine.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace itest {
+
+using Clock = std::chrono::steady_clock;
+
+// The reading end of a FIFO that monitord (or the MON API) takes for its watchdog device: it
+// records what is written (a NUL per pet, 'V' for the magic close), when each pet came, and
+// when the writer closed it.
+class FifoWatchdog {
+  public:
+    explicit FifoWatchdog(const std::filesystem::path& dir);
+    ~FifoWatchdog();
+    FifoWatchdog(const FifoWatchdog&) = delete;
+    FifoWatchdog& operator=(const FifoWatchdog&) = delete;
+
+    const std::string& path() const { return path_; }
+    std::size_t pets() const;
+    // When each pet was read (within the reader's 20 ms poll).
+    std::vector<Clock::time_point> pet_times() const;
+    std::string data() const;
+    // The writer closed: read() returned 0 after it had opened.
+    bool closed() const { return closed_; }
+    bool wait_closed(std::chrono::milliseconds within) const;
+
+  private:
+    void read_loop();
+
+    std::string path_;
+    int fd_ = -1;
+    std::thread reader_;
+    std::atomic<bool> stop_{false};
+    std::atomic<bool> closed_{false};
+    mutable std::mutex mutex_;
+    std::string data_;
+    std::vector<Clock::time_point> pet_times_;
+};
+
+// Waits until `w` has seen `n` pets.
+bool wait_pets(const FifoWatchdog& w, std::size_t n, std::chrono::milliseconds within);
+
+// The longest time without a pet from `from` to `to`.
+Clock::duration longest_gap(const std::vector<Clock::time_point>& pets, Clock::time_point from,
+                            Clock::time_point to);
+
+double seconds(Clock::duration d);
+
+// Busy processes of normal priority on `cpus` (pinned, one each) for as long as the object
+// lives: a probe on such a CPU gets only the sliver the kernel leaves SCHED_IDLE.
+class BusyCpus {
+  public:
+    explicit BusyCpus(const std::vector<int>& cpus);
+    ~BusyCpus();
+    BusyCpus(const BusyCpus&) = delete;
+    BusyCpus& operator=(const BusyCpus&) = delete;
+
+  private:
+    std::vector<pid_t> pids_;
+};
+
+// bench-duty-cycle on every online CPU: busy for `load` percent of every period (10 ms on
+// average), for as long as the object lives.
+class DutyCycle {
+  public:
+    explicit DutyCycle(int load);
+    ~DutyCycle();
+    DutyCycle(const DutyCycle&) = delete;
+    DutyCycle& operator=(const DutyCycle&) = delete;
+
+  private:
+    pid_t pid_ = -1;
+};
+
+}  // namespace itest
