@@ -74,8 +74,9 @@ case $CASE in
         # what the probes need to keep petting.
         say "LOAD 95 % on $(nproc) CPUs"
         bench-duty-cycle 95 $((3 * TIMEOUT)) &
+        LOAD=$!
         survive $((3 * TIMEOUT))
-        wait
+        wait $LOAD
         monctl -s /run/monitord.sock loading
         monctl -s /run/monitord.sock watchdog status
         ;;

@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import time
 
 SKIP = 77  # meson's exit code for a skipped test
@@ -71,21 +72,27 @@ def boot(cmd, log_path, budget_s, echo_marks=False):
     with open(log_path, "w") as log:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, text=True, errors="replace")
+
+        def stop():  # also when the guest has gone silent
+            print(f"  the VM ran for {budget_s} s: stopped", flush=True)
+            proc.kill()
+
+        timer = threading.Timer(budget_s, stop)
+        timer.start()
         try:
             for line in proc.stdout:
                 log.write(line)
+                log.flush()
                 lines.append(line.rstrip())
                 m = re.search(r"VMTEST: (\w+)", line)
                 if m and m.group(1) not in marks:
                     marks[m.group(1)] = time.monotonic() - start
                     if echo_marks:
                         print(f"  {marks[m.group(1)]:6.1f} s  {line.strip()}", flush=True)
-                if time.monotonic() - start > budget_s:
-                    print(f"  the VM ran for {budget_s} s: stopped", flush=True)
-                    proc.kill()
-                    break
             proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+        finally:
+            timer.cancel()
     return marks, lines, time.monotonic() - start
