@@ -1077,6 +1077,7 @@ TEST_F(MonApi, ThreadTargetWithAnotherProcessCountsAllItsThreads) {
         if (tid != other.pid()) spinner = tid;
     }
     config.tid = spinner;
+    const double one_steal_before = test_support::steal_ns();
     const double one_outer_before = static_cast<double>(*other.thread_cpu_ns(spinner));
     ASSERT_MON(MON_start_perf_mon(&config), MON_SUCCESS);
     const double one_inner_before = static_cast<double>(*other.thread_cpu_ns(spinner));
@@ -1084,10 +1085,12 @@ TEST_F(MonApi, ThreadTargetWithAnotherProcessCountsAllItsThreads) {
     const double one_inner = static_cast<double>(*other.thread_cpu_ns(spinner)) - one_inner_before;
     ASSERT_MON(MON_stop_perf_mon(&stats), MON_SUCCESS);
     const double one_outer = static_cast<double>(*other.thread_cpu_ns(spinner)) - one_outer_before;
+    const double one_stolen = test_support::steal_ns() - one_steal_before;
     const double one = static_cast<double>(stats.counts[0].count);
     EXPECT_GE(one, 0.99 * one_inner) << "thread " << spinner;
-    EXPECT_LE(one, 1.05 * one_outer + 5e6) << "thread " << spinner << ": counted " << one / 1e6
-                                           << " ms, it ran " << one_outer / 1e6 << " ms";
+    EXPECT_LE(one, 1.05 * one_outer + one_stolen)
+        << "thread " << spinner << ": counted " << one / 1e6 << " ms, it ran " << one_outer / 1e6
+        << " ms; stolen " << one_stolen / 1e6 << " ms";
 }
 
 // A thread of the calling process, its main thread included (whose id is the pid): that
@@ -1103,17 +1106,19 @@ TEST_F(MonApi, ThreadTargetInThisProcessCountsThatThreadOnly) {
     auto config = ThreadConfig({kTaskClock});
     config.tid = ::getpid();
     ASSERT_EQ(::getpid(), ::gettid()) << "the tests run on the main thread";
+    const double steal_before = test_support::steal_ns();
     const double before = ThreadCpuNs();
     const MON_status started = MON_start_perf_mon(&config);
     std::this_thread::sleep_for(300ms);  // this thread sleeps while the other spins
     MON_perf_stats stats{};
     const MON_status stopped = MON_stop_perf_mon(&stats);
     const double mine = ThreadCpuNs() - before;
+    const double stolen = test_support::steal_ns() - steal_before;
     stop = true;
     spinner.join();
     ASSERT_MON(started, MON_SUCCESS);
     ASSERT_MON(stopped, MON_SUCCESS);
-    EXPECT_LE(static_cast<double>(stats.counts[0].count), 1.05 * mine + 5e6)
+    EXPECT_LE(static_cast<double>(stats.counts[0].count), 1.05 * mine + stolen + 5e6)
         << "counted " << stats.counts[0].count / 1e6 << " ms; this thread ran " << mine / 1e6
         << " ms (the spinning thread about 300 ms)";
 }
