@@ -308,6 +308,9 @@ CounterService::Response CounterService::start(const Call& call, const Peer& pee
     Reply r;
     r.parameters =
         json{{"plan", protocol::to_json(protocol::make_plan_message(active_->session->plan()))}};
+    if (const int threads = active_->session->threads(); threads > 0) {
+        r.parameters["threads"] = threads;
+    }
     return r;
 }
 

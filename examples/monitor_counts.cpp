@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
     auto events = perf::parse_event_list("perf::TASK-CLOCK:u,perf::PAGE-FAULTS:u");
     if (!events) return fail("events", events.error());
     options.events = *events;
-    options.target.kind = perf::TargetKind::Process;
+    options.target.kind = perf::TargetKind::Thread;
     options.target.pid = ::gettid();  // this thread (and what it starts while counting)
 
     // The plan says where each event goes, without counting.

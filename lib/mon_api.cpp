@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cmath>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <future>
 #include <mutex>
@@ -24,6 +25,7 @@
 #include "monitor/perf/event_catalog.hpp"
 #include "monitor/perf/perf_session.hpp"
 #include "monitor/status.hpp"
+#include "monitor/text_file.hpp"
 #include "monitor/watchdog/watchdog.hpp"
 
 namespace {
@@ -275,6 +277,19 @@ void poll_loop(Mon& m) {
     }
 }
 
+// The process of thread `tid` (Tgid in /proc/TID/status); nullopt when that cannot be read
+// (no such thread, or no /proc).
+std::optional<pid_t> thread_group_of(pid_t tid) {
+    auto text = monitor::read_text_file("/proc/" + std::to_string(tid) + "/status");
+    if (!text) return std::nullopt;
+    const auto at = text->find("\nTgid:");
+    if (at == std::string::npos) return std::nullopt;
+    char* end = nullptr;
+    const long tgid = std::strtol(text->c_str() + at + 6, &end, 10);
+    if (end == text->c_str() + at + 6 || tgid <= 0) return std::nullopt;
+    return static_cast<pid_t>(tgid);
+}
+
 // Resolves a MON_perf_config into session options: one event per used set, ppc750 events in
 // one kernel group (they must all be on the counters at once, one per set, as on the 750),
 // the others multiplexed by the kernel if they must be.
@@ -310,15 +325,24 @@ monitor::Result<monitor::perf::SessionOptions> perf_options(
             options.target.kind = perf::TargetKind::OneCpu;
             options.target.cpu = config.cpu;
             break;
-        case MON_PERF_THREAD:
+        case MON_PERF_THREAD: {
             if (config.tid < 0) {
                 return monitor::fail(Status::BadArg, "tid " + std::to_string(config.tid) +
                                                          ": use 0 for the calling thread");
             }
-            options.target.kind = perf::TargetKind::Process;
-            options.target.pid =
+            // 0 and any thread of this process (its main thread, whose id is the process's,
+            // too): that thread, as MON counted a task. Another process's pid (the id of its
+            // main thread): every thread of that process, as perf stat -p counts it. Another
+            // process's other threads: that thread.
+            const pid_t tid =
                 config.tid == 0 ? static_cast<pid_t>(syscall(SYS_gettid)) : config.tid;
+            options.target.kind =
+                config.tid != 0 && tid != ::getpid() && thread_group_of(tid) == tid
+                    ? perf::TargetKind::Process
+                    : perf::TargetKind::Thread;
+            options.target.pid = tid;
             break;
+        }
         default:
             return monitor::fail(Status::BadArg,
                                  "target " + std::to_string(config.target) +

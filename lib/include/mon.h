@@ -137,6 +137,14 @@ MON_status MON_get_cpu_loading(int cpu, MON_loading* loading);
  * the whole machine or one CPU needs CAP_PERFMON (or root, or perf_event_paranoid <= 0);
  * MON_PERF_THREAD needs no privilege at perf_event_paranoid 1 or lower, and at 2 for events
  * counted in user mode only (:u).
+ *
+ * MON_PERF_THREAD counts the thread config.tid: 0 for the calling thread, or any thread of the
+ * calling process (its main thread, whose id is the process's pid, too), or a thread of
+ * another process other than its main one. The pid of another process (the id of its main
+ * thread) counts every thread that process has when counting starts, and the threads and
+ * processes they create while counting, added up into one count per set: a process whose
+ * main thread sleeps while its workers run counts the workers. A thread that exits just as
+ * counting starts is left out; a process that is gone is MON_NODEV.
  */
 #define MON_PERF_SETS 4
 
@@ -144,7 +152,8 @@ enum {
     MON_PERF_MACHINE = 0, /* every online CPU, counts added up (the default) */
     MON_PERF_CPU = 1,     /* the CPU config.cpu */
     MON_PERF_THREAD = 2   /* the thread config.tid (0: the calling thread), and the threads
-                             and processes it creates while counting */
+                             and processes it creates while counting; another process's
+                             pid: all the threads of that process (see below) */
 };
 
 typedef struct MON_perf_config {
@@ -152,7 +161,7 @@ typedef struct MON_perf_config {
     const char* events[MON_PERF_SETS];
     int target; /* MON_PERF_MACHINE, MON_PERF_CPU or MON_PERF_THREAD */
     int cpu;    /* MON_PERF_CPU */
-    int tid;    /* MON_PERF_THREAD */
+    int tid;    /* MON_PERF_THREAD: a thread, or another process's pid */
 } MON_perf_config;
 
 typedef struct MON_perf_count {

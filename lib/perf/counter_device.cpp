@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <linux/perf_event.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -35,6 +36,15 @@ std::optional<int> perf_event_paranoid() {
     } catch (const std::exception&) {
         return std::nullopt;
     }
+}
+
+std::string descriptor_limit() {
+    rlimit r{};
+    if (::getrlimit(RLIMIT_NOFILE, &r) != 0) return "RLIMIT_NOFILE";
+    auto text = [](rlim_t v) {
+        return v == RLIM_INFINITY ? std::string{"unlimited"} : std::to_string(v);
+    };
+    return fmt::format("RLIMIT_NOFILE is {}, hard limit {}", text(r.rlim_cur), text(r.rlim_max));
 }
 
 Error explain_open_error(int err, const EventSpec& event, const OpenTarget& target) {
@@ -97,10 +107,15 @@ Error explain_open_error(int err, const EventSpec& event, const OpenTarget& targ
             return Error{Status::Busy,
                          fmt::format("{}: the PMU is held exclusively by another user", what)};
         case EMFILE:
+            return Error{Status::IoErr,
+                         fmt::format("{}: out of file descriptors ({}; a counter takes one per "
+                                     "event and CPU, thread or cgroup counted): raise the limit "
+                                     "(ulimit -n, LimitNOFILE= in a unit) or count fewer events",
+                                     what, descriptor_limit())};
         case ENFILE:
             return Error{Status::IoErr,
-                         fmt::format("{}: out of file descriptors (one per event and CPU; raise "
-                                     "the limit or count fewer events)",
+                         fmt::format("{}: the system is out of file descriptors (fs.file-max); "
+                                     "count fewer events",
                                      what)};
         case EINVAL:
             return Error{Status::BadArg,

@@ -1,13 +1,16 @@
 #include "monitor/perf/perf_session.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <linux/perf_event.h>
 #include <sched.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -31,6 +34,44 @@ std::uint64_t wrap_delta(std::uint64_t now, std::uint64_t before, int width) {
 // The modes an event counts in, as one value: events of one set must agree on it.
 unsigned mode_of(const EventSpec& e) {
     return (e.exclude_user ? 1U : 0U) | (e.exclude_kernel ? 2U : 0U) | (e.exclude_hv ? 4U : 0U);
+}
+
+// The threads of process `pid` now: the entries of /proc/PID/task, as perf stat -p reads them
+// (for the id of a thread that is not the main one, the threads of its whole process).
+Result<std::vector<pid_t>> process_threads(pid_t pid) {
+    const std::string dir = fmt::format("/proc/{}/task", pid);
+    auto gone = [&] {
+        return fail(Status::NoDev, fmt::format("process {}: no such process ({} does not exist); "
+                                               "name a running process (ps -e lists them)",
+                                               pid, dir));
+    };
+    DIR* d = ::opendir(dir.c_str());
+    if (d == nullptr) {
+        const int err = errno;
+        if (err == ENOENT || err == ESRCH) return gone();
+        if (err == EMFILE) {
+            return fail(Status::IoErr, fmt::format("process {}: cannot list its threads in {}: "
+                                                   "out of file descriptors ({}); raise the limit "
+                                                   "or count fewer events",
+                                                   pid, dir, descriptor_limit()));
+        }
+        return fail_errno(err, fmt::format("process {}: list its threads in {}", pid, dir));
+    }
+    std::vector<pid_t> tids;
+    errno = 0;
+    while (const dirent* e = ::readdir(d)) {
+        const std::string_view name = e->d_name;
+        pid_t tid = 0;
+        auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), tid);
+        if (ec == std::errc{} && end == name.data() + name.size() && tid > 0) tids.push_back(tid);
+        errno = 0;
+    }
+    const int err = errno;
+    ::closedir(d);
+    // A process that ends while its directory is read: the directory has gone.
+    if (err == ENOENT || err == ESRCH || (err == 0 && tids.empty())) return gone();
+    if (err != 0) return fail_errno(err, fmt::format("process {}: read {}", pid, dir));
+    return tids;
 }
 
 }  // namespace
@@ -299,10 +340,13 @@ PerfSession::PerfSession(std::unique_ptr<CounterDevice> device, SessionOptions o
     : device_(std::move(device)), options_(std::move(options)), plan_(std::move(plan)) {}
 
 PerfSession::~PerfSession() {
-    for (auto& inst : instances_) {
-        for (auto& g : inst.groups) {
-            for (auto it = g.handles.rbegin(); it != g.handles.rend(); ++it) device_->close(*it);
-        }
+    for (auto& inst : instances_) close_instance(inst);
+}
+
+void PerfSession::close_instance(Instance& inst) {
+    for (auto& g : inst.groups) {
+        for (auto it = g.handles.rbegin(); it != g.handles.rend(); ++it) device_->close(*it);
+        g.handles.clear();
     }
 }
 
@@ -340,7 +384,15 @@ Result<void> PerfSession::open_all() {
             break;
         case TargetKind::Process:
             if (t.pid <= 0) return fail(Status::BadArg, fmt::format("no process {}", t.pid));
-            targets.push_back({.pid = t.pid, .inherit = true, .enable_on_exec = t.enable_on_exec});
+            // A command launched to be counted waits for its exec with one thread; an
+            // existing process has its threads opened below.
+            if (t.enable_on_exec) {
+                targets.push_back({.pid = t.pid, .inherit = true, .enable_on_exec = true});
+            }
+            break;
+        case TargetKind::Thread:
+            if (t.pid <= 0) return fail(Status::BadArg, fmt::format("no thread {}", t.pid));
+            targets.push_back({.pid = t.pid, .inherit = true});
             break;
         case TargetKind::Cgroup: {
             auto dir = cgroup_directory(options_.cgroup_root, t.cgroup);
@@ -357,37 +409,25 @@ Result<void> PerfSession::open_all() {
             break;
         }
     }
-    if (targets.empty()) return fail(Status::BadArg, "no CPUs to count on");
+
+    // A process and a thread are one instance of the report, whatever their threads.
+    const bool task = t.kind == TargetKind::Process || t.kind == TargetKind::Thread;
+    if (task) report_instances_ = {-1};
+    if (t.kind == TargetKind::Process && !t.enable_on_exec) {
+        auto tids = process_threads(t.pid);
+        if (!tids) return std::unexpected(tids.error());
+        if (auto r = open_threads(t.pid, *tids); !r) return r;
+    } else {
+        if (targets.empty()) return fail(Status::BadArg, "no CPUs to count on");
+        instances_.reserve(targets.size());
+        for (std::size_t i = 0; i < targets.size(); ++i) {
+            if (!task) report_instances_.push_back(targets[i].cpu);
+            if (auto r = open_instance(targets[i], task ? 0 : i); !r) return r;
+        }
+        if (task) threads_ = 1;
+    }
 
     const bool daemon_mux = options_.mux == MuxMode::Daemon;
-    for (const auto& target : targets) {
-        Instance inst;
-        inst.target = target;
-        for (const auto& g : plan_.groups_of_counters) {
-            // Which groups count from the start: the free-running ones, and the first set of
-            // each PMU (every set when the kernel multiplexes).
-            const bool starts = g.set <= 0 || !daemon_mux;
-            OpenTarget ot = target;
-            ot.enable_on_exec = target.enable_on_exec && starts;
-            GroupHandles gh;
-            for (const auto& m : g.members) {
-                int leader = gh.handles.empty() ? -1 : gh.handles.front();
-                auto h = device_->open(plan_.events[m.event], ot, leader);
-                if (!h) {
-                    instances_.push_back(std::move(inst));
-                    instances_.back().groups.push_back(std::move(gh));
-                    return std::unexpected(h.error());
-                }
-                gh.handles.push_back(*h);
-                if (device_->width(*h) < 64) narrow_ = true;
-            }
-            gh.last.resize(g.members.size());
-            gh.count.resize(g.members.size());
-            gh.running.resize(g.members.size());
-            inst.groups.push_back(std::move(gh));
-        }
-        instances_.push_back(std::move(inst));
-    }
     started_ = Clock::now();
     if (options_.target.enable_on_exec) return {};  // the kernel starts them at exec
     for (auto& inst : instances_) {
@@ -397,6 +437,83 @@ Result<void> PerfSession::open_all() {
             if (auto r = device_->enable(inst.groups[g].handles.front()); !r) return r;
         }
     }
+    return {};
+}
+
+Result<void> PerfSession::open_instance(const OpenTarget& target, std::size_t report) {
+    const bool daemon_mux = options_.mux == MuxMode::Daemon;
+    Instance inst;
+    inst.target = target;
+    inst.report = report;
+    inst.groups.reserve(plan_.groups_of_counters.size());
+    for (const auto& g : plan_.groups_of_counters) {
+        // Which groups count from the start: the free-running ones, and the first set of
+        // each PMU (every set when the kernel multiplexes).
+        const bool starts = g.set <= 0 || !daemon_mux;
+        OpenTarget ot = target;
+        ot.enable_on_exec = target.enable_on_exec && starts;
+        GroupHandles& gh = inst.groups.emplace_back();
+        for (const auto& m : g.members) {
+            int leader = gh.handles.empty() ? -1 : gh.handles.front();
+            auto h = device_->open(plan_.events[m.event], ot, leader);
+            if (!h) {
+                close_instance(inst);
+                return std::unexpected(h.error());
+            }
+            gh.handles.push_back(*h);
+            if (device_->width(*h) < 64) narrow_ = true;
+        }
+        gh.last.resize(g.members.size());
+        gh.count.resize(g.members.size());
+        gh.running.resize(g.members.size());
+    }
+    instances_.push_back(std::move(inst));
+    return {};
+}
+
+// Every thread gets counters of its own, with inherit: the threads and children it starts
+// afterwards count into them (the kernel adds their counts and times to its counters when
+// they exit, and a read includes the ones still running).
+//
+// The race: a thread that a thread of the process starts during the walk, after the list was
+// read and before its creator's counters are open, is counted by neither (perf stat -p has
+// the same window: the time from reading /proc/PID/task to the last open, microseconds per
+// thread). Walking again would find it, but could not tell it from a thread started after its
+// creator's counters were open, which has inherited counters already: opening more on it
+// would count it twice. So the list is read once, and the window is kept short.
+Result<void> PerfSession::open_threads(pid_t pid, const std::vector<pid_t>& tids) {
+    const std::size_t per_thread = plan_.events.size();
+    const std::size_t needed = tids.size() * per_thread;
+    rlimit nofile{};
+    if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY &&
+        needed > nofile.rlim_cur) {
+        return fail(Status::IoErr,
+                    fmt::format("process {}: counting its {} threads takes {} file descriptors "
+                                "(one per event and thread), more than this process may open "
+                                "({}); raise the limit (ulimit -n, LimitNOFILE= in a unit) or "
+                                "count fewer events",
+                                pid, tids.size(), needed, descriptor_limit()));
+    }
+    instances_.reserve(tids.size());
+    std::size_t exited = 0;
+    for (pid_t tid : tids) {
+        auto r = open_instance({.pid = tid, .inherit = true}, 0);
+        if (r) continue;
+        // ESRCH (NODEV, as a counter on any CPU has no CPU to be missing): the thread exited
+        // after the walk listed it, and has nothing left to count.
+        if (r.error().status == Status::NoDev) {
+            ++exited;
+            continue;
+        }
+        return fail(r.error().status, fmt::format("process {} ({} thread{}): {}", pid, tids.size(),
+                                                  tids.size() == 1 ? "" : "s", r.error().message));
+    }
+    if (instances_.empty()) {
+        return fail(Status::NoDev, fmt::format("process {}: no such process (its {} thread{} "
+                                               "exited as its counters were opened)",
+                                               pid, exited, exited == 1 ? "" : "s"));
+    }
+    threads_ = static_cast<int>(instances_.size());
     return {};
 }
 
@@ -569,8 +686,8 @@ Result<void> PerfSession::read(PerfReport& rep) {
     rep.elapsed = (stopped_ ? stopped_at_ : Clock::now()) - started_;
     rep.slots = plan_.slots;
     rep.rotations = rotations_;
-    rep.instances.clear();
-    for (const auto& inst : instances_) rep.instances.push_back(inst.target.cpu);
+    rep.instances.assign(report_instances_.begin(), report_instances_.end());
+    rep.threads = threads_;
     rep.events.resize(plan_.events.size());
     for (std::size_t e = 0; e < plan_.events.size(); ++e) {
         EventCount& ec = rep.events[e];
@@ -578,7 +695,10 @@ Result<void> PerfSession::read(PerfReport& rep) {
         ec.canonical = plan_.events[e].canonical;
         ec.pmu = plan_.events[e].pmu;
         ec.total = {};
-        ec.per_instance.clear();
+        ec.per_instance.assign(report_instances_.size(), CountValue{});
+        // Each instance's times are its own; adding them up (a process's threads into one
+        // entry, every entry into the total) keeps running / enabled the share of the time
+        // the event was counted, as the kernel does for the threads a counter inherited.
         for (const auto& inst : instances_) {
             CountValue v;
             bool counter_event = false;
@@ -596,7 +716,7 @@ Result<void> PerfSession::read(PerfReport& rep) {
             // Daemon multiplexing: enabled whenever the session counted, whichever set.
             if (counter_event && daemon_mux) v.enabled_ns = inst.slot_enabled_ns;
             v.running_ns = std::min(v.running_ns, v.enabled_ns);
-            ec.per_instance.push_back(v);
+            ec.per_instance[inst.report] += v;
             ec.total += v;
         }
     }

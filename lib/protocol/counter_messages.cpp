@@ -169,6 +169,7 @@ void make_report(const perf::Plan& plan, const perf::PerfReport& report, bool pe
     r.elapsed = std::chrono::duration<double>(report.elapsed).count();
     r.period = period;
     r.final = final;
+    r.threads = report.threads > 0 ? std::optional<int>(report.threads) : std::nullopt;
     r.slots = report.slots;
     r.rotations = report.rotations;
     r.events.resize(report.events.size());
@@ -220,6 +221,7 @@ json to_json(const CounterReport& r) {
         jm["same_set"] = m.same_set;
     }
     put_optional(j, "period", r.period);
+    put_optional(j, "threads", r.threads);
     return j;
 }
 
@@ -229,7 +231,8 @@ bool update_json(json& j, const CounterReport& r) {
     auto metrics = j.find("metrics");
     if (events == j.end() || !events->is_array() || events->size() != r.events.size() ||
         metrics == j.end() || !metrics->is_array() || metrics->size() != r.metrics.size() ||
-        j.contains("period") != r.period.has_value()) {
+        j.contains("period") != r.period.has_value() ||
+        j.contains("threads") != r.threads.has_value()) {
         return false;
     }
     for (std::size_t i = 0; i < r.events.size(); ++i) {
@@ -267,6 +270,7 @@ bool update_json(json& j, const CounterReport& r) {
     j["slots"] = r.slots;
     j["rotations"] = r.rotations;
     if (r.period) j["period"] = *r.period;
+    if (r.threads) j["threads"] = *r.threads;
     return true;
 }
 
@@ -277,6 +281,7 @@ CounterReport counter_report_from_json(const json& j) {
         r.period = it->get<std::int64_t>();
     }
     r.final = j.at("final").get<bool>();
+    if (auto it = j.find("threads"); it != j.end() && !it->is_null()) r.threads = it->get<int>();
     r.slots = j.at("slots").get<int>();
     r.rotations = j.at("rotations").get<int>();
     for (const auto& je : j.at("events")) {

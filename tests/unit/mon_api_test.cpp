@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "mon.h"
+#include "spinning_process.hpp"
 #include "test_support.hpp"
 
 // Bit for bit, so that a NaN equals itself: a snapshot is the same bytes.
@@ -1035,6 +1036,91 @@ TEST_F(MonApi, StartAndStopCountTheCallingThread) {
     // And a new session may start.
     ASSERT_MON(MON_start_perf_mon(&config), MON_SUCCESS);
     EXPECT_MON(MON_stop_perf_mon(nullptr), MON_SUCCESS);
+}
+
+// MON_PERF_THREAD with the pid of another process: every thread of it, here a main thread
+// that sleeps and three that spin (their CPU time from /proc/PID/task/*/schedstat). With the
+// id of one of its other threads: that thread alone.
+TEST_F(MonApi, ThreadTargetWithAnotherProcessCountsAllItsThreads) {
+    // Forked before MON starts its tasks: the child copies a process of one thread.
+    test_support::SpinningProcess other(3);
+    ASSERT_GT(other.pid(), 0);
+    ASSERT_TRUE(test_support::wait_until([&] { return other.threads().size() == 4; }, 5000ms));
+    if (!other.cpu_ns()) GTEST_SKIP() << "no /proc/PID/task/TID/schedstat here";
+    ASSERT_MON(MON_initialize(), MON_SUCCESS);
+    ASSERT_MON(MON_start(nullptr, nullptr), MON_SUCCESS);
+
+    auto config = ThreadConfig({kTaskClock});
+    config.tid = other.pid();
+    const double steal_before = test_support::steal_ns();
+    const double outer_before = static_cast<double>(*other.cpu_ns());
+    ASSERT_MON(MON_start_perf_mon(&config), MON_SUCCESS);
+    const double inner_before = static_cast<double>(*other.cpu_ns());
+    std::this_thread::sleep_for(1s);
+    const double inner = static_cast<double>(*other.cpu_ns()) - inner_before;
+    MON_perf_stats stats{};
+    ASSERT_MON(MON_stop_perf_mon(&stats), MON_SUCCESS);
+    const double outer = static_cast<double>(*other.cpu_ns()) - outer_before;
+    const double stolen = test_support::steal_ns() - steal_before;
+    // The task clock counts the time interrupts and the hypervisor took too, the threads' CPU
+    // time does not: a few percent at most.
+    const double counted = static_cast<double>(stats.counts[0].count);
+    EXPECT_GE(counted, 0.99 * inner)
+        << "counted " << counted / 1e6 << " ms; the threads of process " << other.pid() << " ran "
+        << inner / 1e6 << " ms";
+    EXPECT_LE(counted, 1.05 * outer + stolen)
+        << "counted " << counted / 1e6 << " ms; the threads ran " << outer / 1e6 << " ms";
+    EXPECT_EQ(stats.counts[0].enabled_ns, stats.counts[0].running_ns);
+
+    pid_t spinner = 0;
+    for (pid_t tid : other.threads()) {
+        if (tid != other.pid()) spinner = tid;
+    }
+    config.tid = spinner;
+    const double one_steal_before = test_support::steal_ns();
+    const double one_outer_before = static_cast<double>(*other.thread_cpu_ns(spinner));
+    ASSERT_MON(MON_start_perf_mon(&config), MON_SUCCESS);
+    const double one_inner_before = static_cast<double>(*other.thread_cpu_ns(spinner));
+    std::this_thread::sleep_for(300ms);
+    const double one_inner = static_cast<double>(*other.thread_cpu_ns(spinner)) - one_inner_before;
+    ASSERT_MON(MON_stop_perf_mon(&stats), MON_SUCCESS);
+    const double one_outer = static_cast<double>(*other.thread_cpu_ns(spinner)) - one_outer_before;
+    const double one_stolen = test_support::steal_ns() - one_steal_before;
+    const double one = static_cast<double>(stats.counts[0].count);
+    EXPECT_GE(one, 0.99 * one_inner) << "thread " << spinner;
+    EXPECT_LE(one, 1.05 * one_outer + one_stolen)
+        << "thread " << spinner << ": counted " << one / 1e6 << " ms, it ran " << one_outer / 1e6
+        << " ms; stolen " << one_stolen / 1e6 << " ms";
+}
+
+// A thread of the calling process, its main thread included (whose id is the pid): that
+// thread only, not the process (whose other threads include MON's own tasks).
+TEST_F(MonApi, ThreadTargetInThisProcessCountsThatThreadOnly) {
+    ASSERT_MON(MON_initialize(), MON_SUCCESS);
+    ASSERT_MON(MON_start(nullptr, nullptr), MON_SUCCESS);
+    std::atomic<bool> stop{false};
+    std::thread spinner([&] {
+        volatile unsigned long sink = 0;
+        while (!stop) sink = sink + 1;
+    });
+    auto config = ThreadConfig({kTaskClock});
+    config.tid = ::getpid();
+    ASSERT_EQ(::getpid(), ::gettid()) << "the tests run on the main thread";
+    const double steal_before = test_support::steal_ns();
+    const double before = ThreadCpuNs();
+    const MON_status started = MON_start_perf_mon(&config);
+    std::this_thread::sleep_for(300ms);  // this thread sleeps while the other spins
+    MON_perf_stats stats{};
+    const MON_status stopped = MON_stop_perf_mon(&stats);
+    const double mine = ThreadCpuNs() - before;
+    const double stolen = test_support::steal_ns() - steal_before;
+    stop = true;
+    spinner.join();
+    ASSERT_MON(started, MON_SUCCESS);
+    ASSERT_MON(stopped, MON_SUCCESS);
+    EXPECT_LE(static_cast<double>(stats.counts[0].count), 1.05 * mine + stolen + 5e6)
+        << "counted " << stats.counts[0].count / 1e6 << " ms; this thread ran " << mine / 1e6
+        << " ms (the spinning thread about 300 ms)";
 }
 
 // The whole machine: every CPU's task clock runs with wall time, idle or not.

@@ -348,6 +348,39 @@ TEST(CounterMessages, AnotherShapeIsNotUpdatedInPlace) {
     }
     json null;
     EXPECT_FALSE(update_json(null, stream_record(2, false, 3, 2)));
+    // A process's threads, in one record and not in the other.
+    json without = kept;
+    CounterReport threads = stream_record(2, false, 3, 2);
+    threads.threads = 4;
+    EXPECT_FALSE(update_json(without, threads));
+    json with = to_json(threads);
+    EXPECT_FALSE(update_json(with, stream_record(3, false, 3, 3)));
+}
+
+// The threads of a process target: in the report, the interface's shape, read back; a stream
+// record of the same shape updates them in place.
+TEST(CounterMessages, AProcessReportSaysHowManyThreads) {
+    CounterReport r = stream_record(5, false, 2, std::nullopt);
+    EXPECT_FALSE(to_json(r).contains("threads"));
+    r.threads = 1000;
+    json j = to_json(r);
+    EXPECT_EQ(j["threads"], 1000);
+    expect_conforms("ReadCounters", json{{"report", j}});
+    EXPECT_EQ(counter_report_from_json(j).threads, 1000);
+    EXPECT_EQ(counter_report_from_json(to_json(stream_record(5, false, 2, 1))).threads,
+              std::nullopt);
+    CounterReport next = r;
+    next.threads = 999;
+    ASSERT_TRUE(update_json(j, next));
+    EXPECT_EQ(j, to_json(next));
+
+    perf::PerfReport rep;
+    rep.instances = {-1};
+    rep.threads = 4;
+    EXPECT_EQ(make_report(perf::Plan{}, rep, false, std::nullopt, true).threads, 4);
+    rep.threads = 0;
+    rep.instances = {0, 1};
+    EXPECT_EQ(make_report(perf::Plan{}, rep, false, std::nullopt, true).threads, std::nullopt);
 }
 
 }  // namespace

@@ -63,7 +63,7 @@ std::chrono::milliseconds steal_time() {
 SessionOptions this_thread(std::string_view events) {
     SessionOptions o;
     o.events = *parse_event_list(events);
-    o.target.kind = TargetKind::Process;
+    o.target.kind = TargetKind::Thread;
     o.target.pid = static_cast<pid_t>(::syscall(SYS_gettid));
     return o;
 }

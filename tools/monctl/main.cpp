@@ -149,7 +149,8 @@ int main(int argc, char** argv) {
         auto* each = sub->add_flag("-A,--per-cpu", po.per_cpu, "Count each CPU separately");
         auto* cpu =
             sub->add_option("-C,--cpu", po.cpu, "Count one CPU")->check(CLI::NonNegativeNumber);
-        auto* pid = sub->add_option("-p,--pid", po.pid, "Count a process and its new children")
+        auto* pid = sub->add_option("-p,--pid", po.pid,
+                                    "Count a process: all its threads, and those it starts")
                         ->check(CLI::PositiveNumber);
         auto* cgroup = sub->add_option("-G,--cgroup", po.cgroup,
                                        "Count a cgroup (a path below /sys/fs/cgroup)");

@@ -64,9 +64,17 @@ protocol::CounterRequest request_of(const PerfOptions& o) {
     return r;
 }
 
-std::string target_text(const PerfOptions& o) {
+// `threads`: how many threads of a process the daemon counts from the start (`perf read` and
+// `perf stop` are not told the pid of the session they show).
+std::string target_text(const PerfOptions& o, std::optional<int> threads = std::nullopt) {
     if (o.cpu) return fmt::format("cpu{}", *o.cpu);
-    if (o.pid) return fmt::format("process {} and its new children", *o.pid);
+    if (threads) {
+        return fmt::format("{} (its {} thread{}, and the threads and children it starts)",
+                           o.pid ? fmt::format("process {}", *o.pid) : std::string{"a process"},
+                           format_count(static_cast<std::uint64_t>(*threads)),
+                           *threads == 1 ? "" : "s");
+    }
+    if (o.pid) return fmt::format("process {} and the threads and children it starts", *o.pid);
     if (!o.cgroup.empty()) return fmt::format("cgroup {}", o.cgroup);
     if (!o.unit.empty()) return fmt::format("unit {}", o.unit);
     return o.per_cpu ? "each CPU" : "all CPUs";
@@ -85,7 +93,7 @@ void show_report(const PerfOptions& o, const json& reply, bool first, std::ostre
     if (o.csv) {
         out << format_counter_csv(report, first) << std::flush;
     } else {
-        out << format_counter_report(report, target_text(o)) << std::endl;
+        out << format_counter_report(report, target_text(o, report.threads)) << std::endl;
     }
 }
 
@@ -200,7 +208,11 @@ int perf_start(const PerfOptions& o) {
         std::cout << reply->dump(2) << '\n';
         return kExitOk;
     }
-    std::cout << "Counting on " << target_text(o) << "; `monctl perf stop` ends it.\n"
+    std::optional<int> threads;
+    if (auto it = reply->find("threads"); it != reply->end() && !it->is_null()) {
+        threads = it->get<int>();
+    }
+    std::cout << "Counting on " << target_text(o, threads) << "; `monctl perf stop` ends it.\n"
               << format_plan(protocol::counter_plan_from_json(reply->at("plan")));
     return kExitOk;
 }

@@ -91,4 +91,8 @@ Error explain_open_error(int err, const EventSpec& event, const OpenTarget& targ
 // /proc/sys/kernel/perf_event_paranoid, or nullopt when it cannot be read.
 std::optional<int> perf_event_paranoid();
 
+// This process's limit on open file descriptors, for the errors that hit it: "RLIMIT_NOFILE
+// is 1024, hard limit 524288".
+std::string descriptor_limit();
+
 }  // namespace monitor::perf

@@ -40,16 +40,23 @@ enum class TargetKind {
     AllCpus,  // every online CPU, counts added up
     EachCpu,  // every online CPU, counts kept per CPU
     OneCpu,   // one CPU
-    Process,  // a process and the children it starts afterwards, on any CPU
-    Cgroup,   // the tasks of a cgroup, on every online CPU
+    // Every thread of a process, and the threads and children they start afterwards, on any
+    // CPU. The threads are those of /proc/PID/task when the session starts (a thread's id
+    // counts its whole process, as perf stat -p does); the ones started later are counted
+    // by inheritance. The counts of all of them are added up into one instance.
+    Process,
+    Thread,  // one thread, and the threads and children it starts afterwards, on any CPU
+    Cgroup,  // the tasks of a cgroup, on every online CPU
 };
 
 struct CountTarget {
     TargetKind kind = TargetKind::AllCpus;
-    int cpu = -1;                 // OneCpu
-    pid_t pid = -1;               // Process
-    bool enable_on_exec = false;  // Process: start counting at its next exec (a launched command)
-    std::string cgroup;           // Cgroup: a path below the cgroup2 root, or absolute
+    int cpu = -1;    // OneCpu
+    pid_t pid = -1;  // Process: the process; Thread: the thread's id
+    // Process: start counting at its next exec (a command launched to be counted, stopped
+    // before its exec: it has one thread, which is all that is opened).
+    bool enable_on_exec = false;
+    std::string cgroup;  // Cgroup: a path below the cgroup2 root, or absolute
 };
 
 // The directory of a cgroup target: `cgroup` relative to `root` (the cgroup2 mount), or
@@ -135,7 +142,11 @@ struct GroupCount {
 struct PerfReport {
     std::chrono::nanoseconds elapsed{0};  // wall time since the session started
     std::vector<int> instances;           // CPU numbers, or {-1} for a process/cgroup total
-    std::vector<EventCount> events;       // in request order
+    // Process and Thread targets: the threads counted from the start (the threads and
+    // children started later are counted too, by inheritance, but not in this number); 0 for
+    // the other targets.
+    int threads = 0;
+    std::vector<EventCount> events;  // in request order
     std::vector<GroupCount> groups;
     int slots = 0;
     int rotations = 0;
@@ -169,6 +180,9 @@ class PerfSession {
     // Moves to the next counter set (daemon multiplexing); a no-op otherwise, and until the
     // exec for a target that starts at its exec.
     Result<void> rotate();
+    // Process and Thread targets: the threads counted from the start (see PerfReport).
+    int threads() const { return threads_; }
+
     // Reads every counter that is counting now and returns the totals so far.
     Result<PerfReport> read();
     // The same into `into`, whose vectors and strings are reused: a caller that reads every
@@ -182,6 +196,13 @@ class PerfSession {
     PerfSession(std::unique_ptr<CounterDevice> device, SessionOptions options, Plan plan);
     Result<void> open_all();
     struct Instance;
+    // Opens every group of the plan on `target` as a new instance adding to report entry
+    // `report`; on failure closes what it opened and adds nothing.
+    Result<void> open_instance(const OpenTarget& target, std::size_t report);
+    // Opens the threads of a process (`tids`, listed in /proc/PID/task), skipping those that
+    // exited since.
+    Result<void> open_threads(pid_t pid, const std::vector<pid_t>& tids);
+    void close_instance(Instance& inst);
     // Calls fn for every instance, on the instance's CPU when visit_cpus is set.
     Result<void> for_each_instance(const std::function<Result<void>(Instance&)>& fn);
     Result<void> set_slot_enabled(Instance& inst, int slot, bool enabled);
@@ -198,8 +219,12 @@ class PerfSession {
         std::vector<std::uint64_t> running;  // per member, accumulated
         std::uint64_t enabled_ns = 0;        // free-running groups: their own
     };
+    // One CPU, cgroup on a CPU, or thread that counters are open on. The threads of a
+    // process are instances of their own (each enables, rotates and reads its own groups,
+    // with its own times), added up into one entry of the report.
     struct Instance {
         OpenTarget target;
+        std::size_t report = 0;             // its entry in PerfReport::instances
         std::vector<GroupHandles> groups;   // per plan group
         std::uint64_t slot_enabled_ns = 0;  // daemon mux: time of all slices so far
     };
@@ -209,6 +234,8 @@ class PerfSession {
     Plan plan_;
     UniqueFd cgroup_fd_;
     std::vector<Instance> instances_;
+    std::vector<int> report_instances_;  // PerfReport::instances
+    int threads_ = 0;
     std::chrono::steady_clock::time_point started_;
     std::chrono::steady_clock::time_point stopped_at_;
     int slot_ = 0;

@@ -55,6 +55,7 @@ struct CounterReport {
     double elapsed = 0;
     std::optional<std::int64_t> period;
     bool final = false;
+    std::optional<int> threads;  // a process target: the threads counted from the start
     int slots = 0;
     int rotations = 0;
     std::vector<EventCount> events;
