@@ -33,10 +33,16 @@ int main(int argc, char** argv) {
     app.add_option("-c,--config", config_file,
                    "Configuration file (default " + monitord::default_config_path().string() +
                        ", if it exists)");
-    app.add_option("-s,--socket", flags.socket,
-                   "Control socket path (default /run/monitord/io.monitord.Monitor as root, "
-                   "$XDG_RUNTIME_DIR/monitord/io.monitord.Monitor otherwise, "
-                   "/tmp/monitord-UID/io.monitord.Monitor without XDG_RUNTIME_DIR)");
+    bool user_socket = false;
+    app.add_option(
+        "-s,--socket", flags.socket,
+        "Control socket path (default $MONITORD_SOCKET; else /run/monitord/io.monitord.Monitor "
+        "as root, the --user place otherwise)");
+    app.add_flag("--user", user_socket,
+                 "Listen at the calling user's own place, also as root: "
+                 "$XDG_RUNTIME_DIR/monitord/io.monitord.Monitor, or "
+                 "/tmp/monitord-UID/io.monitord.Monitor without XDG_RUNTIME_DIR; monctl looks "
+                 "there before the system daemon's place; --socket overrides it");
     app.add_option("--history-seconds", flags.history_seconds,
                    "Length of the loading history window (1-3600, default 60)");
     app.add_option("--log-level", flags.log_level,
@@ -88,6 +94,7 @@ int main(int argc, char** argv) {
     options.config = config;
     options.overrides = flags;
     options.show_loading = show_loading;
+    options.user_socket = user_socket;
     options.proc_root = proc_root;
     options.sys_root = sys_root;
 

@@ -74,10 +74,12 @@ Result<void> Manager::setup() {
 
     // The socket first: a bad path fails at once, before the probes calibrate. Clients
     // that connect meanwhile wait in the backlog until the server starts.
+    const auto place = monitor::protocol::daemon_socket_place(
+        monitor::protocol::SocketEnvironment::current(), options_.user_socket);
     const bool default_path = options_.config.socket.empty();
-    const std::string path =
-        default_path ? monitor::protocol::daemon_socket_path() : options_.config.socket;
-    const bool create_dir = default_path && std::getenv("MONITORD_SOCKET") == nullptr;
+    const std::string path = default_path ? place.path : options_.config.socket;
+    const bool create_dir =
+        default_path && place.kind != monitor::protocol::SocketPlaceKind::Environment;
     auto socket_group = this->socket_group();
     if (!socket_group) return std::unexpected(socket_group.error());
     auto sock = ControlSocket::open(path, create_dir, *socket_group);

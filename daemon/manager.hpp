@@ -25,6 +25,7 @@ struct ManagerOptions {
     std::optional<std::filesystem::path> config_file;  // re-read on SIGHUP
     Overrides overrides;        // the flags, applied over the file again at each reload
     bool show_loading = false;  // print one line of loading per second on stdout
+    bool user_socket = false;   // default socket at the user's place, also for root (--user)
     std::filesystem::path proc_root = "/proc";
     std::filesystem::path sys_root = "/sys";
     CounterServiceOptions counters;

@@ -10,20 +10,40 @@
 namespace monitor::protocol {
 namespace {
 
-std::string user_socket_path() {
-    if (const char* xdg = std::getenv("XDG_RUNTIME_DIR"); xdg != nullptr && xdg[0] == '/') {
-        return std::string{xdg} + "/monitord/" + kSocketName;
+std::string getenv_or_empty(const char* name) {
+    const char* v = std::getenv(name);
+    return v != nullptr ? v : "";
+}
+
+SocketPlace user_place(const SocketEnvironment& env) {
+    if (env.xdg_runtime_dir.starts_with('/')) {
+        return {SocketPlaceKind::User, env.xdg_runtime_dir + "/monitord/" + kSocketName};
     }
-    return "/tmp/monitord-" + std::to_string(::getuid()) + "/" + kSocketName;
+    return {SocketPlaceKind::User, "/tmp/monitord-" + std::to_string(env.euid) + "/" + kSocketName};
 }
 
 }  // namespace
 
-std::string daemon_socket_path() {
-    if (const char* env = std::getenv("MONITORD_SOCKET"); env != nullptr && env[0] != '\0') {
-        return env;
+SocketEnvironment SocketEnvironment::current() {
+    return {::geteuid(), getenv_or_empty("MONITORD_SOCKET"), getenv_or_empty("XDG_RUNTIME_DIR")};
+}
+
+std::vector<SocketPlace> socket_places(const SocketEnvironment& env) {
+    if (!env.monitord_socket.empty()) {
+        return {{SocketPlaceKind::Environment, env.monitord_socket}};
     }
-    return ::geteuid() == 0 ? kSystemSocket : user_socket_path();
+    return {user_place(env), {SocketPlaceKind::System, kSystemSocket}};
+}
+
+SocketPlace daemon_socket_place(const SocketEnvironment& env, bool user) {
+    const auto places = socket_places(env);
+    const auto wanted = !env.monitord_socket.empty() ? SocketPlaceKind::Environment
+                        : env.euid == 0 && !user     ? SocketPlaceKind::System
+                                                     : SocketPlaceKind::User;
+    for (const auto& p : places) {
+        if (p.kind == wanted) return p;
+    }
+    return places.front();
 }
 
 Result<void> check_socket_directory(const std::string& socket_path) {
@@ -44,12 +64,28 @@ Result<void> check_socket_directory(const std::string& socket_path) {
     return {};
 }
 
-std::vector<std::string> client_socket_paths() {
-    if (const char* env = std::getenv("MONITORD_SOCKET"); env != nullptr && env[0] != '\0') {
-        return {env};
+Result<DaemonConnection> connect_to_daemon(const std::vector<SocketPlace>& places) {
+    std::string tried;
+    bool refused = false;
+    for (const auto& p : places) {
+        // The user's place may be under /tmp, where someone else could have prepared it.
+        if (p.kind == SocketPlaceKind::User &&
+            std::filesystem::exists(std::filesystem::path{p.path}.parent_path())) {
+            if (auto ok = check_socket_directory(p.path); !ok) {
+                tried += "\n  " + p.path + ": not used: " + ok.error().message;
+                continue;
+            }
+        }
+        auto c = varlink::Client::connect(p.path);
+        if (c) return DaemonConnection{std::move(*c), p.path};
+        // A daemon that refuses us is worth reporting as such, not as "not running".
+        refused = refused || c.error().status == Status::Perm;
+        tried += "\n  " + c.error().message;
     }
-    if (::geteuid() == 0) return {kSystemSocket};
-    return {user_socket_path(), kSystemSocket};
+    return fail(refused ? Status::Perm : Status::NoDev,
+                "cannot reach monitord; looked at:" + tried +
+                    "\nStart one with ./scripts/run (from the source tree) or 'systemctl start "
+                    "monitord.socket', or point --socket or MONITORD_SOCKET at its socket.");
 }
 
 }  // namespace monitor::protocol

@@ -1,10 +1,13 @@
 // The real monctl against the real monitord.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <thread>
 
 #include "daemon_process.hpp"
@@ -116,7 +119,7 @@ TEST(MonctlWithoutDaemon, SaysWhereItLookedAndHowToStartIt) {
     auto r = run({monctl_bin(), "--socket", path, "status"});
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find(path), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("Start it with"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("Start one with ./scripts/run"), std::string::npos) << r.err;
 }
 
 TEST(MonctlWithoutDaemon, DefaultPlacesAreListed) {
@@ -129,6 +132,105 @@ TEST(MonctlWithoutDaemon, DefaultPlacesAreListed) {
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find(dir.path().string() + "/monitord/io.monitord.Monitor"), std::string::npos)
         << r.err;
+    EXPECT_NE(r.err.find("/run/monitord/io.monitord.Monitor"), std::string::npos) << r.err;
+}
+
+// Root too looks at its own daemon's place first, then at the system daemon's.
+TEST(MonctlWithoutDaemon, RootsPlacesAreListed) {
+    if (::geteuid() != 0) GTEST_SKIP() << "the places of root";
+    if (std::filesystem::exists("/tmp/monitord-0/io.monitord.Monitor")) {
+        GTEST_SKIP() << "root's own daemon may be running here (/tmp/monitord-0)";
+    }
+    SpawnOptions o;
+    o.unset_env = {"MONITORD_SOCKET", "XDG_RUNTIME_DIR"};
+    auto r = run({monctl_bin(), "loading"}, o);
+    if (r.exit_code == 0) GTEST_SKIP() << "the system daemon runs here";
+    EXPECT_EQ(r.exit_code, 1);
+    const auto own = r.err.find("/tmp/monitord-0/io.monitord.Monitor");
+    const auto system = r.err.find("/run/monitord/io.monitord.Monitor");
+    EXPECT_NE(own, std::string::npos) << r.err;
+    EXPECT_NE(system, std::string::npos) << r.err;
+    EXPECT_LT(own, system) << "root's own daemon comes first";
+}
+
+// A daemon started as the README's first command does (./scripts/run: monitord --user), and
+// found by its next one, `monctl loading --per-cpu`, without --socket: as root without
+// XDG_RUNTIME_DIR (the socket under /tmp/monitord-0), and as a user with and without it.
+struct FindCase {
+    bool as_nobody;
+    bool with_xdg;
+};
+
+class MonctlFindsTheUsersOwnDaemon : public testing::TestWithParam<FindCase> {};
+
+TEST_P(MonctlFindsTheUsersOwnDaemon, WithoutSocket) {
+    const auto c = GetParam();
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root to run as root and as nobody";
+    const uid_t uid = c.as_nobody ? nobody_uid() : 0;
+    TempDir runtime;
+    SpawnOptions spawn;
+    spawn.unset_env = {"MONITORD_SOCKET"};
+    std::string place = "/tmp/monitord-" + std::to_string(uid) + "/io.monitord.Monitor";
+    if (c.with_xdg) {
+        spawn.env = {"XDG_RUNTIME_DIR=" + runtime.path().string()};
+        ASSERT_EQ(::chown(runtime.path().c_str(), uid, static_cast<gid_t>(-1)), 0);
+        place = (runtime / "monitord/io.monitord.Monitor").string();
+    } else {
+        spawn.unset_env.push_back("XDG_RUNTIME_DIR");
+        if (std::filesystem::exists(place)) {
+            GTEST_SKIP() << "a daemon of uid " << uid << "'s own may be running at " << place;
+        }
+    }
+    if (c.as_nobody) spawn.uid = uid;
+    Daemon::Options o;
+    o.pass_socket = false;
+    o.socket = place;
+    o.args = {"--user", "--probe", "off"};
+    o.spawn = spawn;
+    auto d = Daemon::start(o);
+    ASSERT_TRUE(d);
+    ASSERT_TRUE(std::filesystem::is_socket(place))
+        << "monitord --user does not listen at " << place;
+    auto r = run({monctl_bin(), "loading", "--per-cpu"}, spawn);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("cpu0"), std::string::npos) << r.out;
+    EXPECT_EQ(d->stop(SIGTERM), 0);
+    EXPECT_FALSE(std::filesystem::exists(place)) << "the socket was left behind";
+}
+
+INSTANTIATE_TEST_SUITE_P(Users, MonctlFindsTheUsersOwnDaemon,
+                         testing::Values(FindCase{false, false}, FindCase{false, true},
+                                         FindCase{true, false}, FindCase{true, true}),
+                         [](const testing::TestParamInfo<FindCase>& p) {
+                             return std::string{p.param.as_nobody ? "Nobody" : "Root"} +
+                                    (p.param.with_xdg ? "WithXdgRuntimeDir"
+                                                      : "WithoutXdgRuntimeDir");
+                         });
+
+// A socket left behind by a daemon of one's own that died does not hide the next place.
+TEST(MonctlFindsTheDaemon, PastAStaleSocketOfItsOwnPlace) {
+    TempDir runtime;
+    std::filesystem::create_directory(runtime / "monitord");
+    ::chmod((runtime / "monitord").c_str(), 0700);
+    const std::string stale = (runtime / "monitord/io.monitord.Monitor").string();
+    {
+        // Bound and closed: the file stays, nobody listens.
+        monitor::UniqueFd fd{::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+        sockaddr_un addr{};
+        addr.sun_family = AF_UNIX;
+        std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", stale.c_str());
+        ASSERT_EQ(::bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0);
+    }
+    SpawnOptions spawn;
+    spawn.env = {"XDG_RUNTIME_DIR=" + runtime.path().string()};
+    spawn.unset_env = {"MONITORD_SOCKET"};
+    auto r = run({monctl_bin(), "status"}, spawn);
+    // Without a system daemon here, the error names the stale socket and the system place.
+    if (r.exit_code == 0) {
+        EXPECT_EQ(r.out.find(stale), std::string::npos) << r.out;
+        return;
+    }
+    EXPECT_NE(r.err.find(stale + ": nothing listens"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("/run/monitord/io.monitord.Monitor"), std::string::npos) << r.err;
 }
 

@@ -110,9 +110,9 @@ std::size_t pets_while_busy(const FifoWatchdog& w, const std::vector<int>& busy,
     const std::size_t before = w.pets();
     std::this_thread::sleep_for(window);
     const auto pets = w.pet_times();
-    if (!pets.empty() && pets.back() > start) {
-        std::printf("the last pet came %.2f s after the load on %zu CPUs began\n",
-                    seconds(pets.back() - start), busy.size());
+    if (pets.size() == before) {
+        std::printf("load on %zu CPUs: the last pet came %.2f s after it began\n", busy.size(),
+                    pets.empty() ? 0.0 : seconds(pets.back() - start));
     }
     return w.pets() - before;
 }

@@ -1,12 +1,19 @@
-// Which socket directories a default path may use, and where daemon and client look.
+// Which socket directories a default path may use, where daemon and client look, and the
+// clients' search.
 #include "monitor/protocol/socket_path.hpp"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <filesystem>
+
+#include "monitor/unique_fd.hpp"
 
 namespace monitor::protocol {
 namespace {
@@ -67,28 +74,112 @@ TEST_F(SocketDirectory, AMissingDirectoryIsAnError) {
     EXPECT_FALSE(check_socket_directory(socket_in(root_ / "absent")));
 }
 
-TEST(SocketPaths, EnvironmentVariableWinsForBoth) {
-    ::setenv("MONITORD_SOCKET", "/some/where.sock", 1);
-    EXPECT_EQ(daemon_socket_path(), "/some/where.sock");
-    EXPECT_EQ(client_socket_paths(), std::vector<std::string>{"/some/where.sock"});
-    ::unsetenv("MONITORD_SOCKET");
+// --- The places: one list, for the daemon's default and the clients' search -----------------
+
+const SocketPlace kSystem{SocketPlaceKind::System, kSystemSocket};
+
+TEST(SocketPlaces, TheEnvironmentVariableIsTheOnlyPlaceForBoth) {
+    const SocketEnvironment env{1000, "/some/where.sock", "/run/user/1000"};
+    const SocketPlace place{SocketPlaceKind::Environment, "/some/where.sock"};
+    EXPECT_EQ(socket_places(env), std::vector{place});
+    EXPECT_EQ(daemon_socket_place(env, false), place);
+    EXPECT_EQ(daemon_socket_place({0, "/some/where.sock", ""}, false), place) << "root too";
 }
 
-TEST(SocketPaths, DefaultsDependOnTheUser) {
-    ::unsetenv("MONITORD_SOCKET");
-    ::setenv("XDG_RUNTIME_DIR", "/run/user/1234", 1);
-    auto paths = client_socket_paths();
-    if (::geteuid() == 0) {
-        EXPECT_EQ(daemon_socket_path(), kSystemSocket);
-        EXPECT_EQ(paths, std::vector<std::string>{kSystemSocket});
-    } else {
-        EXPECT_EQ(daemon_socket_path(), "/run/user/1234/monitord/io.monitord.Monitor");
-        ASSERT_EQ(paths.size(), 2u);
-        EXPECT_EQ(paths[1], kSystemSocket);
-        ::unsetenv("XDG_RUNTIME_DIR");
-        EXPECT_EQ(daemon_socket_path(),
-                  "/tmp/monitord-" + std::to_string(::getuid()) + "/io.monitord.Monitor");
+TEST(SocketPlaces, ClientsTryTheUsersOwnDaemonThenTheSystemOne) {
+    const SocketPlace user{SocketPlaceKind::User, "/run/user/1000/monitord/io.monitord.Monitor"};
+    EXPECT_EQ(socket_places({1000, "", "/run/user/1000"}), (std::vector{user, kSystem}));
+    const SocketPlace tmp{SocketPlaceKind::User, "/tmp/monitord-1000/io.monitord.Monitor"};
+    EXPECT_EQ(socket_places({1000, "", ""}), (std::vector{tmp, kSystem}));
+    EXPECT_EQ(socket_places({1000, "", "relative/dir"}), (std::vector{tmp, kSystem}))
+        << "a relative XDG_RUNTIME_DIR is ignored";
+}
+
+// Root's own daemon (./scripts/run, monitord --user) is found as anyone's is: the README's
+// first steps as root without XDG_RUNTIME_DIR.
+TEST(SocketPlaces, RootLooksAtItsOwnDaemonToo) {
+    const SocketPlace tmp{SocketPlaceKind::User, "/tmp/monitord-0/io.monitord.Monitor"};
+    EXPECT_EQ(socket_places({0, "", ""}), (std::vector{tmp, kSystem}));
+    const SocketPlace xdg{SocketPlaceKind::User, "/run/user/0/monitord/io.monitord.Monitor"};
+    EXPECT_EQ(socket_places({0, "", "/run/user/0"}), (std::vector{xdg, kSystem}));
+}
+
+TEST(SocketPlaces, TheDaemonListensAtTheSystemPlaceForRootUnlessAskedForItsOwn) {
+    EXPECT_EQ(daemon_socket_place({0, "", ""}, false), kSystem);
+    EXPECT_EQ(daemon_socket_place({0, "", ""}, true).path, "/tmp/monitord-0/io.monitord.Monitor");
+    EXPECT_EQ(daemon_socket_place({1000, "", "/run/user/1000"}, false).path,
+              "/run/user/1000/monitord/io.monitord.Monitor");
+    EXPECT_EQ(daemon_socket_place({1000, "", ""}, true).path,
+              "/tmp/monitord-1000/io.monitord.Monitor");
+    for (uid_t uid : {0u, 1000u}) {
+        for (bool user : {false, true}) {
+            const SocketEnvironment env{uid, "", ""};
+            const auto places = socket_places(env);
+            EXPECT_NE(std::ranges::find(places, daemon_socket_place(env, user)), places.end())
+                << "the daemon's default is one of the places clients search";
+        }
     }
+}
+
+TEST(SocketPlaces, TheCurrentEnvironmentIsRead) {
+    ::setenv("MONITORD_SOCKET", "/x.sock", 1);
+    ::setenv("XDG_RUNTIME_DIR", "/run/user/7", 1);
+    auto env = SocketEnvironment::current();
+    EXPECT_EQ(env.euid, ::geteuid());
+    EXPECT_EQ(env.monitord_socket, "/x.sock");
+    EXPECT_EQ(env.xdg_runtime_dir, "/run/user/7");
+    ::unsetenv("MONITORD_SOCKET");
+    ::unsetenv("XDG_RUNTIME_DIR");
+    env = SocketEnvironment::current();
+    EXPECT_EQ(env.monitord_socket, "");
+    EXPECT_EQ(env.xdg_runtime_dir, "");
+}
+
+// --- The search ------------------------------------------------------------------------------
+
+// A listening socket at `path`, or one nobody listens on (bound, never listening: what a
+// daemon that died leaves behind behaves the same, ECONNREFUSED).
+UniqueFd unix_socket(const std::string& path, bool listening) {
+    UniqueFd fd{::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+    EXPECT_EQ(::bind(fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0);
+    if (listening) {
+        EXPECT_EQ(::listen(fd.get(), 4), 0);
+    }
+    return fd;
+}
+
+TEST_F(SocketDirectory, ASocketNobodyListensOnSendsTheSearchOn) {
+    const auto dir = make_dir("places", 0700);
+    const std::string stale = (dir / "stale.sock").string();
+    const std::string live = (dir / "live.sock").string();
+    auto s1 = unix_socket(stale, false);
+    auto s2 = unix_socket(live, true);
+    auto c = connect_to_daemon({{SocketPlaceKind::User, stale}, {SocketPlaceKind::System, live}});
+    ASSERT_TRUE(c) << c.error().message;
+    EXPECT_EQ(c->path, live);
+}
+
+TEST_F(SocketDirectory, WhenNoneAnswersTheErrorNamesEveryPlace) {
+    const auto dir = make_dir("none", 0700);
+    const auto open_dir = make_dir("open", 0777);
+    const std::string stale = (dir / "stale.sock").string();
+    auto s = unix_socket(stale, false);
+    const std::string missing = (dir / "missing.sock").string();
+    const std::string untrusted = (open_dir / kSocketName).string();
+    auto c = connect_to_daemon({{SocketPlaceKind::User, untrusted},
+                                {SocketPlaceKind::User, stale},
+                                {SocketPlaceKind::System, missing}});
+    ASSERT_FALSE(c);
+    EXPECT_EQ(c.error().status, Status::NoDev);
+    const auto& m = c.error().message;
+    EXPECT_NE(m.find(untrusted + ": not used: socket directory"), std::string::npos) << m;
+    EXPECT_NE(m.find(stale + ": nothing listens"), std::string::npos) << m;
+    EXPECT_NE(m.find(missing), std::string::npos) << m;
+    EXPECT_NE(m.find("./scripts/run"), std::string::npos) << m;
+    EXPECT_NE(m.find("systemctl start monitord.socket"), std::string::npos) << m;
 }
 
 }  // namespace

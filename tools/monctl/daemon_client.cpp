@@ -1,8 +1,5 @@
 #include "daemon_client.hpp"
 
-#include <cstdlib>
-#include <filesystem>
-
 #include "monitor/protocol/socket_path.hpp"
 #include "monitor/protocol/varlink_idl.hpp"
 
@@ -13,28 +10,14 @@ using monitor::Result;
 using monitor::Status;
 
 Result<DaemonClient> DaemonClient::connect(const std::string& socket) {
-    const bool defaults = socket.empty() && std::getenv("MONITORD_SOCKET") == nullptr;
-    std::vector<std::string> paths =
-        socket.empty() ? monitor::protocol::client_socket_paths() : std::vector{socket};
-    std::string tried;
-    for (const auto& p : paths) {
-        // A default place under /tmp could have been prepared by someone else.
-        if (defaults && std::filesystem::exists(std::filesystem::path{p}.parent_path())) {
-            if (auto ok = monitor::protocol::check_socket_directory(p); !ok) {
-                tried += "\n  " + p + ": not used: " + ok.error().message;
-                continue;
-            }
-        }
-        auto c = monitor::varlink::Client::connect(p);
-        if (c) return DaemonClient{std::move(*c), p};
-        // A socket we may not use is worth reporting as such, not as "not running".
-        if (c.error().status == Status::Perm) return std::unexpected(c.error());
-        tried += "\n  " + c.error().message;
-    }
-    return fail(Status::NoDev,
-                "cannot reach monitord:" + tried +
-                    "\nStart it with 'monitord' (or 'systemctl start monitord'), or point "
-                    "--socket or MONITORD_SOCKET at its socket.");
+    namespace protocol = monitor::protocol;
+    auto places =
+        socket.empty()
+            ? protocol::socket_places(protocol::SocketEnvironment::current())
+            : std::vector{protocol::SocketPlace{protocol::SocketPlaceKind::Given, socket}};
+    auto c = protocol::connect_to_daemon(places);
+    if (!c) return std::unexpected(c.error());
+    return DaemonClient{std::move(c->client), std::move(c->path)};
 }
 
 std::optional<Status> status_of_error(std::string_view error) {
