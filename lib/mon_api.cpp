@@ -32,32 +32,39 @@ namespace {
 
 using monitor::Status;
 
-#define MON_SAME(mon, cpp) static_assert(mon == static_cast<unsigned>(Status::cpp))
-MON_SAME(MON_SUCCESS, Success);
-MON_SAME(MON_ALLOCMEM, AllocMem);
-MON_SAME(MON_ALLOCMTX, AllocMtx);
-MON_SAME(MON_ALLOCWUT, AllocWut);
-MON_SAME(MON_BADSTATE, BadState);
-MON_SAME(MON_FREEMEM, FreeMem);
-MON_SAME(MON_FREEMTX, FreeMtx);
-MON_SAME(MON_FREEWUT, FreeWut);
-MON_SAME(MON_LOCKMTX, LockMtx);
-MON_SAME(MON_NOTRDY, NotRdy);
-MON_SAME(MON_NULLPTR, NullPtr);
-MON_SAME(MON_POLSLEEP, PolSleep);
-MON_SAME(MON_PRFRUN, PrfRun);
-MON_SAME(MON_TSKJOIN, TskJoin);
-MON_SAME(MON_TSKSPAWN, TskSpawn);
-MON_SAME(MON_NOPMU, NoPmu);
-MON_SAME(MON_PERM, Perm);
-MON_SAME(MON_NOEVENT, NoEvent);
-MON_SAME(MON_NODEV, NoDev);
-MON_SAME(MON_BUSY, Busy);
-MON_SAME(MON_IOERR, IoErr);
-MON_SAME(MON_BADARG, BadArg);
-MON_SAME(MON_BADDATA, BadData);
-static_assert(monitor::kStatusCount == MON_BADDATA + 1, "mon.h lists every status");
+// The C constants, in the order of their values, beside the C++ statuses they equal.
+#define MON_STATUSES(X)                                                               \
+    X(MON_SUCCESS, Success)                                                           \
+    X(MON_ALLOCMEM, AllocMem)                                                         \
+    X(MON_ALLOCMTX, AllocMtx)                                                         \
+    X(MON_ALLOCWUT, AllocWut)                                                         \
+    X(MON_BADSTATE, BadState) X(MON_FREEMEM, FreeMem) X(MON_FREEMTX, FreeMtx)         \
+        X(MON_FREEWUT, FreeWut) X(MON_LOCKMTX, LockMtx) X(MON_NOTRDY, NotRdy)         \
+            X(MON_NULLPTR, NullPtr) X(MON_POLSLEEP, PolSleep) X(MON_PRFRUN, PrfRun)   \
+                X(MON_TSKJOIN, TskJoin) X(MON_TSKSPAWN, TskSpawn) X(MON_NOPMU, NoPmu) \
+                    X(MON_PERM, Perm) X(MON_NOEVENT, NoEvent) X(MON_NODEV, NoDev)     \
+                        X(MON_BUSY, Busy) X(MON_IOERR, IoErr) X(MON_BADARG, BadArg)   \
+                            X(MON_BADDATA, BadData)
+#define MON_SAME(mon, cpp) static_assert(mon == static_cast<unsigned>(Status::cpp));
+MON_STATUSES(MON_SAME)
 #undef MON_SAME
+#define MON_VALUE(mon, cpp) mon,
+constexpr unsigned kStatusValues[] = {MON_STATUSES(MON_VALUE)};
+#undef MON_VALUE
+#define MON_NAME(mon, cpp) #mon,
+// MON_status_name's answers: literals, so that it never allocates.
+constexpr const char* kStatusNames[] = {MON_STATUSES(MON_NAME)};
+#undef MON_NAME
+#undef MON_STATUSES
+static_assert(std::size(kStatusValues) == monitor::kStatusCount, "mon.h lists every status");
+static_assert(
+    [] {
+        for (unsigned i = 0; i < std::size(kStatusValues); ++i) {
+            if (kStatusValues[i] != i) return false;
+        }
+        return true;
+    }(),
+    "the statuses are listed in the order of their values");
 
 enum class State { Uninitialized, Initialized, Running, Stopping };
 using Clock = std::chrono::steady_clock;
@@ -122,10 +129,69 @@ Mon& mon() {
 }
 
 thread_local std::string last_error;
+// Said instead of last_error when even the message could not be stored (no memory).
+thread_local const char* last_error_literal = nullptr;
 
 MON_status fail(MON_status s, std::string why) {
     last_error = std::move(why);
+    last_error_literal = nullptr;
     return s;
+}
+
+// The status an exception thrown below a MON call stands for (without allocating).
+MON_status status_of(const std::system_error& e) noexcept {
+    if (e.code().category() != std::generic_category() &&
+        e.code().category() != std::system_category()) {
+        return MON_IOERR;
+    }
+    switch (e.code().value()) {
+        case ENOMEM:
+            return MON_ALLOCMEM;
+        case EAGAIN:  // std::thread: the limit of threads or their memory
+            return MON_TSKSPAWN;
+        case EDEADLK:
+        case EBUSY:
+            return MON_LOCKMTX;
+        case EACCES:
+        case EPERM:
+            return MON_PERM;
+        case ENOENT:
+        case ENODEV:
+            return MON_NODEV;
+        default:
+            return MON_IOERR;
+    }
+}
+
+// Records why `call` failed with `status` without letting anything out: when the message
+// cannot be made (no memory), MON_last_error says so in a fixed sentence.
+MON_status failed_by_exception(const char* call, MON_status status, const char* what) noexcept {
+    try {
+        return fail(status, std::string{call} + ": " + what);
+    } catch (...) {
+        last_error.clear();
+        last_error_literal = status == MON_ALLOCMEM ? "out of memory" : "an unexpected error";
+        return status;
+    }
+}
+
+// Runs the body of the MON call `call`. Nothing thrown below it crosses extern "C" (where it
+// would end the caller's program): a failed allocation is ALLOCMEM, a thread that could not
+// be started TSKSPAWN, a mutex LOCKMTX, anything else the closest status, and MON_last_error
+// says what happened. The body leaves MON's state as it was when it throws.
+template <class Body>
+MON_status guarded(const char* call, Body&& body) noexcept {
+    try {
+        return body();
+    } catch (const std::bad_alloc&) {
+        return failed_by_exception(call, MON_ALLOCMEM, "out of memory");
+    } catch (const std::system_error& e) {
+        return failed_by_exception(call, status_of(e), e.what());
+    } catch (const std::exception& e) {
+        return failed_by_exception(call, MON_IOERR, e.what());
+    } catch (...) {
+        return failed_by_exception(call, MON_IOERR, "an unknown exception");
+    }
 }
 
 MON_status bad_state(const char* call, State now, const char* needed) {
@@ -226,8 +292,9 @@ MON_perf_stats to_stats(const monitor::perf::PerfReport& report,
     return stats;
 }
 
-// Stops the session and reads its final counts. Under m.data.
-Ending end_session(Mon& m) {
+// Stops the session and reads its final counts. Under m.data. Whatever happens, the session
+// is gone afterwards; a failure (also for want of memory) is the ending's status.
+Ending end_session(Mon& m) noexcept {
     auto& p = m.perf;
     Ending e;
     if (p.collection) {
@@ -237,23 +304,28 @@ Ending end_session(Mon& m) {
         p.collection.reset();
         m.perf_changed = true;
     }
-    auto stopped = p.session->stop();
-    auto report =
-        stopped ? p.session->read()
-                : monitor::Result<monitor::perf::PerfReport>{std::unexpected(stopped.error())};
-    p.session.reset();
-    if (!report) {
-        p.last.reset();  // never the counts of an older session in place of these
-        e.status = fail(static_cast<MON_status>(report.error().status),
+    const auto session = std::move(p.session);
+    p.last.reset();  // never the counts of an older session in place of these
+    e.status = guarded("reading the counters", [&]() -> MON_status {
+        auto stopped = session->stop();
+        auto report =
+            stopped ? session->read()
+                    : monitor::Result<monitor::perf::PerfReport>{std::unexpected(stopped.error())};
+        if (!report) {
+            return fail(static_cast<MON_status>(report.error().status),
                         "reading the counters: " + report.error().message);
-        return e;
-    }
-    e.stats = to_stats(*report, p.event_of_set);
-    p.last = e.stats;
+        }
+        e.stats = to_stats(*report, p.event_of_set);
+        p.last = e.stats;
+        return MON_SUCCESS;
+    });
     return e;
 }
 
-void poll_loop(Mon& m) {
+// The POLL task. Nothing it runs may end the caller's program: a sample that fails (also for
+// want of memory) is a gap in the history, a collection that cannot be read ends with that
+// status in its callback.
+void poll_loop(Mon& m) noexcept {
     auto next = Clock::now() + std::chrono::seconds(1);
     std::unique_lock lock(m.data);
     while (!m.stop_poll) {
@@ -270,7 +342,10 @@ void poll_loop(Mon& m) {
             lock.lock();
         }
         if (now >= next) {
-            (void)m.engine->tick(now);  // a failed sample is a gap in the history
+            (void)guarded("the POLL task's sample", [&] {
+                (void)m.engine->tick(now);  // a failed sample is a gap in the history
+                return MON_SUCCESS;
+            });
             next += std::chrono::seconds(1);
             if (next <= now) next = now + std::chrono::seconds(1);  // after a stall, no burst
         }
@@ -422,11 +497,9 @@ std::optional<monitor::LoadingReport> current_report(Mon& m) {
     return m.stopped;
 }
 
-}  // namespace
+// The bodies of the MON calls; the calls themselves, below, run them guarded.
 
-extern "C" {
-
-MON_status MON_initialize(void) {
+MON_status do_initialize() {
     Mon& m = mon();
     std::lock_guard lock(m.api);
     if (m.state != State::Uninitialized) {
@@ -437,7 +510,7 @@ MON_status MON_initialize(void) {
     return MON_SUCCESS;
 }
 
-MON_status MON_start(const MON_task_attr* idle_attr, const MON_task_attr* poll_attr) {
+MON_status do_start(const MON_task_attr* idle_attr, const MON_task_attr* poll_attr) {
     Mon& m = mon();
     std::lock_guard lock(m.api);
     if (m.state != State::Initialized) {
@@ -508,40 +581,60 @@ MON_status MON_start(const MON_task_attr* idle_attr, const MON_task_attr* poll_a
         m.engine = std::move(*engine);
         m.stop_poll = false;
     }
-    auto undo = [&m, armed_here](std::string why) {
-        // A watchdog this call armed must not fire for a MON that never ran.
-        if (armed_here) (void)m.watchdog->disarm();
-        std::lock_guard data(m.data);
-        m.engine.reset();
-        return fail(MON_TSKSPAWN, "MON_start: " + why);
-    };
+    // Until the POLL task runs, any way out (a failure or an exception) undoes the start: the
+    // IDLE task stops, and a watchdog this call armed is disarmed: it must not fire for a MON
+    // that never ran.
+    struct Undo {
+        Mon& m;
+        bool armed_here;
+        bool kept = false;
+        ~Undo() {
+            if (kept) return;
+            try {
+                if (armed_here) (void)m.watchdog->disarm();
+            } catch (...) {  // its error message could not be made: it is disarmed all the same
+            }
+            std::unique_ptr<monitor::Engine> engine;
+            {
+                std::lock_guard data(m.data);
+                engine = std::move(m.engine);
+            }
+        }
+    } undo{m, armed_here};
     std::promise<std::string> started;
     auto ready = started.get_future();
     const std::optional<MON_task_attr> poll =
         poll_attr ? std::optional<MON_task_attr>{*poll_attr} : std::nullopt;
     try {
         m.poll = std::thread([&m, poll, &started] {
-            std::string why = poll ? apply_poll_attr(*poll) : std::string{};
+            std::string why;
+            try {
+                if (poll) why = apply_poll_attr(*poll);
+            } catch (...) {
+                why = "out of memory";  // short enough to need no allocation
+            }
             const bool ok = why.empty();
             started.set_value(std::move(why));
             if (ok) poll_loop(m);
         });
     } catch (const std::system_error& e) {
-        return undo(std::string{"cannot start the POLL task: "} + e.what());
+        return fail(MON_TSKSPAWN,
+                    std::string{"MON_start: cannot start the POLL task: "} + e.what());
     }
     if (std::string why = ready.get(); !why.empty()) {
         m.poll.join();
-        return undo(why);
+        return fail(MON_TSKSPAWN, "MON_start: " + why);
     }
     {
         std::lock_guard data(m.data);
         m.monitored = std::move(monitored);
     }
+    undo.kept = true;
     m.state = State::Running;
     return MON_SUCCESS;
 }
 
-MON_status MON_stop(void) {
+MON_status do_stop() {
     Mon& m = mon();
     std::thread poll;
     {
@@ -569,6 +662,7 @@ MON_status MON_stop(void) {
 
     Ending ending;
     bool counting = false;
+    MON_status kept = MON_SUCCESS;
     {
         std::lock_guard lock(m.api);
         std::unique_ptr<monitor::Engine> engine;
@@ -578,17 +672,22 @@ MON_status MON_stop(void) {
                 ending = end_session(m);
                 counting = true;
             }
-            m.stopped = m.engine->loading({.per_cpu = true, .history = false});
+            // MON stops all the same when the loading cannot be kept (no memory).
+            m.stopped.reset();
+            kept = guarded("MON_stop: keeping the loading as it was", [&] {
+                m.stopped = m.engine->loading({.per_cpu = true, .history = false});
+                return MON_SUCCESS;
+            });
             engine = std::move(m.engine);
         }
         engine.reset();  // stops the IDLE task's threads
         m.state = State::Initialized;
     }
     if (counting) ending.finish();
-    return MON_SUCCESS;
+    return kept;
 }
 
-MON_status MON_shutdown(void) {
+MON_status do_shutdown() {
     Mon& m = mon();
     std::lock_guard lock(m.api);
     if (m.state != State::Initialized) {
@@ -604,7 +703,7 @@ MON_status MON_shutdown(void) {
     return MON_SUCCESS;
 }
 
-MON_status MON_set_watchdog(const char* device, unsigned int timeout_s) {
+MON_status do_set_watchdog(const char* device, unsigned int timeout_s) {
     Mon& m = mon();
     std::lock_guard lock(m.api);
     if (m.state != State::Initialized) {
@@ -618,6 +717,7 @@ MON_status MON_set_watchdog(const char* device, unsigned int timeout_s) {
         return fail(MON_BADARG, std::string{"MON_set_watchdog: '"} + device +
                                     "' is not an absolute path, such as /dev/watchdog");
     }
+    std::string chosen = device != nullptr ? device : "";  // made before anything changes
     // Whatever was armed is disarmed: a new device or timeout, or none.
     if (m.watchdog) {
         auto r = m.watchdog->disarm();
@@ -627,12 +727,12 @@ MON_status MON_set_watchdog(const char* device, unsigned int timeout_s) {
                         "MON_set_watchdog: " + r.error().message);
         }
     }
-    m.watchdog_device = device != nullptr ? device : "";
+    m.watchdog_device = std::move(chosen);
     m.watchdog_timeout = std::chrono::seconds(timeout_s == 0 ? 10 : timeout_s);
     return MON_SUCCESS;
 }
 
-MON_status MON_get_loading(MON_loading* loading) {
+MON_status do_get_loading(MON_loading* loading) {
     if (loading == nullptr) return fail(MON_NULLPTR, "MON_get_loading: loading is NULL");
     Mon& m = mon();
     std::lock_guard lock(m.api);
@@ -644,7 +744,7 @@ MON_status MON_get_loading(MON_loading* loading) {
     return fill("MON_get_loading", report->machine, loading);
 }
 
-MON_status MON_get_cpu_loading(int cpu, MON_loading* loading) {
+MON_status do_get_cpu_loading(int cpu, MON_loading* loading) {
     if (loading == nullptr) return fail(MON_NULLPTR, "MON_get_cpu_loading: loading is NULL");
     Mon& m = mon();
     std::lock_guard lock(m.api);
@@ -663,12 +763,12 @@ MON_status MON_get_cpu_loading(int cpu, MON_loading* loading) {
     return fail(MON_BADARG, "MON_get_cpu_loading: cpu" + std::to_string(cpu) + " is not monitored");
 }
 
-MON_status MON_start_perf_mon(const MON_perf_config* config) {
+MON_status do_start_perf_mon(const MON_perf_config* config) {
     return begin_perf("MON_start_perf_mon", config, std::nullopt);
 }
 
-MON_status MON_collect_perf_stats(const MON_perf_config* config, unsigned int duration_ms,
-                                  MON_perf_stats* stats, MON_perf_callback callback, void* user) {
+MON_status do_collect_perf_stats(const MON_perf_config* config, unsigned int duration_ms,
+                                 MON_perf_stats* stats, MON_perf_callback callback, void* user) {
     constexpr unsigned int kMaxMs = 7u * 24 * 3600 * 1000;
     if (config != nullptr && (duration_ms == 0 || duration_ms > kMaxMs)) {
         return fail(MON_BADARG, "MON_collect_perf_stats: duration of " +
@@ -682,7 +782,7 @@ MON_status MON_collect_perf_stats(const MON_perf_config* config, unsigned int du
                                  .user = user});
 }
 
-MON_status MON_stop_perf_mon(MON_perf_stats* stats) {
+MON_status do_stop_perf_mon(MON_perf_stats* stats) {
     Mon& m = mon();
     Ending ending;
     {
@@ -709,17 +809,56 @@ MON_status MON_stop_perf_mon(MON_perf_stats* stats) {
     return MON_SUCCESS;
 }
 
+}  // namespace
+
+extern "C" {
+
+MON_status MON_initialize(void) {
+    return guarded("MON_initialize", [] { return do_initialize(); });
+}
+
+MON_status MON_start(const MON_task_attr* idle_attr, const MON_task_attr* poll_attr) {
+    return guarded("MON_start", [&] { return do_start(idle_attr, poll_attr); });
+}
+
+MON_status MON_stop(void) {
+    return guarded("MON_stop", [] { return do_stop(); });
+}
+
+MON_status MON_shutdown(void) {
+    return guarded("MON_shutdown", [] { return do_shutdown(); });
+}
+
+MON_status MON_set_watchdog(const char* device, unsigned int timeout_s) {
+    return guarded("MON_set_watchdog", [&] { return do_set_watchdog(device, timeout_s); });
+}
+
+MON_status MON_get_loading(MON_loading* loading) {
+    return guarded("MON_get_loading", [&] { return do_get_loading(loading); });
+}
+
+MON_status MON_get_cpu_loading(int cpu, MON_loading* loading) {
+    return guarded("MON_get_cpu_loading", [&] { return do_get_cpu_loading(cpu, loading); });
+}
+
+MON_status MON_start_perf_mon(const MON_perf_config* config) {
+    return guarded("MON_start_perf_mon", [&] { return do_start_perf_mon(config); });
+}
+
+MON_status MON_collect_perf_stats(const MON_perf_config* config, unsigned int duration_ms,
+                                  MON_perf_stats* stats, MON_perf_callback callback, void* user) {
+    return guarded("MON_collect_perf_stats", [&] {
+        return do_collect_perf_stats(config, duration_ms, stats, callback, user);
+    });
+}
+
+MON_status MON_stop_perf_mon(MON_perf_stats* stats) {
+    return guarded("MON_stop_perf_mon", [&] { return do_stop_perf_mon(stats); });
+}
+
 const char* MON_status_name(MON_status status) {
     // The C constants' names: "MON_PRFRUN". The protocol uses the bare MSG names.
-    static const auto names = [] {
-        std::array<std::string, monitor::kStatusCount> n;
-        for (std::size_t i = 0; i < n.size(); ++i) {
-            n[i] = "MON_" + std::string{monitor::status_name(static_cast<Status>(i))};
-        }
-        return n;
-    }();
-    if (status >= monitor::kStatusCount) return "UNKNOWN";
-    return names[status].c_str();
+    return status < std::size(kStatusNames) ? kStatusNames[status] : "UNKNOWN";
 }
 
 const char* MON_status_message(MON_status status) {
@@ -728,7 +867,7 @@ const char* MON_status_message(MON_status status) {
 }
 
 const char* MON_last_error(void) {
-    return last_error.c_str();
+    return last_error_literal != nullptr ? last_error_literal : last_error.c_str();
 }
 
 }  // extern "C"

@@ -28,7 +28,10 @@
 extern "C" {
 #endif
 
-/* Status codes: the MON package's MSG codes, then the conditions Linux adds. */
+/* Status codes: the MON package's MSG codes, then the conditions Linux adds. No MON call
+ * lets an exception out, nor ends the program from MON's own threads: a failed allocation is
+ * MON_ALLOCMEM, a thread that cannot be started MON_TSKSPAWN, anything else the closest code,
+ * and MON_last_error() says what happened. */
 typedef unsigned int MON_status;
 enum {
     MON_SUCCESS = 0, /* the function succeeded */

@@ -210,7 +210,7 @@ std::uint64_t IdleProbe::cpu_time_ns() const {
     return s.final_cpu_ns.load();
 }
 
-void IdleProbe::run(std::shared_ptr<Shared> sp) {
+void IdleProbe::run(std::shared_ptr<Shared> sp) noexcept {
     Shared& s = *sp;
     s.tid = static_cast<pid_t>(::syscall(SYS_gettid));
     struct Exit {
@@ -221,7 +221,18 @@ void IdleProbe::run(std::shared_ptr<Shared> sp) {
             s.exited = true;
         }
     } on_exit{s};
+    // Nothing thrown here may end the program (a library's caller, through std::terminate):
+    // the probe fails instead, saying why in words that need no memory.
+    try {
+        probe(s);
+    } catch (const std::bad_alloc&) {
+        s.fail("out of memory");
+    } catch (...) {
+        s.fail("an exception");
+    }
+}
 
+void IdleProbe::probe(Shared& s) {
     cpu_set_t set;
     CPU_ZERO(&set);
     if (s.cpu < 0 || s.cpu >= CPU_SETSIZE) {

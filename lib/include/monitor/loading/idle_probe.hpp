@@ -130,7 +130,8 @@ class IdleProbe {
 
   private:
     struct Shared;  // lives as long as the thread, which may outlive this object
-    static void run(std::shared_ptr<Shared> s);
+    static void run(std::shared_ptr<Shared> s) noexcept;
+    static void probe(Shared& s);  // run()'s work
 
     int cpu_;
     ProbeMode mode_;
