@@ -79,7 +79,7 @@ CounterService::CounterService(sd_event* event, VarlinkServer& server,
 CounterService::~CounterService() = default;
 
 void CounterService::setup() {
-    auto catalog = perf::EventCatalog::create();
+    auto catalog = perf::EventCatalog::create(options_.proc_root, options_.sys_root);
     if (catalog) {
         catalog_.emplace(std::move(*catalog));
     } else {

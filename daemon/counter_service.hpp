@@ -25,6 +25,9 @@ using DeviceFactory = std::function<std::unique_ptr<monitor::perf::CounterDevice
 
 struct CounterServiceOptions {
     std::filesystem::path cgroup_root = "/sys/fs/cgroup";
+    // Where the processor is read from (the catalog's check of built-in tables).
+    std::filesystem::path proc_root = "/proc";
+    std::filesystem::path sys_root = "/sys";
     DeviceFactory device;  // empty: perf_event_open
     // When the daemon's next loading tick is due (CLOCK_MONOTONIC, µs). Records of an
     // interval of whole seconds end on these ticks, so that the loop wakes once a second.

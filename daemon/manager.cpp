@@ -116,6 +116,8 @@ Result<void> Manager::setup() {
         VarlinkServer::Info{"monitord", "monitord", MONITORD_VERSION, "man:monitord(8)"}, limits);
     register_methods();
     auto counter_options = options_.counters;
+    counter_options.proc_root = options_.proc_root;
+    counter_options.sys_root = options_.sys_root;
     counter_options.next_tick_usec = [this] { return next_tick_usec_; };
     counters_ = std::make_unique<CounterService>(
         e, *server_, [this] { return engine_->online_cpus(); }, std::move(counter_options));

@@ -103,13 +103,15 @@ int pfm_status = PFM_SUCCESS;
 
 }  // namespace
 
-Result<EventCatalog> EventCatalog::create() {
+Result<EventCatalog> EventCatalog::create(const std::filesystem::path& proc_root,
+                                          const std::filesystem::path& sys_root) {
     std::call_once(pfm_once, [] { pfm_status = pfm_initialize(); });
     if (pfm_status != PFM_SUCCESS) {
         return fail(Status::NoPmu,
                     fmt::format("libpfm4 failed to start: {}", pfm_strerror(pfm_status)));
     }
     EventCatalog c;
+    c.processor_ = read_processor(proc_root, sys_root);
     for (int i = PFM_PMU_NONE; i < PFM_PMU_MAX; ++i) {
         const auto p = static_cast<pfm_pmu_t>(i);
         pfm_pmu_info_t info{};
@@ -132,8 +134,15 @@ Result<EventCatalog> EventCatalog::create() {
     ppc.counter_width = kPpc750CounterWidth;
     ppc.events = ppc750_events().size();
     ppc.source = "built-in";
+    if (auto here = ppc750_counts_on(c.processor_); !here) ppc.unavailable = here.error().message;
     c.pmus_.push_back(std::move(ppc));
     return c;
+}
+
+Result<void> EventCatalog::countable(const EventSpec& event) const {
+    const PmuInfo* pmu = find_pmu(event.counter_pmu.empty() ? event.pmu : event.counter_pmu);
+    if (pmu == nullptr || pmu->unavailable.empty()) return {};
+    return fail(Status::NoPmu, fmt::format("{}: {}", event.name, pmu->unavailable));
 }
 
 const PmuInfo* EventCatalog::find_pmu(std::string_view name) const {

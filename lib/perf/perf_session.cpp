@@ -355,6 +355,9 @@ Result<std::unique_ptr<PerfSession>> PerfSession::start(const EventCatalog& cata
                                                         SessionOptions options) {
     auto plan = make_plan(catalog, options);
     if (!plan) return std::unexpected(plan.error());
+    for (const auto& event : plan->events) {
+        if (auto r = catalog.countable(event); !r) return std::unexpected(r.error());
+    }
     if (options.slice <= std::chrono::nanoseconds::zero()) {
         return fail(Status::BadArg, "the multiplexing slice must be longer than zero");
     }

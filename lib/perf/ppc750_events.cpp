@@ -2,6 +2,8 @@
 // the raw codes in the layout of Linux's mpc7450 PMU driver: encoding and validated decoding.
 #include "monitor/perf/ppc750_events.hpp"
 
+#include <fmt/format.h>
+
 #include <array>
 #include <charconv>
 #include <string>
@@ -256,6 +258,44 @@ std::string_view ppc750_counter_name(int counter) {
                                                                              "PMC4"};
     if (counter < 0 || counter >= kPpc750Counters) return "PMC?";
     return kNames[static_cast<std::size_t>(counter)];
+}
+
+bool is_ppc750_pvr(std::uint32_t pvr) {
+    const std::uint32_t version = pvr >> 16;
+    return version == 0x0008 || version == 0x7000 || version == 0x7002;
+}
+
+Result<void> ppc750_counts_on(const Processor& p) {
+    if (!p.pvr && !p.error.empty()) {
+        return fail(Status::NoPmu,
+                    fmt::format("counts only on a PowerPC 750, and this machine's processor "
+                                "cannot be told ({}); count the kernel's generic events "
+                                "instead (perf::TASK-CLOCK, perf::CYCLES)",
+                                p.error));
+    }
+    if (!p.pvr || !is_ppc750_pvr(*p.pvr)) {
+        return fail(Status::NoPmu,
+                    fmt::format("counts only on a PowerPC 750 (740/750, 745/755, 750CX, 750CXe, "
+                                "750FX, 750GX); this machine has {}: count its own events "
+                                "instead (monctl perf list; perf::CYCLES and perf::INSTRUCTIONS "
+                                "on any processor with counters)",
+                                p.describe()));
+    }
+    if (!p.core_pmu) {
+        return fail(Status::NoPmu,
+                    fmt::format("this {} has no PMU driver in its kernel (no cpu PMU under "
+                                "/sys/bus/event_source/devices; mainline Linux has none for the "
+                                "750): only the kernel's software events count here "
+                                "(perf::TASK-CLOCK, perf::CONTEXT-SWITCHES, ...)",
+                                p.describe()));
+    }
+    if (!p.core_pmu_name.empty() && p.core_pmu_name.find("750") == std::string::npos) {
+        return fail(Status::NoPmu,
+                    fmt::format("this {} has a core PMU driver for {}, not for the 750: its "
+                                "codes would count other events",
+                                p.describe(), p.core_pmu_name));
+    }
+    return {};
 }
 
 }  // namespace monitor::perf

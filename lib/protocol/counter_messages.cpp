@@ -378,7 +378,8 @@ json to_json(const perf::PmuInfo& p) {
                 {"counter_width", p.counter_width},
                 {"events", p.events},
                 {"source", p.source},
-                {"core", p.core}};
+                {"core", p.core},
+                {"unavailable", p.unavailable.empty() ? json(nullptr) : json(p.unavailable)}};
 }
 
 perf::PmuInfo pmu_from_json(const json& j) {
@@ -391,6 +392,9 @@ perf::PmuInfo pmu_from_json(const json& j) {
     p.events = j.at("events").get<std::size_t>();
     p.source = j.at("source").get<std::string>();
     p.core = j.at("core").get<bool>();
+    if (auto it = j.find("unavailable"); it != j.end() && it->is_string()) {
+        p.unavailable = it->get<std::string>();
+    }
     return p;
 }
 

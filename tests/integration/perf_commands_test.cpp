@@ -67,6 +67,27 @@ TEST_F(PerfCommands, InfoListsThePmusWithPpc750) {
     EXPECT_TRUE(found);
 }
 
+// This machine is not a 750: ppc750 codes are listed and planned, but counting them is
+// refused for what the processor is (they would count other events on another PMU).
+TEST_F(PerfCommands, Ppc750CodesAreRefusedOnThisProcessor) {
+#if defined(__powerpc__)
+    GTEST_SKIP() << "a PowerPC machine may be a 750 with a PMU driver";
+#endif
+    auto info = daemon_->monctl({"perf", "info"});
+    EXPECT_NE(info.out.find("ppc750 cannot count here"), std::string::npos) << info.out;
+    auto j = daemon_->call("GetPmuInfo");
+    for (const auto& p : j["pmus"]) {
+        const bool table = p["name"] == "ppc750";
+        EXPECT_EQ(p["unavailable"].is_string(), table) << p.dump();
+    }
+    auto r = daemon_->monctl({"perf", "collect", "-e", "ppc750::CYCLES", "-d", "200ms"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("ppc750::CYCLES: counts only on a PowerPC 750"), std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("this machine has"), std::string::npos) << r.err;
+    EXPECT_EQ(daemon_->monctl({"perf", "plan", "-e", "ppc750::CYCLES"}).exit_code, 0);
+}
+
 TEST_F(PerfCommands, ListShowsTheCountersOfEachEvent) {
     auto r = daemon_->monctl({"perf", "list", "ppc750"});
     ASSERT_EQ(r.exit_code, 0) << r.err;

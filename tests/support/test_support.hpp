@@ -48,6 +48,31 @@ inline void write_file(const std::filesystem::path& path, const std::string& tex
     out << text;
 }
 
+// A /proc and a /sys root that describe a machine to the processor checks: its
+// /proc/cpuinfo (none when `cpuinfo` is empty) and, with `core_pmu`, a core PMU under
+// /sys/bus/event_source/devices/cpu, with caps/pmu_name when `pmu_name` is given.
+class DescribedMachine {
+  public:
+    DescribedMachine(const std::string& cpuinfo, bool core_pmu, const std::string& pmu_name = "") {
+        if (!cpuinfo.empty()) write_file(proc() / "cpuinfo", cpuinfo);
+        std::filesystem::create_directories(sys() / "bus/event_source/devices/software");
+        if (core_pmu) std::filesystem::create_directories(sys() / "bus/event_source/devices/cpu");
+        if (!pmu_name.empty()) {
+            write_file(sys() / "bus/event_source/devices/cpu/caps/pmu_name", pmu_name + "\n");
+        }
+    }
+    std::filesystem::path proc() const { return dir_.path() / "proc"; }
+    std::filesystem::path sys() const { return dir_.path() / "sys"; }
+
+  private:
+    ScratchDir dir_{"monitord-machine"};
+};
+
+// What Linux's /proc/cpuinfo says on a 750CXe, the processor the simulated PMU stands for.
+inline constexpr const char* kPpc750CxeCpuinfo =
+    "processor\t: 0\ncpu\t\t: 750CXe\nclock\t\t: 400.000000MHz\n"
+    "revision\t: 2.2 (pvr 0008 2214)\nbogomips\t: 33.20\n";
+
 // Polls `done` every 5 ms until it holds or `timeout` passed; returns its last value.
 inline bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;

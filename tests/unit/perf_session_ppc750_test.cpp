@@ -20,6 +20,7 @@
 #include "monitor/perf/event_catalog.hpp"
 #include "monitor/perf/perf_session.hpp"
 #include "monitor/perf/ppc750_events.hpp"
+#include "test_support.hpp"
 
 namespace monitor::perf {
 namespace {
@@ -39,7 +40,8 @@ constexpr std::string_view kEightEvents =
 class PerfSessionPpc750 : public ::testing::Test {
   protected:
     void SetUp() override {
-        auto c = EventCatalog::create();
+        // A 750 whose kernel has a PMU driver for it: what the simulated PMU stands for.
+        auto c = EventCatalog::create(machine_.proc(), machine_.sys());
         ASSERT_TRUE(c) << c.error().to_string();
         catalog_.emplace(std::move(*c));
     }
@@ -131,6 +133,7 @@ class PerfSessionPpc750 : public ::testing::Test {
         }
     }
 
+    test_support::DescribedMachine machine_{test_support::kPpc750CxeCpuinfo, true, "ppc750"};
     std::optional<EventCatalog> catalog_;
     SimulatedPpc750Pmu* pmu_ = nullptr;  // owned by the session
 };

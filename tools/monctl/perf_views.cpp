@@ -116,6 +116,12 @@ std::string format_pmus(const std::vector<monitor::perf::PmuInfo>& pmus,
                            p.fixed_counters, p.counter_width, p.events, p.description,
                            p.source == "built-in" ? " (built-in table)" : "");
     }
+    for (const auto& p : pmus) {
+        if (!p.unavailable.empty()) {
+            out += fmt::format("\n{} cannot count here (listing and planning work): {}\n", p.name,
+                               p.unavailable);
+        }
+    }
     if (paranoid) out += fmt::format("\nkernel.perf_event_paranoid = {}\n", *paranoid);
     return out;
 }

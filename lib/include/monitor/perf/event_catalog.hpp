@@ -5,11 +5,13 @@
 #pragma once
 
 #include <cstddef>
+#include <filesystem>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "monitor/perf/event_spec.hpp"
+#include "monitor/perf/processor.hpp"
 #include "monitor/status.hpp"
 
 namespace monitor::perf {
@@ -24,6 +26,9 @@ struct PmuInfo {
     std::size_t events = 0;
     std::string source;  // "libpfm4" or "built-in"
     bool core = false;   // the processor's own PMU
+    // Why its events cannot count on this machine (a built-in table for another processor);
+    // empty when they can, as far as anything but opening them can tell.
+    std::string unavailable;
 };
 
 struct EventInfo {
@@ -40,16 +45,27 @@ std::string counter_name(std::string_view pmu, int counter);
 class EventCatalog {
   public:
     // Initializes libpfm4 (once per process). Fails only when libpfm4 cannot start; the
-    // built-in table is always there.
-    static Result<EventCatalog> create();
+    // built-in table is always there. The processor, for the built-in tables' processor
+    // check, is read from these roots (tests point them at a described machine).
+    static Result<EventCatalog> create(const std::filesystem::path& proc_root = "/proc",
+                                       const std::filesystem::path& sys_root = "/sys");
 
     // The PMUs libpfm4 detects on this machine, then ppc750.
     const std::vector<PmuInfo>& pmus() const { return pmus_; }
     const PmuInfo* find_pmu(std::string_view name) const;
 
     // NOEVENT naming the closest known names for an unknown event; BADARG for a known event
-    // with a bad modifier or a raw code no counter can hold.
+    // with a bad modifier or a raw code no counter can hold. Events of a PMU that cannot count
+    // here resolve too (for listing and planning); countable() says whether they may open.
     Result<EventSpec> resolve(std::string_view name) const;
+
+    // Whether `event` may be opened on this machine: NOPMU naming the event, the processor
+    // found and what would count instead for an event of a built-in table that is not this
+    // processor's (a ppc750 code on an x86 or a 7450, or on a 750 without a PMU driver).
+    Result<void> countable(const EventSpec& event) const;
+
+    // The processor the catalog was made for.
+    const Processor& processor() const { return processor_; }
 
     // The events of one PMU, or of all of them when `pmu` is empty. NOEVENT for an unknown PMU.
     Result<std::vector<EventInfo>> list(std::string_view pmu = {}) const;
@@ -71,6 +87,7 @@ class EventCatalog {
     CounterMask core_counters() const;
 
     std::vector<PmuInfo> pmus_;
+    Processor processor_;
 };
 
 }  // namespace monitor::perf

@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "monitor/perf/event_spec.hpp"
+#include "monitor/perf/processor.hpp"
 #include "monitor/status.hpp"
 
 namespace monitor::perf {
@@ -55,5 +56,15 @@ Result<Ppc750Raw> decode_ppc750_raw(std::uint64_t config);
 
 // "PMC1", ..., "PMC4" for counter 0-3.
 std::string_view ppc750_counter_name(int counter);
+
+// Whether a processor version register is a 750's: version 0x0008 (740/750, 745/755, 750CX,
+// 750CXe), 0x7000 (750FX) or 0x7002 (750GX), as Linux's cputable names them. The 7400/7410
+// (0x000C, 0x800C) and the 7450 family (0x8000-0x8004) have other PMUs.
+bool is_ppc750_pvr(std::uint32_t pvr);
+
+// Whether the table's codes count on `p`: a 750 whose kernel registered a core PMU driver
+// for it. Elsewhere a raw code would count whatever that number means to another PMU, or
+// fail to open: NOPMU saying which processor this is and what counts instead.
+Result<void> ppc750_counts_on(const Processor& p);
 
 }  // namespace monitor::perf
