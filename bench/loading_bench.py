@@ -15,16 +15,16 @@ overhead  monitord's own CPU time over a window, the probe threads excluded (tar
           0.1 % of one CPU), and its peak RSS (target under 8 MiB).
 """
 import argparse
-import json
 import os
 import re
 import signal
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+import varlink_call
 
 
 class Daemon:
@@ -46,20 +46,7 @@ class Daemon:
         raise RuntimeError("monitord did not start")
 
     def call(self, method, params=None):
-        with socket.socket(socket.AF_UNIX) as s:
-            s.connect(self.socket)
-            msg = {"method": "io.monitord.Monitor." + method, "parameters": params or {}}
-            s.sendall(json.dumps(msg).encode() + b"\0")
-            buf = b""
-            while not buf.endswith(b"\0"):
-                chunk = s.recv(1 << 16)
-                if not chunk:
-                    raise OSError("closed")
-                buf += chunk
-        reply = json.loads(buf[:-1])
-        if "error" in reply:
-            raise RuntimeError(f"{method}: {reply}")
-        return reply["parameters"]
+        return varlink_call.call(self.socket, method, params)
 
     def stop(self):
         self.proc.send_signal(signal.SIGTERM)

@@ -7,7 +7,7 @@ usage: watchdog_load_bench.py --monitord PATH --duty-cycle PATH [--timeout S] [-
                               [--load PERCENT ...]
 
 A FIFO stands in for /dev/watchdog (each pet is a byte written to it). For each load,
-bench-duty-cycle keeps every CPU busy for that share of every period (10 ms on average), the
+bench-duty-cycle keeps every CPU busy for that share of every period (100 ms on average), the
 pets are counted over the window after a settling time of one timeout, and the probe source's
 window average is read from the daemon (its history window is the bench's window). "hog" is
 a normal-priority loop on every CPU that never sleeps. Expected with the default 10 s
@@ -15,14 +15,14 @@ timeout: pets keep coming up to 99 % (a credit needs 100 ms of idle time within 
 timeout), never more than a timeout apart; none under the hog.
 """
 import argparse
-import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+
+import varlink_call
 
 
 class FifoWatchdog:
@@ -55,23 +55,6 @@ class FifoWatchdog:
         os.close(self.fd)
 
 
-def call(sock, method, params=None):
-    with socket.socket(socket.AF_UNIX) as s:
-        s.connect(sock)
-        msg = {"method": "io.monitord.Monitor." + method, "parameters": params or {}}
-        s.sendall(json.dumps(msg).encode() + b"\0")
-        buf = b""
-        while not buf.endswith(b"\0"):
-            chunk = s.recv(1 << 16)
-            if not chunk:
-                raise OSError("monitord closed the connection")
-            buf += chunk
-    reply = json.loads(buf[:-1])
-    if "error" in reply:
-        raise RuntimeError(f"{method}: {reply['error']}")
-    return reply["parameters"]
-
-
 def online_cpus():
     cpus = []
     with open("/sys/devices/system/cpu/online") as f:
@@ -85,8 +68,9 @@ def start_load(load, seconds, duty_cycle):
     if load == "hog":
         return [subprocess.Popen(["taskset", "-c", str(c), "sh", "-c", "while :; do :; done"])
                 for c in online_cpus()]
-    return [subprocess.Popen([duty_cycle, str(load), str(seconds)], stdout=subprocess.PIPE,
-                             text=True)]
+    # Periods of 100 ms on average: with shorter ones late wake-ups cut the busy time more.
+    return [subprocess.Popen([duty_cycle, str(load), str(seconds), "100"],
+                             stdout=subprocess.PIPE, text=True)]
 
 
 def main():
@@ -126,7 +110,7 @@ def main():
             start = time.monotonic()
             time.sleep(args.window)
             end = time.monotonic()
-            probe = call(sock, "GetLoading")["machine"]["probe"]["avg_prev_min"]
+            probe = varlink_call.call(sock, "GetLoading")["machine"]["probe"]["avg_prev_min"]
             achieved = "-"
             for proc in procs:
                 if load == "hog":

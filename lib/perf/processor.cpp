@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <cerrno>
 #include <cstdlib>
 #include <string_view>
 #include <system_error>

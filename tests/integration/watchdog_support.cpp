@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "daemon_process.hpp"
@@ -80,20 +81,28 @@ bool wait_pets(const FifoWatchdog& w, std::size_t n, std::chrono::milliseconds w
     return w.pets() >= n;
 }
 
-Clock::duration longest_gap(const std::vector<Clock::time_point>& pets, Clock::time_point from,
-                            Clock::time_point to) {
-    Clock::duration gap{0};
-    Clock::time_point last = from;
-    for (auto p : pets) {
-        if (p < from || p > to) continue;
-        gap = std::max(gap, p - last);
-        last = p;
-    }
-    return std::max(gap, to - last);
-}
-
 double seconds(Clock::duration d) {
     return std::chrono::duration<double>(d).count();
+}
+
+PetsSeen watch_pets(const FifoWatchdog& w, std::chrono::milliseconds window, const char* what) {
+    const auto from = Clock::now();
+    const std::size_t before = w.pets();
+    std::this_thread::sleep_for(window);
+    const auto to = Clock::now();
+    PetsSeen seen;
+    seen.pets = w.pets() - before;
+    seen.window = to - from;
+    Clock::time_point last = from;
+    for (auto p : w.pet_times()) {
+        if (p < from || p > to) continue;
+        seen.longest_gap = std::max(seen.longest_gap, p - last);
+        last = p;
+    }
+    seen.longest_gap = std::max(seen.longest_gap, to - last);
+    std::printf("%s: %zu pets in %.1f s, at most %.2f s apart\n", what, seen.pets,
+                seconds(seen.window), seconds(seen.longest_gap));
+    return seen;
 }
 
 BusyCpus::BusyCpus(const std::vector<int>& cpus) {
@@ -122,7 +131,7 @@ DutyCycle::DutyCycle(int load) {
     const std::string percent = std::to_string(load);
     pid_ = ::fork();
     if (pid_ == 0) {
-        ::execl(bin.c_str(), bin.c_str(), percent.c_str(), "3600", nullptr);
+        ::execl(bin.c_str(), bin.c_str(), percent.c_str(), "3600", "100", nullptr);
         ::_exit(127);
     }
     EXPECT_GT(pid_, 0) << "fork: " << std::strerror(errno);

@@ -53,11 +53,16 @@ class FifoWatchdog {
 // Waits until `w` has seen `n` pets.
 bool wait_pets(const FifoWatchdog& w, std::size_t n, std::chrono::milliseconds within);
 
-// The longest time without a pet from `from` to `to`.
-Clock::duration longest_gap(const std::vector<Clock::time_point>& pets, Clock::time_point from,
-                            Clock::time_point to);
-
 double seconds(Clock::duration d);
+
+// What `w` saw over a window: how many pets and the longest time without one.
+struct PetsSeen {
+    std::size_t pets = 0;
+    Clock::duration longest_gap{0};
+    Clock::duration window{0};
+};
+// Waits `window` and says what came; prints it after `what`.
+PetsSeen watch_pets(const FifoWatchdog& w, std::chrono::milliseconds window, const char* what);
 
 // Busy processes of normal priority on `cpus` (pinned, one each) for as long as the object
 // lives: a probe on such a CPU gets only the sliver the kernel leaves SCHED_IDLE.
@@ -72,8 +77,9 @@ class BusyCpus {
     std::vector<pid_t> pids_;
 };
 
-// bench-duty-cycle on every online CPU: busy for `load` percent of every period (10 ms on
-// average), for as long as the object lives.
+// bench-duty-cycle on every online CPU: busy for `load` percent of every period (100 ms on
+// average: shorter ones lose more of their busy time to late wake-ups), for as long as the
+// object lives.
 class DutyCycle {
   public:
     explicit DutyCycle(int load);
