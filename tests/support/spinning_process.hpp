@@ -56,13 +56,21 @@ class SpinningProcess {
         while ((n = ::read(ready[0], &byte, 1)) < 0 && errno == EINTR) {
         }
         ::close(ready[0]);
-        if (n != 1) stop();
+        if (n != 1) {
+            stop();
+            return;
+        }
+        settle(static_cast<std::size_t>(spinners) + 1);
     }
     ~SpinningProcess() { stop(); }
     SpinningProcess(const SpinningProcess&) = delete;
     SpinningProcess& operator=(const SpinningProcess&) = delete;
 
     pid_t pid() const { return pid_; }
+    // How many threads it has once started: its main thread and the spinners, and those a
+    // sanitizer's runtime may add in it (the thread sanitizer starts two); 0 when it did not
+    // settle.
+    std::size_t thread_count() const { return thread_count_; }
 
     // Its threads now.
     std::vector<pid_t> threads() const {
@@ -102,6 +110,26 @@ class SpinningProcess {
     }
 
   private:
+    // Waits (up to 5 s) until it has at least `least` threads and their number has not changed
+    // for 200 ms.
+    void settle(std::size_t least) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+        std::size_t last = 0;
+        auto since = std::chrono::steady_clock::now();
+        while (std::chrono::steady_clock::now() < deadline) {
+            const std::size_t n = threads().size();
+            const auto now = std::chrono::steady_clock::now();
+            if (n != last) {
+                last = n;
+                since = now;
+            } else if (n >= least && now - since >= std::chrono::milliseconds(200)) {
+                thread_count_ = n;
+                return;
+            }
+            ::usleep(10'000);
+        }
+    }
+
     static void* spin(void*) {
         volatile std::uint64_t sink = 0;
         for (;;) sink = sink + 1;
@@ -112,6 +140,7 @@ class SpinningProcess {
     }
 
     pid_t pid_ = -1;
+    std::size_t thread_count_ = 0;
 };
 
 }  // namespace test_support
