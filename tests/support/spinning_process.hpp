@@ -90,6 +90,13 @@ class SpinningProcess {
         return ns;
     }
 
+    // How far behind the truth cpu_ns() may be: the kernel brings a running thread's
+    // schedstat time up to date at its scheduler tick, so each thread's figure may lag by one
+    // tick (10 ms at the lowest HZ, 100). A difference of two readings is off by as much
+    // either way.
+    static constexpr double kTickLagNs = 10e6;
+    double lag_ns() const { return kTickLagNs * static_cast<double>(thread_count_); }
+
     // The CPU time all its threads ran so far; nullopt when unknown (no schedstat).
     std::optional<std::uint64_t> cpu_ns() const {
         std::uint64_t sum = 0;

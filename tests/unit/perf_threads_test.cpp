@@ -101,9 +101,9 @@ TEST(ProcessThreads, TheTaskClockOfEveryThreadIsCounted) {
     // The task clock of the threads is the CPU time they ran, and the time the hypervisor
     // stole and interrupts took from them, which it counts too (a few percent at most).
     const double counted = static_cast<double>(task.total.count);
-    EXPECT_GE(counted, 0.99 * inner)
+    EXPECT_GE(counted, 0.99 * inner - p.lag_ns())
         << "counted " << counted / 1e6 << " ms, the threads ran " << inner / 1e6 << " ms";
-    EXPECT_LE(counted, 1.05 * outer + stolen)
+    EXPECT_LE(counted, 1.05 * outer + stolen + p.lag_ns())
         << "counted " << counted / 1e6 << " ms, the threads ran " << outer / 1e6 << " ms; stolen "
         << stolen / 1e6 << " ms";
     // Three spinning threads on this machine's CPUs: more than one CPU's worth, unless the
@@ -149,11 +149,11 @@ TEST(ProcessThreads, DaemonMultiplexingRotatesTheSetsOfEveryThread) {
     EXPECT_EQ(r->rotations, 50);
     for (const auto& e : r->events) {
         EXPECT_NEAR(e.total.running_ratio(), 0.5, 0.15) << e.name;
-        EXPECT_GE(e.total.scaled(), 0.9 * inner)
+        EXPECT_GE(e.total.scaled(), 0.9 * inner - p.lag_ns())
             << e.name << ": scaled " << e.total.scaled() / 1e6 << " ms (count "
             << e.total.count / 1e6 << " ms, running " << e.total.running_ratio()
             << "), the threads ran " << inner / 1e6 << " ms";
-        EXPECT_LE(e.total.scaled(), 1.1 * outer + stolen)
+        EXPECT_LE(e.total.scaled(), 1.1 * outer + stolen + p.lag_ns())
             << e.name << ": scaled " << e.total.scaled() / 1e6 << " ms, the threads ran "
             << outer / 1e6 << " ms";
         ASSERT_EQ(e.per_instance.size(), 1u);
@@ -194,8 +194,12 @@ TEST(ProcessThreads, AZombieMainThreadIsSkippedAndTheOthersCounted) {
     ASSERT_TRUE(r) << r.error().to_string();
     EXPECT_EQ(r->threads, static_cast<int>(p.thread_count()) - 1) << "all but the zombie";
     const double counted = static_cast<double>(r->events[0].total.count);
-    EXPECT_GE(counted, 0.99 * inner);
-    EXPECT_LE(counted, 1.05 * outer + (steal_ns() - steal_before));
+    // The threads' schedstat times lag by up to a tick each (seen: 295.1 ms counted against
+    // 298.8 ms read).
+    EXPECT_GE(counted, 0.99 * inner - p.lag_ns())
+        << "counted " << counted / 1e6 << " ms, the threads ran " << inner / 1e6 << " ms";
+    EXPECT_LE(counted, 1.05 * outer + (steal_ns() - steal_before) + p.lag_ns())
+        << "counted " << counted / 1e6 << " ms, the threads ran " << outer / 1e6 << " ms";
 }
 
 // A device that makes one thread exit just before its first counter is opened, as a thread
