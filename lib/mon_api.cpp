@@ -1,5 +1,6 @@
-// The MON_* C API (mon.h) over the Engine: the IDLE task is the engine's spinning probes, the
-// POLL task a thread that ticks the engine once a second and ends counter collections.
+// The MON_* C API (mon.h) over the Runtime: the IDLE task is its engine's spinning probes, the
+// POLL task a thread that wakes when the runtime says (its tick, the counters' care, the end of
+// a collection) and runs what is due.
 #include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
@@ -20,10 +21,10 @@
 #include <thread>
 
 #include "mon.h"
-#include "monitor/engine.hpp"
 #include "monitor/perf/counter_device.hpp"
 #include "monitor/perf/event_catalog.hpp"
 #include "monitor/perf/perf_session.hpp"
+#include "monitor/runtime/runtime.hpp"
 #include "monitor/status.hpp"
 #include "monitor/text_file.hpp"
 #include "monitor/watchdog/watchdog.hpp"
@@ -33,18 +34,18 @@ namespace {
 using monitor::Status;
 
 // The C constants, in the order of their values, beside the C++ statuses they equal.
-#define MON_STATUSES(X)                                                               \
-    X(MON_SUCCESS, Success)                                                           \
-    X(MON_ALLOCMEM, AllocMem)                                                         \
-    X(MON_ALLOCMTX, AllocMtx)                                                         \
-    X(MON_ALLOCWUT, AllocWut)                                                         \
-    X(MON_BADSTATE, BadState) X(MON_FREEMEM, FreeMem) X(MON_FREEMTX, FreeMtx)         \
-        X(MON_FREEWUT, FreeWut) X(MON_LOCKMTX, LockMtx) X(MON_NOTRDY, NotRdy)         \
-            X(MON_NULLPTR, NullPtr) X(MON_POLSLEEP, PolSleep) X(MON_PRFRUN, PrfRun)   \
-                X(MON_TSKJOIN, TskJoin) X(MON_TSKSPAWN, TskSpawn) X(MON_NOPMU, NoPmu) \
-                    X(MON_PERM, Perm) X(MON_NOEVENT, NoEvent) X(MON_NODEV, NoDev)     \
-                        X(MON_BUSY, Busy) X(MON_IOERR, IoErr) X(MON_BADARG, BadArg)   \
-                            X(MON_BADDATA, BadData)
+#define MON_STATUSES(X)                                                             \
+    X(MON_SUCCESS, Success)                                                         \
+    X(MON_ALLOCMEM, AllocMem)                                                       \
+    X(MON_ALLOCMTX, AllocMtx)                                                       \
+    X(MON_ALLOCWUT, AllocWut)                                                       \
+    X(MON_BADSTATE, BadState)                                                       \
+    X(MON_FREEMEM, FreeMem) X(MON_FREEMTX, FreeMtx) X(MON_FREEWUT, FreeWut)         \
+        X(MON_LOCKMTX, LockMtx) X(MON_NOTRDY, NotRdy) X(MON_NULLPTR, NullPtr)       \
+            X(MON_POLSLEEP, PolSleep) X(MON_PRFRUN, PrfRun) X(MON_TSKJOIN, TskJoin) \
+                X(MON_TSKSPAWN, TskSpawn) X(MON_NOPMU, NoPmu) X(MON_PERM, Perm)     \
+                    X(MON_NOEVENT, NoEvent) X(MON_NODEV, NoDev) X(MON_BUSY, Busy)   \
+                        X(MON_IOERR, IoErr) X(MON_BADARG, BadArg) X(MON_BADDATA, BadData)
 #define MON_SAME(mon, cpp) static_assert(mon == static_cast<unsigned>(Status::cpp));
 MON_STATUSES(MON_SAME)
 #undef MON_SAME
@@ -83,10 +84,9 @@ const char* state_name(State s) {
     return "?";
 }
 
-// A MON_collect_perf_stats in progress: when it ends and whom it tells.
+// A MON_collect_perf_stats in progress: whom it tells when its run ends.
 struct Collection {
     std::chrono::milliseconds duration{0};
-    Clock::time_point ends;  // duration after the counters started
     MON_perf_stats* out = nullptr;
     MON_perf_callback callback = nullptr;
     void* user = nullptr;
@@ -94,8 +94,8 @@ struct Collection {
 
 struct PerfState {
     std::optional<monitor::perf::EventCatalog> catalog;  // made by the first perf call
-    std::unique_ptr<monitor::perf::PerfSession> session;
-    std::array<int, MON_PERF_SETS> event_of_set{};  // the session's event per set, -1 for none
+    std::optional<monitor::Runtime::RunId> run;          // the session counting, in the runtime
+    std::array<int, MON_PERF_SETS> event_of_set{};       // the session's event per set, -1 for none
     std::optional<Collection> collection;
     std::optional<MON_perf_stats> last;  // the counts of the last session that ended
 };
@@ -104,11 +104,11 @@ struct Mon {
     std::mutex api;  // one MON call at a time
     State state = State::Uninitialized;
 
-    std::mutex data;  // the engine and the counters, shared with the POLL thread
+    std::mutex data;  // the runtime and the counters, shared with the POLL thread
     std::condition_variable wake;
     bool stop_poll = false;
-    bool perf_changed = false;  // the POLL thread must look at the collection's end again
-    std::unique_ptr<monitor::Engine> engine;
+    bool schedule_changed = false;  // the POLL thread must ask the runtime when to wake again
+    std::unique_ptr<monitor::Runtime> runtime;
     std::optional<monitor::LoadingReport> stopped;  // what MON_stop left
     std::vector<int> monitored;                     // the CPUs with a probe, as of MON_start
     PerfState perf;
@@ -117,7 +117,7 @@ struct Mon {
     // The hardware watchdog: chosen by MON_set_watchdog, armed by MON_start, left armed by
     // MON_stop (the device stays open; nothing pets it).
     std::string watchdog_device;
-    std::chrono::seconds watchdog_timeout{10};
+    std::chrono::seconds watchdog_timeout = monitor::kDefaultWatchdogTimeout;
     std::shared_ptr<monitor::watchdog::Watchdog> watchdog;
 };
 
@@ -292,9 +292,10 @@ MON_perf_stats to_stats(const monitor::perf::PerfReport& report,
     return stats;
 }
 
-// Stops the session and reads its final counts. Under m.data. Whatever happens, the session
-// is gone afterwards; a failure (also for want of memory) is the ending's status.
-Ending end_session(Mon& m) noexcept {
+// Ends the session: stops it unless its run finished by itself (`failure`: the reason its run
+// failed), and reads its final counts. Under m.data. Whatever happens, the session is gone
+// afterwards; a failure (also for want of memory) is the ending's status.
+Ending end_session(Mon& m, const monitor::Error* failure = nullptr) noexcept {
     auto& p = m.perf;
     Ending e;
     if (p.collection) {
@@ -302,52 +303,56 @@ Ending end_session(Mon& m) noexcept {
         e.callback = p.collection->callback;
         e.user = p.collection->user;
         p.collection.reset();
-        m.perf_changed = true;
     }
-    const auto session = std::move(p.session);
+    const auto id = *p.run;
+    p.run.reset();
+    m.schedule_changed = true;
     p.last.reset();  // never the counts of an older session in place of these
     e.status = guarded("reading the counters", [&]() -> MON_status {
-        auto stopped = session->stop();
-        auto report =
-            stopped ? session->read()
-                    : monitor::Result<monitor::perf::PerfReport>{std::unexpected(stopped.error())};
-        if (!report) {
-            return fail(static_cast<MON_status>(report.error().status),
-                        "reading the counters: " + report.error().message);
+        auto* run = m.runtime->run(id);
+        auto finished =
+            failure != nullptr ? monitor::Result<void>{std::unexpected(*failure)} : run->finish();
+        if (!finished) {
+            return fail(static_cast<MON_status>(finished.error().status),
+                        "reading the counters: " + finished.error().message);
         }
-        e.stats = to_stats(*report, p.event_of_set);
+        e.stats = to_stats(run->totals(), p.event_of_set);
         p.last = e.stats;
         return MON_SUCCESS;
     });
+    m.runtime->remove_run(id);
     return e;
 }
 
-// The POLL task. Nothing it runs may end the caller's program: a sample that fails (also for
-// want of memory) is a gap in the history, a collection that cannot be read ends with that
-// status in its callback.
+// The POLL task: wakes when the runtime has something due (the loading tick, the counters'
+// care, the end of a collection) and runs it. Nothing it runs may end the caller's program: a
+// sample that fails (also for want of memory) is a gap in the history, a session whose
+// counters cannot be read ends with that status in its callback.
 void poll_loop(Mon& m) noexcept {
-    auto next = Clock::now() + std::chrono::seconds(1);
     std::unique_lock lock(m.data);
     while (!m.stop_poll) {
-        auto wake_at = next;
-        if (m.perf.collection) wake_at = std::min(wake_at, m.perf.collection->ends);
-        m.perf_changed = false;
-        m.wake.wait_until(lock, wake_at, [&] { return m.stop_poll || m.perf_changed; });
+        m.schedule_changed = false;
+        m.wake.wait_until(lock, m.runtime->next_due(),
+                          [&] { return m.stop_poll || m.schedule_changed; });
         if (m.stop_poll) break;
-        auto now = Clock::now();
-        if (m.perf.collection && now >= m.perf.collection->ends) {
-            Ending ending = end_session(m);
+        std::optional<Ending> ending;
+        (void)guarded("the POLL task", [&] {
+            // A failed sample is a gap in the history.
+            auto due = m.runtime->run_due(Clock::now());
+            for (const auto& r : due.runs) {
+                if (r.id != m.perf.run) continue;
+                if (!r.step) {
+                    ending = end_session(m, &r.step.error());
+                } else if (r.step->finished) {
+                    ending = end_session(m);
+                }
+            }
+            return MON_SUCCESS;
+        });
+        if (ending) {
             lock.unlock();
-            ending.finish();
+            ending->finish();
             lock.lock();
-        }
-        if (now >= next) {
-            (void)guarded("the POLL task's sample", [&] {
-                (void)m.engine->tick(now);  // a failed sample is a gap in the history
-                return MON_SUCCESS;
-            });
-            next += std::chrono::seconds(1);
-            if (next <= now) next = now + std::chrono::seconds(1);  // after a stall, no burst
         }
     }
 }
@@ -437,11 +442,11 @@ MON_status begin_perf(const char* call, const MON_perf_config* config,
     std::vector<int> online;
     {
         std::lock_guard data(m.data);
-        if (m.perf.session) {
+        if (m.perf.run) {
             return fail(MON_PRFRUN,
                         std::string{call} + ": already counting; MON_stop_perf_mon ends it");
         }
-        online = m.engine->online_cpus();
+        online = m.runtime->engine().online_cpus();
     }
     if (!m.perf.catalog) {
         auto catalog = monitor::perf::EventCatalog::create();
@@ -463,13 +468,14 @@ MON_status begin_perf(const char* call, const MON_perf_config* config,
         return fail(static_cast<MON_status>(session.error().status),
                     std::string{call} + ": " + session.error().message);
     }
+    monitor::CounterRunOptions run;
+    if (collection) run.duration = collection->duration;
     {
         std::lock_guard data(m.data);
-        m.perf.session = std::move(*session);
+        m.perf.run = m.runtime->add_run(std::move(*session), run, Clock::now());
         m.perf.event_of_set = event_of_set;
         m.perf.collection = collection;
-        if (collection) m.perf.collection->ends = Clock::now() + collection->duration;
-        m.perf_changed = true;
+        m.schedule_changed = true;
     }
     m.wake.notify_all();
     return MON_SUCCESS;
@@ -493,7 +499,7 @@ MON_status fill(const char* call, const std::vector<monitor::SourceLoad>& loads,
 // The report MON_get_loading reads: live while running, as left by MON_stop otherwise.
 std::optional<monitor::LoadingReport> current_report(Mon& m) {
     std::lock_guard lock(m.data);
-    if (m.engine) return m.engine->loading({.per_cpu = true, .history = false});
+    if (m.runtime) return m.runtime->engine().loading({.per_cpu = true, .history = false});
     return m.stopped;
 }
 
@@ -534,15 +540,14 @@ MON_status do_start(const MON_task_attr* idle_attr, const MON_task_attr* poll_at
         m.watchdog =
             std::make_shared<monitor::watchdog::Watchdog>(monitor::watchdog::PetPolicyKind::All);
     }
-    options.idle_sink = m.watchdog;
-    auto engine = monitor::Engine::create(options, [] { return std::chrono::steady_clock::now(); });
-    if (!engine) {
-        return fail(static_cast<MON_status>(engine.error().status),
-                    "MON_start: " + engine.error().message);
+    auto runtime = monitor::Runtime::create(options, m.watchdog, [] { return Clock::now(); });
+    if (!runtime) {
+        return fail(static_cast<MON_status>(runtime.error().status),
+                    "MON_start: " + runtime.error().message);
     }
 
     // Every requested CPU must be online, and every probe running: the IDLE task is started.
-    const auto& online = (*engine)->online_cpus();
+    const auto& online = (*runtime)->engine().online_cpus();
     auto require_online = [&](const char* task, const MON_task_attr& a) -> MON_status {
         for (unsigned i = 0; i < a.ncpus; ++i) {
             if (std::find(online.begin(), online.end(), a.cpus[i]) == online.end()) {
@@ -557,7 +562,7 @@ MON_status do_start(const MON_task_attr* idle_attr, const MON_task_attr* poll_at
         if (auto s = require_online("POLL task", *poll_attr); s != MON_SUCCESS) return s;
     }
     std::vector<int> monitored;
-    for (const auto& r : (*engine)->probes()->read()) {
+    for (const auto& r : (*runtime)->engine().probes()->read()) {
         if (r.state == monitor::ProbeState::Failed) {
             return fail(MON_TSKSPAWN,
                         "MON_start: IDLE task on cpu" + std::to_string(r.cpu) + ": " + r.error);
@@ -565,20 +570,18 @@ MON_status do_start(const MON_task_attr* idle_attr, const MON_task_attr* poll_at
         monitored.push_back(r.cpu);
     }
     bool armed_here = false;
-    if (m.watchdog) {
-        m.watchdog->set_cpus(monitored);
-        if (!m.watchdog->status().armed) {  // still armed when MON_stop left it so
-            if (auto r = m.watchdog->arm(m.watchdog_device, m.watchdog_timeout); !r) {
-                return fail(static_cast<MON_status>(r.error().status),
-                            "MON_start: watchdog " + r.error().message);
-            }
-            armed_here = true;
+    // Still armed when MON_stop left it so: the runtime's probes pet it from now on.
+    if (m.watchdog && !m.watchdog->status().armed) {
+        if (auto r = (*runtime)->arm_watchdog(m.watchdog_device, m.watchdog_timeout); !r) {
+            return fail(static_cast<MON_status>(r.error().status),
+                        "MON_start: watchdog " + r.error().message);
         }
+        armed_here = true;
     }
 
     {
         std::lock_guard data(m.data);
-        m.engine = std::move(*engine);
+        m.runtime = std::move(*runtime);
         m.stop_poll = false;
     }
     // Until the POLL task runs, any way out (a failure or an exception) undoes the start: the
@@ -594,10 +597,10 @@ MON_status do_start(const MON_task_attr* idle_attr, const MON_task_attr* poll_at
                 if (armed_here) (void)m.watchdog->disarm();
             } catch (...) {  // its error message could not be made: it is disarmed all the same
             }
-            std::unique_ptr<monitor::Engine> engine;
+            std::unique_ptr<monitor::Runtime> runtime;
             {
                 std::lock_guard data(m.data);
-                engine = std::move(m.engine);
+                runtime = std::move(m.runtime);
             }
         }
     } undo{m, armed_here};
@@ -665,22 +668,22 @@ MON_status do_stop() {
     MON_status kept = MON_SUCCESS;
     {
         std::lock_guard lock(m.api);
-        std::unique_ptr<monitor::Engine> engine;
+        std::unique_ptr<monitor::Runtime> runtime;
         {
             std::lock_guard data(m.data);
-            if (m.perf.session) {
+            if (m.perf.run) {
                 ending = end_session(m);
                 counting = true;
             }
             // MON stops all the same when the loading cannot be kept (no memory).
             m.stopped.reset();
             kept = guarded("MON_stop: keeping the loading as it was", [&] {
-                m.stopped = m.engine->loading({.per_cpu = true, .history = false});
+                m.stopped = m.runtime->engine().loading({.per_cpu = true, .history = false});
                 return MON_SUCCESS;
             });
-            engine = std::move(m.engine);
+            runtime = std::move(m.runtime);
         }
-        engine.reset();  // stops the IDLE task's threads
+        runtime.reset();  // stops the IDLE task's threads
         m.state = State::Initialized;
     }
     if (counting) ending.finish();
@@ -709,9 +712,12 @@ MON_status do_set_watchdog(const char* device, unsigned int timeout_s) {
     if (m.state != State::Initialized) {
         return bad_state("MON_set_watchdog", m.state, "initialized (before MON_start)");
     }
-    if (timeout_s > 3600) {
+    if (timeout_s > monitor::kMaxWatchdogTimeout.count()) {
         return fail(MON_BADARG, "MON_set_watchdog: a timeout of " + std::to_string(timeout_s) +
-                                    " s: choose from 1 to 3600, or 0 for 10");
+                                    " s: choose from 1 to " +
+                                    std::to_string(monitor::kMaxWatchdogTimeout.count()) +
+                                    ", or 0 for " +
+                                    std::to_string(monitor::kDefaultWatchdogTimeout.count()));
     }
     if (device != nullptr && device[0] != '/') {
         return fail(MON_BADARG, std::string{"MON_set_watchdog: '"} + device +
@@ -728,7 +734,8 @@ MON_status do_set_watchdog(const char* device, unsigned int timeout_s) {
         }
     }
     m.watchdog_device = std::move(chosen);
-    m.watchdog_timeout = std::chrono::seconds(timeout_s == 0 ? 10 : timeout_s);
+    m.watchdog_timeout =
+        timeout_s == 0 ? monitor::kDefaultWatchdogTimeout : std::chrono::seconds(timeout_s);
     return MON_SUCCESS;
 }
 
@@ -769,11 +776,10 @@ MON_status do_start_perf_mon(const MON_perf_config* config) {
 
 MON_status do_collect_perf_stats(const MON_perf_config* config, unsigned int duration_ms,
                                  MON_perf_stats* stats, MON_perf_callback callback, void* user) {
-    constexpr unsigned int kMaxMs = 7u * 24 * 3600 * 1000;
-    if (config != nullptr && (duration_ms == 0 || duration_ms > kMaxMs)) {
-        return fail(MON_BADARG, "MON_collect_perf_stats: duration of " +
-                                    std::to_string(duration_ms) +
-                                    " ms: choose from 1 ms to 7 days (604800000 ms)");
+    const monitor::CounterRunOptions run{.duration = std::chrono::milliseconds(duration_ms),
+                                         .interval = std::nullopt};
+    if (auto ok = run.check(); config != nullptr && !ok) {
+        return fail(MON_BADARG, "MON_collect_perf_stats: " + ok.error().message);
     }
     return begin_perf("MON_collect_perf_stats", config,
                       Collection{.duration = std::chrono::milliseconds(duration_ms),
@@ -791,7 +797,7 @@ MON_status do_stop_perf_mon(MON_perf_stats* stats) {
             return bad_state("MON_stop_perf_mon", m.state, "initialized");
         }
         std::lock_guard data(m.data);
-        if (!m.perf.session) {
+        if (!m.perf.run) {
             // Not counting: the counts of the last session, as the MON package did.
             if (stats == nullptr) return MON_SUCCESS;
             if (!m.perf.last) {

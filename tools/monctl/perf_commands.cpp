@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include "monitor/perf/derived_metrics.hpp"
 #include "monitor/perf/perf_session.hpp"
 #include "monitor/protocol/counter_messages.hpp"
+#include "monitor/runtime/counter_run.hpp"
 #include "perf_views.hpp"
 
 namespace monctl {
@@ -80,6 +82,41 @@ std::string target_text(const PerfOptions& o, std::optional<int> threads = std::
     return o.per_cpu ? "each CPU" : "all CPUs";
 }
 
+// Waits for `child` to end while doing what `run` asks when it asks (a failure is said and
+// the counting goes on as it can); returns the child's wait status.
+int wait_for_command(pid_t child, monitor::CounterRun& run) {
+    const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, child, 0));
+    int status = 0;
+    for (;;) {
+        const auto due = run.next_due();
+        if (pidfd >= 0 && due != std::chrono::steady_clock::time_point::max()) {
+            // Readable when the child has ended.
+            const auto wait = std::chrono::ceil<std::chrono::milliseconds>(
+                due - std::chrono::steady_clock::now());
+            pollfd p{pidfd, POLLIN, 0};
+            const int n = ::poll(&p, 1, static_cast<int>(std::max<std::int64_t>(0, wait.count())));
+            if (n == 0 || (n < 0 && errno == EINTR)) {
+                if (auto r = run.advance(std::chrono::steady_clock::now()); !r) {
+                    report_error(r.error());
+                }
+                continue;
+            }
+        } else if (pidfd < 0 && due != std::chrono::steady_clock::time_point::max()) {
+            // No pidfd (a kernel before 5.3): look at the child between the run's turns.
+            const pid_t r = ::waitpid(child, &status, WNOHANG);
+            if (r == child) break;
+            if (r < 0 && errno != EINTR) break;
+            std::this_thread::sleep_until(due);
+            if (auto a = run.advance(std::chrono::steady_clock::now()); !a) report_error(a.error());
+            continue;
+        }
+        const pid_t r = ::waitpid(child, &status, 0);
+        if (r == child || (r < 0 && errno != EINTR)) break;
+    }
+    if (pidfd >= 0) ::close(pidfd);
+    return status;
+}
+
 Result<DaemonClient> connect(const PerfOptions& o) {
     return DaemonClient::connect(o.socket);
 }
@@ -115,7 +152,7 @@ Result<std::int64_t> parse_duration_ms(const std::string& text) {
         factor = 3'600'000;
     }
     if (text.empty() || ec != std::errc{} || factor == 0 || !(value > 0) ||
-        value * factor > 7 * 24 * 3'600'000.0) {
+        value * factor > static_cast<double>(monitor::kMaxCountingDuration.count())) {
         return fail(Status::BadArg, fmt::format("'{}' is not a duration (examples: 5s, 250ms, "
                                                 "2m, 1.5)",
                                                 text));
@@ -296,16 +333,10 @@ int perf_stat(const PerfOptions& o) {
     const bool exec_failed = ::read(failed[0], &err, sizeof err) == sizeof err;
     ::close(failed[0]);
 
-    int status = 0;
-    for (;;) {
-        pid_t r = ::waitpid(child, &status, (*session)->rotates() ? WNOHANG : 0);
-        if (r == child) break;
-        if (r < 0 && errno != EINTR) break;
-        if (r == 0) {
-            std::this_thread::sleep_for(options->slice);
-            if (auto rot = (*session)->rotate(); !rot) report_error(rot.error());
-        }
-    }
+    // The run says when its counters need care (the sets' turns, the reads of narrow
+    // counters); in between, this waits for the command's end.
+    monitor::CounterRun run(std::move(*session), {}, std::chrono::steady_clock::now());
+    const int status = wait_for_command(child, run);
     ::sigaction(SIGINT, &old_int, nullptr);
     ::sigaction(SIGQUIT, &old_quit, nullptr);
     if (exec_failed) {
@@ -313,10 +344,9 @@ int perf_stat(const PerfOptions& o) {
                      std::strerror(err));
         return 127;
     }
-    (void)(*session)->stop();
-    auto report = (*session)->read();
-    if (!report) return report_error(report.error());
-    auto message = protocol::make_report((*session)->plan(), *report, false, std::nullopt, true);
+    if (auto r = run.finish(); !r) return report_error(r.error());
+    auto message =
+        protocol::make_report(run.session().plan(), run.totals(), false, std::nullopt, true);
     // The counts go to stderr, as perf stat's do, so that the command's output stays its own.
     if (o.json) {
         std::cerr << protocol::to_json(message).dump(2) << '\n';
