@@ -5,10 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cmath>
 #include <system_error>
-
-#include "monitor/perf/ppc750_events.hpp"
 
 namespace monitord {
 
@@ -23,14 +20,6 @@ namespace protocol = monitor::protocol;
 namespace {
 
 constexpr std::string_view kPrefix = "io.monitord.Monitor.";
-constexpr std::int64_t kMinIntervalMs = 10;
-constexpr std::int64_t kMaxDurationMs = 7 * 24 * 3600 * 1000LL;
-
-std::uint64_t now_usec() {
-    return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                          std::chrono::steady_clock::now().time_since_epoch())
-                                          .count());
-}
 
 std::string error_name(std::string_view member) {
     return std::string(kPrefix) + std::string(member);
@@ -61,22 +50,19 @@ Result<std::string> unit_cgroup(const std::filesystem::path& root, std::string u
                                      unit, root.string(), unit));
 }
 
-// How often a session's timer fires: every slice when its sets rotate, else every second.
-std::chrono::nanoseconds tick_of(const perf::PerfSession& s) {
-    return s.rotates() ? s.options().slice : std::chrono::nanoseconds(std::chrono::seconds(1));
-}
-
 }  // namespace
 
-CounterService::CounterService(sd_event* event, VarlinkServer& server,
-                               std::function<std::vector<int>()> online_cpus,
+CounterService::CounterService(VarlinkServer& server, monitor::Runtime& runtime,
+                               std::function<void()> schedule_changed,
                                CounterServiceOptions options)
-    : event_(event),
-      server_(server),
-      online_cpus_(std::move(online_cpus)),
+    : server_(server),
+      runtime_(runtime),
+      schedule_changed_(std::move(schedule_changed)),
       options_(std::move(options)) {}
 
-CounterService::~CounterService() = default;
+CounterService::~CounterService() {
+    if (active_) runtime_.remove_run(active_->run);
+}
 
 void CounterService::setup() {
     auto catalog = perf::EventCatalog::create(options_.proc_root, options_.sys_root);
@@ -109,7 +95,7 @@ void CounterService::setup() {
 
 std::string CounterService::describe() const {
     if (!active_) return {};
-    const auto n = active_->session->plan().events.size();
+    const auto n = runtime_.run(active_->run)->session().plan().events.size();
     return fmt::format("{}, counting {} event{}", active_->started_by, n, n == 1 ? "" : "s");
 }
 
@@ -186,7 +172,7 @@ Result<perf::SessionOptions> CounterService::options_for(
     const protocol::CounterRequest& request) const {
     auto options = protocol::session_options(request);
     if (!options) return options;
-    options->cpus = online_cpus_();
+    options->cpus = runtime_.engine().online_cpus();
     options->cgroup_root = options_.cgroup_root.string();
     options->visit_cpus = true;  // this loop's thread reads each CPU's counters on that CPU
     if (request.target == "unit") {
@@ -244,55 +230,40 @@ CounterService::Response CounterService::collect(const Call& call, const Peer& p
     if (auto refused = refuse(peer)) return error_reply(*refused);
     auto request = protocol::counter_request_from_json(call.parameters.at("request"));
     const std::int64_t duration_ms = call.parameters.at("duration_ms").get<std::int64_t>();
-    std::optional<std::int64_t> interval_ms;
+    monitor::CounterRunOptions run{.duration = std::chrono::milliseconds(duration_ms),
+                                   .interval = std::nullopt};
     if (auto it = call.parameters.find("interval_ms");
         it != call.parameters.end() && !it->is_null()) {
-        interval_ms = it->get<std::int64_t>();
+        run.interval = std::chrono::milliseconds(it->get<std::int64_t>());
     }
-    if (duration_ms < 1 || duration_ms > kMaxDurationMs) {
-        return error_reply({Status::BadArg, fmt::format("duration of {} ms: choose from 1 ms to "
-                                                        "7 days",
-                                                        duration_ms)});
-    }
-    if (interval_ms && (*interval_ms < kMinIntervalMs || *interval_ms > duration_ms)) {
-        return error_reply(
-            {Status::BadArg, fmt::format("interval of {} ms: choose from {} ms to the duration "
-                                         "({} ms)",
-                                         *interval_ms, kMinIntervalMs, duration_ms)});
-    }
+    if (auto ok = run.check(); !ok) return error_reply(ok.error());
     Session s;
     s.owner = peer.connection;
-    s.stream = call.more && interval_ms.has_value();
-    if (interval_ms) s.interval = std::chrono::milliseconds(*interval_ms);
-    s.ends = std::chrono::steady_clock::now() + std::chrono::milliseconds(duration_ms);
+    s.stream = call.more && run.interval.has_value();
     s.started_by = fmt::format("a collect of {} ms by pid {} (uid {})", duration_ms, peer.cred.pid,
                                peer.cred.uid);
-    if (auto refused = begin(request, std::move(s))) return *refused;
+    if (auto refused = begin(request, run, std::move(s))) return *refused;
     return Response::later();
 }
 
-std::optional<Reply> CounterService::begin(const protocol::CounterRequest& request, Session s) {
+std::optional<Reply> CounterService::begin(const protocol::CounterRequest& request,
+                                           monitor::CounterRunOptions run, Session s) {
     if (active_) {
         return error_reply({Status::PrfRun, fmt::format("already collecting: {}; `monctl "
                                                         "perf stop` ends a started session",
                                                         describe())});
     }
-    const auto asked = std::chrono::steady_clock::now();
     auto options = options_for(request);
     if (!options) return error_reply(options.error(), request.events);
     auto session = open_session(*options);
     if (!session) return error_reply(session.error(), request.events);
-    // A collect counts for its whole duration: finding a unit's cgroup and opening a counter
-    // per CPU (milliseconds each for a cgroup, when the kernel has to wake an idle CPU) must
-    // not come out of it.
-    s.ends += std::chrono::steady_clock::now() - asked;
-    s.session = std::move(*session);
-    s.per_cpu = request.target == "each";
+    s.per_cpu = (*session)->options().target.kind == perf::TargetKind::EachCpu;
+    // A collect counts for its whole duration from here: finding a unit's cgroup and opening
+    // a counter per CPU (milliseconds each for a cgroup, when the kernel has to wake an idle
+    // CPU) does not come out of it.
+    s.run = runtime_.add_run(std::move(*session), run, std::chrono::steady_clock::now());
     active_.emplace(std::move(s));
-    if (auto r = arm_timers(); !r) {
-        end_session();
-        return error_reply(r.error());
-    }
+    schedule_changed_();
     spdlog::info("Counter session started: {} ({})", request.events, active_->started_by);
     return std::nullopt;
 }
@@ -304,24 +275,23 @@ CounterService::Response CounterService::start(const Call& call, const Peer& pee
     Session s;
     s.started_by =
         fmt::format("a session started by pid {} (uid {})", peer.cred.pid, peer.cred.uid);
-    if (auto refused = begin(request, std::move(s))) return *refused;
+    if (auto refused = begin(request, {}, std::move(s))) return *refused;
+    const auto& session = run().session();
     Reply r;
-    r.parameters =
-        json{{"plan", protocol::to_json(protocol::make_plan_message(active_->session->plan()))}};
-    if (const int threads = active_->session->threads(); threads > 0) {
-        r.parameters["threads"] = threads;
-    }
+    r.parameters = json{{"plan", protocol::to_json(protocol::make_plan_message(session.plan()))}};
+    if (const int threads = session.threads(); threads > 0) r.parameters["threads"] = threads;
     return r;
 }
 
 CounterService::Response CounterService::read() {
     if (!active_) return error_reply({Status::NotRdy, "no counter session is running"});
-    auto report = active_->session->read();
+    auto& session = run().session();
+    auto report = session.read();
     if (!report) return error_reply(report.error());
     Reply r;
-    r.parameters = json{
-        {"report", protocol::to_json(protocol::make_report(
-                       active_->session->plan(), *report, active_->per_cpu, std::nullopt, false))}};
+    r.parameters =
+        json{{"report", protocol::to_json(protocol::make_report(
+                            session.plan(), *report, active_->per_cpu, std::nullopt, false))}};
     return r;
 }
 
@@ -332,166 +302,68 @@ CounterService::Response CounterService::stop() {
                                                           "with its duration or its client",
                                                           describe())});
     }
-    auto stopped = active_->session->stop();
-    auto report = active_->session->read();
-    Reply r;
-    if (!stopped || !report) {
-        r = error_reply(!stopped ? stopped.error() : report.error());
+    auto& r = run();
+    Reply reply;
+    if (auto finished = r.finish(); !finished) {
+        reply = error_reply(finished.error());
     } else {
-        r.parameters =
-            json{{"report",
-                  protocol::to_json(protocol::make_report(active_->session->plan(), *report,
-                                                          active_->per_cpu, std::nullopt, true))}};
+        reply.parameters = json{
+            {"report", protocol::to_json(protocol::make_report(
+                           r.session().plan(), r.totals(), active_->per_cpu, std::nullopt, true))}};
     }
     spdlog::info("Counter session stopped ({})", active_->started_by);
     end_session();
-    return r;
+    return reply;
 }
 
-Result<void> CounterService::arm_timers() {
-    const auto& s = *active_;
-    const std::uint64_t now = now_usec();
-    if (s.session->rotates() || s.session->narrow()) {
-        // Every slice the sets rotate; without rotation narrow counters are still read once a
-        // second, so that they (a 750's 32 bits wrap in 21 s at 200 MHz) never wrap twice
-        // between two reads. The kernel's 64-bit counts need neither.
-        const auto slice =
-            std::chrono::duration_cast<std::chrono::microseconds>(tick_of(*s.session)).count();
-        sd_event_source* src = nullptr;
-        int r =
-            sd_event_add_time(event_, &src, CLOCK_MONOTONIC,
-                              now + static_cast<std::uint64_t>(slice), 1000, on_slice_timer, this);
-        if (r < 0) return monitor::fail_errno(-r, "create the multiplexing timer");
-        slice_timer_.reset(src);
-        sd_event_source_set_enabled(src, SD_EVENT_ON);
-    }
-    if (s.owner) {
-        const auto due =
-            s.interval ? period_end(std::chrono::steady_clock::now() + *s.interval) : s.ends;
-        const std::uint64_t at = static_cast<std::uint64_t>(
-            std::chrono::duration_cast<std::chrono::microseconds>(due.time_since_epoch()).count());
-        sd_event_source* src = nullptr;
-        int r = sd_event_add_time(event_, &src, CLOCK_MONOTONIC, at, 1000, on_period_timer, this);
-        if (r < 0) return monitor::fail_errno(-r, "create the collection timer");
-        period_timer_.reset(src);
-    }
-    return {};
-}
-
-std::chrono::steady_clock::time_point CounterService::period_end(
-    std::chrono::steady_clock::time_point target) const {
-    using namespace std::chrono;
-    const auto& s = *active_;
-    if (options_.next_tick_usec && s.interval && s.interval->count() % 1000 == 0) {
-        const steady_clock::time_point tick{microseconds(options_.next_tick_usec())};
-        // Ticks come every second from `tick` on: the nearest one to the target, so the first
-        // period lasts its interval give or take half a second, the next ones their interval.
-        const auto seconds =
-            std::max<std::int64_t>(0, std::llround(duration<double>(target - tick).count()));
-        target = tick + std::chrono::seconds(seconds);
-    }
-    return std::min(target, s.ends);
-}
-
-int CounterService::on_slice_timer(sd_event_source* s, uint64_t usec, void* userdata) {
-    auto* self = static_cast<CounterService*>(userdata);
-    self->on_slice();
-    if (self->active_ && self->slice_timer_.get() == s) {
-        const auto slice =
-            std::chrono::duration_cast<std::chrono::microseconds>(tick_of(*self->active_->session))
-                .count();
-        std::uint64_t next = usec + static_cast<std::uint64_t>(slice);
-        const std::uint64_t now = now_usec();
-        if (next <= now) next = now + static_cast<std::uint64_t>(slice);
-        sd_event_source_set_time(s, next);
-        sd_event_source_set_enabled(s, SD_EVENT_ON);
-    }
-    return 0;
-}
-
-void CounterService::on_slice() {
-    if (!active_) return;
-    Result<void> r;
-    if (active_->session->rotates()) {
-        r = active_->session->rotate();
-    } else {
-        // Between two periods `now` is free: the next period reads it again first.
-        r = active_->session->read(active_->now);
-    }
-    if (!r) {
-        spdlog::warn("Counter session ended: {}", r.error().message);
-        if (active_->owner) server_.send(*active_->owner, Response{error_reply(r.error())});
+void CounterService::run_stepped(const monitor::Runtime::Due::RunStep& step) {
+    if (!active_ || active_->run != step.id) return;
+    if (!step.step) {
+        spdlog::warn("Counter session ended: {} ({})", step.step.error().message,
+                     active_->started_by);
+        const auto owner = active_->owner;
         end_session();
+        if (owner) server_.send(*owner, Response{error_reply(step.step.error())});
+        return;
     }
+    if (!active_->owner) return;  // a started session: its counts wait for a read or the stop
+    if (step.step->period_ended && active_->stream && !send_period()) {
+        if (active_) end_session();  // its client is gone
+        return;
+    }
+    if (!step.step->finished) return;
+    auto& r = run();
+    Reply reply;
+    reply.parameters = json{
+        {"plan", protocol::to_json(protocol::make_plan_message(r.session().plan()))},
+        {"report", protocol::to_json(protocol::make_report(r.session().plan(), r.totals(),
+                                                           active_->per_cpu, std::nullopt, true))}};
+    const auto owner = *active_->owner;
+    spdlog::info("Counter session ended ({})", active_->started_by);
+    end_session();
+    server_.send(owner, Response{std::move(reply)});
 }
 
-int CounterService::on_period_timer(sd_event_source*, uint64_t, void* userdata) {
-    static_cast<CounterService*>(userdata)->on_period();
-    return 0;
-}
-
-void CounterService::on_period() {
-    if (!active_ || !active_->owner) return;
+bool CounterService::send_period() {
     Session& s = *active_;
-    const auto now = std::chrono::steady_clock::now();
-    // Within a millisecond of the end counts as the end (the timer's accuracy).
-    const bool final = now + std::chrono::milliseconds(1) >= s.ends;
-    if (final) {
-        if (auto r = s.session->stop(); !r) {
-            server_.send(*s.owner, Response{error_reply(r.error())});
-            end_session();
-            return;
-        }
+    const auto& r = run();
+    // Every period writes the same record and JSON tree, so that a stream's records allocate
+    // (almost) nothing: only their numbers change.
+    protocol::make_report(r.session().plan(), r.period(), s.per_cpu, r.periods(), false, s.record);
+    if (!protocol::update_json(s.record_json, s.record))
+        s.record_json = protocol::to_json(s.record);
+    Reply reply;
+    reply.parameters["report"] = std::move(s.record_json);
+    // The plan does not change: the first record and the totals carry it.
+    if (r.periods() == 1) {
+        reply.parameters["plan"] =
+            protocol::to_json(protocol::make_plan_message(r.session().plan()));
     }
-    // Every period reads into the same reports and writes the same JSON tree, so that a
-    // stream's records allocate (almost) nothing: only their numbers change.
-    if (auto r = s.session->read(s.now); !r) {
-        server_.send(*s.owner, Response{error_reply(r.error())});
-        end_session();
-        return;
-    }
-    const std::uint64_t owner = *s.owner;
-    if (s.stream) {
-        ++s.period;
-        s.delta = s.now;  // assigned element by element: no allocation once the sizes hold
-        s.delta.subtract(s.last);
-        protocol::make_report(s.session->plan(), s.delta, s.per_cpu, s.period, false, s.record);
-        if (!protocol::update_json(s.record_json, s.record)) {
-            s.record_json = protocol::to_json(s.record);
-        }
-        Reply r;
-        r.parameters["report"] = std::move(s.record_json);
-        // The plan does not change: the first record and the totals carry it.
-        if (s.period == 1) {
-            r.parameters["plan"] =
-                protocol::to_json(protocol::make_plan_message(s.session->plan()));
-        }
-        r.continues = true;
-        auto text = std::make_shared<const std::string>(monitor::varlink::encode(r));
-        s.record_json = std::move(r.parameters["report"]);
-        // The next period starts here; after the final one the totals below still need it.
-        if (!final) std::swap(s.last, s.now);
-        if (!server_.send(owner, Response{std::move(text), true})) return;  // the session ended
-    }
-    if (final) {
-        Reply r;
-        r.parameters =
-            json{{"plan", protocol::to_json(protocol::make_plan_message(active_->session->plan()))},
-                 {"report",
-                  protocol::to_json(protocol::make_report(active_->session->plan(), s.now,
-                                                          active_->per_cpu, std::nullopt, true))}};
-        spdlog::info("Counter session ended ({})", active_->started_by);
-        end_session();
-        server_.send(owner, Response{std::move(r)});
-        return;
-    }
-    const auto next = period_end(now + *s.interval);
-    sd_event_source_set_time(
-        period_timer_.get(),
-        static_cast<std::uint64_t>(
-            std::chrono::duration_cast<std::chrono::microseconds>(next.time_since_epoch())
-                .count()));
-    sd_event_source_set_enabled(period_timer_.get(), SD_EVENT_ONESHOT);
+    reply.continues = true;
+    auto text = std::make_shared<const std::string>(monitor::varlink::encode(reply));
+    s.record_json = std::move(reply.parameters["report"]);
+    // A client that is gone ends the session (the server's close handler).
+    return server_.send(*s.owner, Response{std::move(text), true});
 }
 
 void CounterService::connection_closed(std::uint64_t connection) {
@@ -502,9 +374,10 @@ void CounterService::connection_closed(std::uint64_t connection) {
 }
 
 void CounterService::end_session() {
-    slice_timer_.reset();
-    period_timer_.reset();
-    active_.reset();  // closes every counter
+    if (!active_) return;
+    runtime_.remove_run(active_->run);  // closes every counter
+    active_.reset();
+    schedule_changed_();
 }
 
 }  // namespace monitord

@@ -1,6 +1,6 @@
 // The performance-counter half of the control interface: PMU information, the event list,
-// plans, and the one counting session (collect for a duration, or start ... stop), with its
-// multiplexing timer on the daemon's event loop.
+// plans, and the one counting session (collect for a duration, or start ... stop), a run of
+// the daemon's runtime, which paces it; the service turns what the run did into replies.
 #pragma once
 
 #include <chrono>
@@ -15,7 +15,7 @@
 #include "monitor/perf/event_catalog.hpp"
 #include "monitor/perf/perf_session.hpp"
 #include "monitor/protocol/counter_messages.hpp"
-#include "sd_event_ptr.hpp"
+#include "monitor/runtime/runtime.hpp"
 #include "varlink_server.hpp"
 
 namespace monitord {
@@ -29,15 +29,14 @@ struct CounterServiceOptions {
     std::filesystem::path proc_root = "/proc";
     std::filesystem::path sys_root = "/sys";
     DeviceFactory device;  // empty: perf_event_open
-    // When the daemon's next loading tick is due (CLOCK_MONOTONIC, µs). Records of an
-    // interval of whole seconds end on these ticks, so that the loop wakes once a second.
-    std::function<std::uint64_t()> next_tick_usec;
 };
 
 class CounterService {
   public:
-    CounterService(sd_event* event, VarlinkServer& server,
-                   std::function<std::vector<int>()> online_cpus, CounterServiceOptions options);
+    // Sessions run in `runtime`; `schedule_changed` is called when one starts or ends, so that
+    // the loop asks the runtime again when to wake.
+    CounterService(VarlinkServer& server, monitor::Runtime& runtime,
+                   std::function<void()> schedule_changed, CounterServiceOptions options);
     ~CounterService();
     CounterService(const CounterService&) = delete;
     CounterService& operator=(const CounterService&) = delete;
@@ -47,6 +46,8 @@ class CounterService {
     void setup();
     // A connection closed: a collect it was waiting for ends and frees its counters.
     void connection_closed(std::uint64_t connection);
+    // What the runtime's run_due() did to a run: the records and replies it calls for.
+    void run_stepped(const monitor::Runtime::Due::RunStep& step);
     // "collecting 3 events on all CPUs for pid 42", or empty.
     std::string describe() const;
     // The group whose members may start and stop sessions besides root and the daemon's
@@ -55,18 +56,12 @@ class CounterService {
 
   private:
     struct Session {
-        std::unique_ptr<monitor::perf::PerfSession> session;
+        monitor::Runtime::RunId run = 0;
         std::optional<std::uint64_t> owner;  // the connection of a collect
         bool stream = false;                 // collect with "more": a reply per period
         bool per_cpu = false;
-        std::optional<std::chrono::milliseconds> interval;
-        std::chrono::steady_clock::time_point ends;  // collect only
-        std::int64_t period = 0;
-        // Kept from period to period, to be filled again: the counts now, at the previous
-        // period and between the two; the record of the last period and its JSON.
-        monitor::perf::PerfReport now;
-        monitor::perf::PerfReport last;
-        monitor::perf::PerfReport delta;
+        // Kept from period to period, to be filled again: the record of the last period and
+        // its JSON.
         monitor::protocol::CounterReport record;
         nlohmann::json record_json;
         std::string started_by;  // "pid 42 (uid 1000)"
@@ -83,14 +78,13 @@ class CounterService {
     std::optional<monitor::Error> refuse(const Peer& peer) const;
     std::optional<gid_t> control_gid_;
     std::string control_group_;
-    // When the period that would end at `target` ends: on the nearest loading tick when the
-    // interval is whole seconds, else `target`; never after the session's end.
-    std::chrono::steady_clock::time_point period_end(
-        std::chrono::steady_clock::time_point target) const;
     // Opens the request's counters as the one session `s` (its client-side fields filled
-    // in); the error reply when that cannot be.
+    // in), paced as `run` says; the error reply when that cannot be.
     std::optional<monitor::varlink::Reply> begin(const monitor::protocol::CounterRequest& request,
-                                                 Session s);
+                                                 monitor::CounterRunOptions run, Session s);
+    monitor::CounterRun& run() { return *runtime_.run(active_->run); }
+    // The stream's record of the period that ended; false when its client is gone.
+    bool send_period();
 
     monitor::Result<monitor::perf::SessionOptions> options_for(
         const monitor::protocol::CounterRequest& request) const;
@@ -98,23 +92,15 @@ class CounterService {
         const monitor::perf::SessionOptions& options) const;
     monitor::varlink::Reply error_reply(const monitor::Error& e,
                                         const std::string& events = {}) const;
-    monitor::Result<void> arm_timers();
-    void on_slice();
-    void on_period();
     void end_session();
 
-    static int on_slice_timer(sd_event_source* s, uint64_t usec, void* userdata);
-    static int on_period_timer(sd_event_source* s, uint64_t usec, void* userdata);
-
-    sd_event* event_;
     VarlinkServer& server_;
-    std::function<std::vector<int>()> online_cpus_;
+    monitor::Runtime& runtime_;
+    std::function<void()> schedule_changed_;
     CounterServiceOptions options_;
     std::optional<monitor::perf::EventCatalog> catalog_;
     std::string catalog_error_;
     std::optional<Session> active_;
-    SourcePtr slice_timer_;
-    SourcePtr period_timer_;
 };
 
 }  // namespace monitord

@@ -1,6 +1,5 @@
 #include "manager.hpp"
 
-#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -13,7 +12,6 @@
 #include <vector>
 
 #include "logging.hpp"
-#include "monitor/protocol/monitor_messages.hpp"
 #include "monitor/protocol/socket_path.hpp"
 #include "monitord-config.h"
 
@@ -25,12 +23,18 @@ using monitor::varlink::Reply;
 
 namespace {
 
-constexpr std::uint64_t kTickUsec = 1'000'000;
-constexpr std::uint64_t kTickAccuracyUsec = 1'000;
+// The timer's accuracy: the loading tick, a rotation or a period's end may come this late.
+constexpr std::uint64_t kTimerAccuracyUsec = 1'000;
 constexpr const char* kDefaultSocketGroup = "monitor";
 
+// sd-event's CLOCK_MONOTONIC and std::chrono::steady_clock are one clock.
 std::chrono::steady_clock::time_point steady_from_usec(std::uint64_t usec) {
     return std::chrono::steady_clock::time_point{std::chrono::microseconds{usec}};
+}
+
+std::uint64_t usec_from_steady(std::chrono::steady_clock::time_point t) {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count());
 }
 
 const char* state_name(int s) {
@@ -40,15 +44,17 @@ const char* state_name(int s) {
 
 }  // namespace
 
-Manager::Manager(ManagerOptions options)
-    : options_(std::move(options)), started_(std::chrono::steady_clock::now()) {}
+Manager::Manager(ManagerOptions options) : options_(std::move(options)) {}
 
 Manager::~Manager() {
     release_watchdog();
     if (server_) server_->set_close_handler({});
-    counters_.reset();  // its sessions' timers, before the loop goes
-    server_.reset();    // before the socket it serves
+    counters_.reset();  // its runs, before the runtime goes
+    loading_.reset();
+    server_.reset();  // before the socket it serves
     socket_.reset();
+    timer_.reset();
+    runtime_.reset();
 }
 
 Result<std::unique_ptr<Manager>> Manager::create(ManagerOptions options) {
@@ -92,14 +98,14 @@ Result<void> Manager::setup() {
     eo.history_seconds = options_.config.history_seconds;
     eo.probe =
         monitor::probe_mode_from_name(options_.config.probe).value_or(monitor::ProbeMode::Spin);
-    watchdog_ = std::make_shared<monitor::watchdog::Watchdog>(
+    auto watchdog = std::make_shared<monitor::watchdog::Watchdog>(
         monitor::watchdog::pet_policy_from_name(options_.config.watchdog_policy)
             .value_or(monitor::watchdog::PetPolicyKind::All));
-    eo.idle_sink = watchdog_;
     // std::chrono::steady_clock is CLOCK_MONOTONIC, the clock of the loop's timer.
-    auto engine = monitor::Engine::create(eo, [] { return std::chrono::steady_clock::now(); });
-    if (!engine) return std::unexpected(engine.error());
-    engine_ = std::move(*engine);
+    auto runtime = monitor::Runtime::create(eo, std::move(watchdog),
+                                            [] { return std::chrono::steady_clock::now(); });
+    if (!runtime) return std::unexpected(runtime.error());
+    runtime_ = std::move(*runtime);
     log_probes();
     // Armed once the probes are calibrated and can pet it; before READY=1.
     if (auto r = arm_watchdog(); !r) return r;
@@ -114,105 +120,53 @@ Result<void> Manager::setup() {
     server_ = std::make_unique<VarlinkServer>(
         e, socket_->fd(),
         VarlinkServer::Info{"monitord", "monitord", MONITORD_VERSION, "man:monitord(8)"}, limits);
-    register_methods();
+    loading_ = std::make_unique<LoadingService>(*server_, *runtime_);
+    loading_->setup();
+    loading_->set_watchdog_on_stop(options_.config.watchdog_on_stop == "keep-armed" ? "keep_armed"
+                                                                                    : "disarm");
     auto counter_options = options_.counters;
     counter_options.proc_root = options_.proc_root;
     counter_options.sys_root = options_.sys_root;
-    counter_options.next_tick_usec = [this] { return next_tick_usec_; };
     counters_ = std::make_unique<CounterService>(
-        e, *server_, [this] { return engine_->online_cpus(); }, std::move(counter_options));
+        *server_, *runtime_, [this] { schedule(); }, std::move(counter_options));
     counters_->setup();
     apply_control_group();
     server_->set_close_handler(
         [this](std::uint64_t connection) { counters_->connection_closed(connection); });
     if (auto r = server_->start(); !r) return r;
 
-    std::uint64_t now = 0;
-    sd_event_now(e, CLOCK_MONOTONIC, &now);  // the loop has not run: this is the time now
-    next_tick_usec_ = now + kTickUsec;
     sd_event_source* t = nullptr;
-    if (int r = sd_event_add_time(e, &t, CLOCK_MONOTONIC, next_tick_usec_, kTickAccuracyUsec,
-                                  on_timer, this);
+    if (int r = sd_event_add_time(e, &t, CLOCK_MONOTONIC, usec_from_steady(runtime_->next_due()),
+                                  kTimerAccuracyUsec, on_timer, this);
         r < 0) {
-        return monitor::fail_errno(-r, "create the sampling timer");
+        return monitor::fail_errno(-r, "create the runtime's timer");
     }
     timer_.reset(t);
-    sd_event_source_set_description(t, "loading-tick");
+    sd_event_source_set_description(t, "runtime");
 
     // Feeds systemd's service watchdog (WatchdogSec=) from this loop; a no-op without it.
     sd_event_set_watchdog(e, 1);
     return {};
 }
 
-void Manager::register_methods() {
-    server_->add_interface(
-        *monitor::varlink::builtin_interface(monitor::varlink::kMonitorInterface));
-    const std::string p = std::string{monitor::varlink::kMonitorInterface} + ".";
-
-    server_->add_method(
-        p + "GetStatus", [this](const Call&, const Peer&) -> VarlinkServer::Response {
-            monitor::protocol::DaemonStatus s;
-            s.version = MONITORD_VERSION;
-            s.uptime =
-                std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-            s.state = state_name(static_cast<int>(state_));
-            s.pid = ::getpid();
-            s.cpus = engine_->online_cpus();
-            for (auto n : engine_->source_names()) s.sources.emplace_back(n);
-            s.probe_mode = monitor::probe_mode_name(engine_->probe_mode());
-            if (const auto* probes = engine_->probes()) {
-                for (const auto& r : probes->read()) {
-                    monitor::protocol::ProbeStatus ps;
-                    ps.cpu = r.cpu;
-                    ps.state = monitor::probe_state_name(r.state);
-                    if (r.baseline) ps.baseline_ns = r.baseline->count();
-                    ps.count = r.count;
-                    ps.cpu_seconds = static_cast<double>(r.cpu_ns) / 1e9;
-                    ps.error = r.error;
-                    s.probes.push_back(std::move(ps));
-                }
-            }
-            s.history_seconds = static_cast<std::int64_t>(engine_->history_seconds());
-            s.watchdog = watchdog_info();
-            Reply r;
-            r.parameters = monitor::protocol::to_json(s);
-            return r;
-        });
-
-    // The loading changes once a tick, so every caller between two ticks gets the same
-    // encoded reply. With "more", the caller gets a reply after every tick (monctl --watch).
-    server_->add_method(
-        p + "GetLoading", [this](const Call& call, const Peer& peer) -> VarlinkServer::Response {
-            auto query = monitor::protocol::loading_query_from_json(call.parameters);
-            if (call.more) watchers_.push_back({peer.connection, query});
-            return loading_reply(query, call.more);
-        });
-}
-
-VarlinkServer::Response Manager::loading_reply(const monitor::LoadingQuery& query, bool more) {
-    auto& cached =
-        loading_replies_[(query.per_cpu ? 1 : 0) + (query.history ? 2 : 0) + (more ? 4 : 0)];
-    if (!cached) {
-        Reply r;
-        r.parameters = monitor::protocol::to_json(engine_->loading(query));
-        r.continues = more;
-        cached = std::make_shared<const std::string>(monitor::varlink::encode(r));
-    }
-    return VarlinkServer::Response{cached, more};
+void Manager::set_state(State state) {
+    state_ = state;
+    loading_->set_state(state_name(static_cast<int>(state)));
 }
 
 int Manager::run() {
-    state_ = State::Running;
+    set_state(State::Running);
     spdlog::info("monitord {} listening on {}{}; sampling {} CPUs every second (sources: {})",
                  MONITORD_VERSION, socket_->path(),
-                 socket_->activated() ? " (socket activation)" : "", engine_->online_cpus().size(),
-                 fmt::join(engine_->source_names(), ", "));
+                 socket_->activated() ? " (socket activation)" : "",
+                 runtime_->engine().online_cpus().size(),
+                 fmt::join(runtime_->engine().source_names(), ", "));
     sd_notify(0, "READY=1");
     notify_status();
 
     int r = sd_event_loop(event_.get());
 
-    state_ = State::Stopping;
+    set_state(State::Stopping);
     sd_notify(0, "STOPPING=1\nSTATUS=Stopping");
     if (r < 0) {
         spdlog::error("Event loop failed: {}", std::strerror(-r));
@@ -223,7 +177,7 @@ int Manager::run() {
 }
 
 void Manager::log_probes() const {
-    const auto* probes = engine_->probes();
+    const auto* probes = runtime_->engine().probes();
     if (probes == nullptr) return;
     for (const auto& r : probes->read()) {
         switch (r.state) {
@@ -250,19 +204,6 @@ void Manager::log_probes() const {
     }
 }
 
-// The CPUs whose probes can earn credits: a failed probe must not hold every pet back.
-std::vector<int> Manager::probing_cpus() const {
-    std::vector<int> cpus;
-    if (const auto* probes = engine_->probes()) {
-        for (const auto& r : probes->read()) {
-            if (r.state != monitor::ProbeState::Failed && r.state != monitor::ProbeState::Stopped) {
-                cpus.push_back(r.cpu);
-            }
-        }
-    }
-    return cpus;
-}
-
 Result<void> Manager::arm_watchdog() {
     const auto& c = options_.config;
     const bool automatic = !c.watchdog_device.has_value();
@@ -279,19 +220,14 @@ Result<void> Manager::arm_watchdog() {
         }
         return monitor::fail(monitor::Status::BadArg, "watchdog: " + why);
     };
-    if (engine_->probe_mode() == monitor::ProbeMode::Off) {
-        return refuse(device +
-                      " is petted by the idle probes, and --probe off runs none; use "
-                      "spin or sleep");
-    }
-    watchdog_cpus_ = probing_cpus();
-    watchdog_->set_cpus(watchdog_cpus_);
-    auto r = watchdog_->arm(device, std::chrono::seconds(c.watchdog_timeout));
+    auto r = runtime_->arm_watchdog(device, std::chrono::seconds(c.watchdog_timeout));
     if (!r) {
-        if (automatic) return refuse(r.error().message);
+        if (automatic || r.error().status == monitor::Status::BadArg) {
+            return refuse(r.error().message);
+        }
         return std::unexpected(r.error());
     }
-    const auto s = watchdog_->status();
+    const auto s = runtime_->watchdog()->status();
     spdlog::info(
         "Watchdog {} armed{}: timeout {}, petted from the idle probes when {} CPUs "
         "have idle time{}",
@@ -306,68 +242,30 @@ Result<void> Manager::arm_watchdog() {
     return {};
 }
 
-std::optional<monitor::protocol::WatchdogInfo> Manager::watchdog_info() const {
-    if (!watchdog_) return std::nullopt;
-    const auto s = watchdog_->status();
-    if (s.device.empty()) return std::nullopt;  // never armed
-    monitor::protocol::WatchdogInfo w;
-    w.device = s.device;
-    if (s.identity) w.identity = s.identity->identity;
-    w.armed = s.armed;
-    w.timeout = s.timeout_s;
-    w.time_left = s.time_left_s;
-    if (s.since_last_pet)
-        w.since_last_pet = std::chrono::duration<double>(*s.since_last_pet).count();
-    w.pets = s.pets;
-    w.pet_errors = s.pet_errors;
-    if (!s.last_error.empty()) w.last_error = s.last_error;
-    w.last_reset_by_watchdog = s.last_reset_by_watchdog;
-    w.policy = monitor::watchdog::pet_policy_name(s.policy);
-    w.waiting_for = s.waiting_for;
-    w.on_stop = options_.config.watchdog_on_stop == "keep-armed" ? "keep_armed" : "disarm";
-    return w;
-}
-
-// Each tick: the CPUs that must earn credits, and pet failures (logged when they change).
-void Manager::watch_watchdog() {
-    if (!watchdog_) return;
-    // Only on a change: set_cpus takes the lock the probes take (see Watchdog::status).
-    if (auto cpus = probing_cpus(); cpus != watchdog_cpus_) {
-        watchdog_->set_cpus(cpus);
-        watchdog_cpus_ = std::move(cpus);
-    }
-    const auto s = watchdog_->status();
-    if (s.pet_errors != watchdog_errors_seen_) {
-        spdlog::error("Watchdog {}: {} pet(s) failed, last: {}", s.device,
-                      s.pet_errors - watchdog_errors_seen_, s.last_error);
-        watchdog_errors_seen_ = s.pet_errors;
-    }
-}
-
 // At the end, as [watchdog] on-stop says: the magic close, or left armed.
 void Manager::release_watchdog() {
-    if (!watchdog_) return;
-    const auto s = watchdog_->status();
+    auto* watchdog = runtime_ ? runtime_->watchdog() : nullptr;
+    if (watchdog == nullptr) return;
+    const auto s = watchdog->status();
     if (s.armed) {
         if (options_.config.watchdog_on_stop == "keep-armed") {
-            watchdog_->close_armed();
+            watchdog->close_armed();
             spdlog::warn(
                 "Watchdog {} left armed (on-stop = keep-armed): the machine resets in "
                 "{} unless it is petted again",
                 s.device,
                 s.time_left_s ? fmt::format("{} s", *s.time_left_s) : std::string{"its timeout"});
-        } else if (auto r = watchdog_->disarm(); !r) {
+        } else if (auto r = watchdog->disarm(); !r) {
             spdlog::error("Watchdog: {}", r.error().message);
         } else {
             spdlog::info("Watchdog {} disarmed", s.device);
         }
     }
-    watchdog_.reset();
 }
 
 void Manager::notify_status() const {
     sd_notifyf(0, "STATUS=Sampling %zu CPUs every second; listening on %s",
-               engine_->online_cpus().size(), socket_->path().c_str());
+               runtime_->engine().online_cpus().size(), socket_->path().c_str());
 }
 
 int Manager::on_signal(sd_event_source*, const signalfd_siginfo* si, void* userdata) {
@@ -381,31 +279,33 @@ int Manager::on_signal(sd_event_source*, const signalfd_siginfo* si, void* userd
     return 0;
 }
 
-int Manager::on_timer(sd_event_source* s, uint64_t, void* userdata) {
+int Manager::on_timer(sd_event_source*, uint64_t, void* userdata) {
     // The argument is the time the timer was due, not the time now.
     auto* self = static_cast<Manager*>(userdata);
     std::uint64_t now = 0;
     sd_event_now(self->event_.get(), CLOCK_MONOTONIC, &now);
-    self->on_tick(now);
-    // The next tick is one period after the previous one, not after now, so ticks do not
-    // drift; after a stall (suspend, SIGSTOP) the schedule restarts from now instead of
-    // firing the missed ticks back to back.
-    self->next_tick_usec_ += kTickUsec;
-    if (self->next_tick_usec_ <= now) self->next_tick_usec_ = now + kTickUsec;
-    sd_event_source_set_time(s, self->next_tick_usec_);
-    sd_event_source_set_enabled(s, SD_EVENT_ONESHOT);
+    self->run_due(now);
+    self->schedule();
     return 0;
 }
 
-void Manager::on_tick(std::uint64_t now) {
-    auto r = engine_->tick(steady_from_usec(now));
-    watch_watchdog();
-    loading_replies_.fill(nullptr);
-    std::erase_if(watchers_, [this](const Watcher& w) {
-        return !server_->send(w.connection, loading_reply(w.query, true));
-    });
+void Manager::schedule() {
+    if (!timer_) return;
+    sd_event_source_set_time(timer_.get(), usec_from_steady(runtime_->next_due()));
+    sd_event_source_set_enabled(timer_.get(), SD_EVENT_ONESHOT);
+}
+
+void Manager::run_due(std::uint64_t now) {
+    auto due = runtime_->run_due(steady_from_usec(now));
+    for (const auto& step : due.runs) counters_->run_stepped(step);
+    if (due.failed_pets > 0) {
+        spdlog::error("Watchdog {}: {} pet(s) failed, last: {}",
+                      runtime_->watchdog()->status().device, due.failed_pets, due.last_pet_error);
+    }
+    if (!due.ticked) return;
+    loading_->loading_changed();
     // A failure that persists is logged once, and its end once.
-    std::string error = r ? std::string{} : r.error().to_string();
+    std::string error = due.tick ? std::string{} : due.tick.error().to_string();
     if (error != last_tick_error_) {
         if (!error.empty()) {
             spdlog::warn("Sampling: {}", error);
@@ -414,25 +314,10 @@ void Manager::on_tick(std::uint64_t now) {
         }
         last_tick_error_ = error;
     }
-    if (options_.show_loading) print_loading();
-}
-
-void Manager::print_loading() const {
-    auto report = engine_->loading({.per_cpu = true, .history = false});
-    auto pct = [](const std::vector<monitor::SourceLoad>& loads, std::string_view source) {
-        const auto* l = monitor::find_source(loads, source);
-        if (l == nullptr || !l->stats || !l->stats->avg_prev_sec) return std::string{"     -"};
-        return fmt::format("{:5.1f}%", *l->stats->avg_prev_sec);
-    };
-    std::string line = fmt::format("{:%H:%M:%S}", fmt::localtime(std::time(nullptr)));
-    for (auto source : engine_->source_names()) {
-        line += fmt::format("  {} all {}", source, pct(report.machine, source));
-        for (const auto& c : report.cpus) {
-            if (c.online) line += fmt::format("  cpu{} {}", c.cpu, pct(c.sources, source));
-        }
+    if (options_.show_loading) {
+        std::puts(loading_->loading_line().c_str());
+        std::fflush(stdout);
     }
-    std::puts(line.c_str());
-    std::fflush(stdout);
 }
 
 monitor::Result<std::optional<gid_t>> Manager::socket_group() const {
@@ -467,7 +352,7 @@ void Manager::apply_control_group() {
 }
 
 void Manager::reload() {
-    state_ = State::Reloading;
+    set_state(State::Reloading);
     sd_notify(0, "RELOADING=1\nSTATUS=Reloading the configuration");
     std::filesystem::path file = options_.config_file.value_or(default_config_path());
     Config next;
@@ -500,13 +385,15 @@ void Manager::reload() {
             next.socket_group = options_.config.socket_group;
         }
         set_log_level(next.log_level);
-        engine_->set_history_seconds(next.history_seconds);
-        loading_replies_.fill(nullptr);
+        runtime_->engine().set_history_seconds(next.history_seconds);
+        loading_->forget_replies();
         options_.config = next;
+        loading_->set_watchdog_on_stop(next.watchdog_on_stop == "keep-armed" ? "keep_armed"
+                                                                             : "disarm");
         apply_control_group();
         spdlog::info("Reloaded {}", have_file ? file.string() : std::string{"the defaults"});
     }
-    state_ = State::Running;
+    set_state(State::Running);
     sd_notify(0, "READY=1");
     notify_status();
 }

@@ -101,6 +101,38 @@ json to_json(const WatchdogInfo& w) {
     };
 }
 
+ProbeStatus probe_status(const ProbeReading& r) {
+    ProbeStatus ps;
+    ps.cpu = r.cpu;
+    ps.state = probe_state_name(r.state);
+    if (r.baseline) ps.baseline_ns = r.baseline->count();
+    ps.count = r.count;
+    ps.cpu_seconds = static_cast<double>(r.cpu_ns) / 1e9;
+    ps.error = r.error;
+    return ps;
+}
+
+std::optional<WatchdogInfo> watchdog_info(const watchdog::WatchdogStatus& s, std::string on_stop) {
+    if (s.device.empty()) return std::nullopt;
+    WatchdogInfo w;
+    w.device = s.device;
+    if (s.identity) w.identity = s.identity->identity;
+    w.armed = s.armed;
+    w.timeout = s.timeout_s;
+    w.time_left = s.time_left_s;
+    if (s.since_last_pet) {
+        w.since_last_pet = std::chrono::duration<double>(*s.since_last_pet).count();
+    }
+    w.pets = s.pets;
+    w.pet_errors = s.pet_errors;
+    if (!s.last_error.empty()) w.last_error = s.last_error;
+    w.last_reset_by_watchdog = s.last_reset_by_watchdog;
+    w.policy = watchdog::pet_policy_name(s.policy);
+    w.waiting_for = s.waiting_for;
+    w.on_stop = std::move(on_stop);
+    return w;
+}
+
 WatchdogInfo watchdog_from_json(const json& j) {
     WatchdogInfo w;
     auto str = [&](const char* key) -> std::optional<std::string> {

@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "monitor/loading/loading_report.hpp"
+#include "monitor/loading/probe_set.hpp"
+#include "monitor/watchdog/watchdog.hpp"
 
 namespace monitor::protocol {
 
@@ -50,6 +52,11 @@ struct DaemonStatus {
     std::int64_t history_seconds = 0;
     std::optional<WatchdogInfo> watchdog;
 };
+
+// GetStatus's view of a probe, and of the watchdog: nullopt for one that was never armed.
+// `on_stop`: what an orderly stop of the daemon does to it, "disarm" or "keep_armed".
+ProbeStatus probe_status(const ProbeReading& r);
+std::optional<WatchdogInfo> watchdog_info(const watchdog::WatchdogStatus& s, std::string on_stop);
 
 nlohmann::json to_json(const WatchdogInfo& w);
 WatchdogInfo watchdog_from_json(const nlohmann::json& j);

@@ -1,0 +1,59 @@
+// The loading half of the control interface: GetStatus (the daemon's identity and state, the
+// probes, the watchdog) and GetLoading (the loading, once or after every tick), over the
+// runtime's engine. The loading changes once a tick, so every caller between two ticks gets
+// the same encoded reply.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "monitor/loading/loading_report.hpp"
+#include "monitor/runtime/runtime.hpp"
+#include "varlink_server.hpp"
+
+namespace monitord {
+
+class LoadingService {
+  public:
+    LoadingService(VarlinkServer& server, const monitor::Runtime& runtime);
+    LoadingService(const LoadingService&) = delete;
+    LoadingService& operator=(const LoadingService&) = delete;
+
+    // Registers GetStatus and GetLoading.
+    void setup();
+    // What GetStatus says of the daemon: its state ("running", "reloading", ...) and what
+    // an orderly stop does to the watchdog ("disarm", "keep_armed").
+    void set_state(std::string state) { state_ = std::move(state); }
+    void set_watchdog_on_stop(std::string on_stop) { on_stop_ = std::move(on_stop); }
+
+    // After a tick: the replies are made afresh, and the callers that asked for more get
+    // theirs.
+    void loading_changed();
+    // After a change of the history window: the next replies are made afresh.
+    void forget_replies() { replies_.fill(nullptr); }
+    // One line of the last second's loading per source, for the daemon's --show-loading.
+    std::string loading_line() const;
+
+  private:
+    VarlinkServer::Response status() const;
+    VarlinkServer::Response loading(const monitor::LoadingQuery& query, bool more);
+
+    VarlinkServer& server_;
+    const monitor::Runtime& runtime_;
+    const std::chrono::steady_clock::time_point started_;
+    std::string state_ = "starting";
+    std::string on_stop_ = "disarm";
+    // Encoded GetLoading replies by query (per_cpu + 2 * history + 4 * more), valid until
+    // the loading changes.
+    std::array<VarlinkServer::EncodedReply, 8> replies_;
+    struct Watcher {
+        std::uint64_t connection;
+        monitor::LoadingQuery query;
+    };
+    std::vector<Watcher> watchers_;  // GetLoading calls with "more": a reply every tick
+};
+
+}  // namespace monitord
