@@ -5,11 +5,10 @@
 
 #include <algorithm>
 #include <array>
-#include <functional>
-#include <initializer_list>
+#include <type_traits>
 #include <vector>
 
-#include "monitor/loading/idle_probe.hpp"
+#include "logging.hpp"
 #include "monitord-config.h"
 
 namespace monitord {
@@ -19,99 +18,104 @@ using monitor::fail;
 using monitor::Result;
 using monitor::Status;
 
-constexpr std::array kLogLevels{"trace", "debug", "info", "warning", "error"};
 constexpr long long kMaxHistorySeconds = 3600;
+constexpr long long kMaxWatchdogTimeout = 3600;
+constexpr std::string_view kGroupName =
+    "the name of a group of this machine (getent group lists them)";
 
-struct Key {
-    std::string_view section;
-    std::string_view name;
-    std::string_view accepted;  // what would work, for error messages
-    std::function<Result<void>(const toml::node&, Config&)> apply;
-};
-
-Result<std::string> as_string(const toml::node& n) {
-    if (auto v = n.value<std::string>()) return *v;
-    return fail(Status::BadArg, "expected a string");
+// A key that reads a value of type `Raw` (std::string or std::int64_t) with `parse` into
+// Config's `Field`.
+template <auto Field, typename Raw, typename Parse>
+ConfigKey key(std::string_view section, std::string_view name, std::string accepted,
+              OnReload reload, Parse parse) {
+    return {
+        section,
+        name,
+        std::move(accepted),
+        reload,
+        [parse](const RawValue& raw, Config& c) -> Result<void> {
+            const Raw* v = std::get_if<Raw>(&raw);
+            if (v == nullptr) {
+                return fail(Status::BadArg, std::is_same_v<Raw, std::string>
+                                                ? "expected a string"
+                                                : "expected an integer");
+            }
+            auto parsed = parse(*v);
+            if (!parsed) return std::unexpected(parsed.error());
+            c.*Field = std::move(*parsed);
+            return {};
+        },
+        [](const Config& a, const Config& b) { return a.*Field == b.*Field; },
+        [](const Config& from, Config& to) { to.*Field = from.*Field; },
+    };
 }
 
-Result<void> one_of(const std::string& value, std::initializer_list<const char*> accepted) {
-    for (const char* a : accepted) {
-        if (value == a) return {};
-    }
-    return fail(Status::BadArg, "'" + value + "' is not accepted");
+// A key whose value is one of `names`; another is "'x' is not accepted".
+template <auto Field, typename E, std::size_t N>
+ConfigKey enum_key(std::string_view section, std::string_view name, OnReload reload,
+                   const std::array<monitor::EnumName<E>, N>& names) {
+    return key<Field, std::string>(section, name, monitor::names_list(names), reload,
+                                   [&names](const std::string& text) -> Result<E> {
+                                       if (auto v = monitor::value_named(names, text)) return *v;
+                                       return fail(Status::BadArg,
+                                                   "'" + text + "' is not accepted");
+                                   });
 }
 
-// A key whose value is a string: checked by `check`, then stored by `store`.
-Key string_key(std::string_view section, std::string_view name, std::string_view accepted,
-               std::function<Result<void>(const std::string&)> check,
-               std::function<void(Config&, std::string)> store) {
-    return {section, name, accepted,
-            [check = std::move(check), store = std::move(store)](const toml::node& n,
-                                                                 Config& c) -> Result<void> {
-                auto s = as_string(n);
-                if (!s) return std::unexpected(s.error());
-                if (auto r = check(*s); !r) return r;
-                store(c, std::move(*s));
-                return {};
-            }};
-}
-
-// A key whose value is an integer: checked by `check`, then stored by `store`.
-Key integer_key(std::string_view section, std::string_view name, std::string_view accepted,
-                std::function<Result<void>(long long)> check,
-                std::function<void(Config&, std::int64_t)> store) {
-    return {section, name, accepted,
-            [check = std::move(check), store = std::move(store)](const toml::node& n,
-                                                                 Config& c) -> Result<void> {
-                auto v = n.value_exact<std::int64_t>();
-                if (!v) return fail(Status::BadArg, "expected an integer");
-                if (auto r = check(*v); !r) return r;
-                store(c, *v);
-                return {};
-            }};
-}
-
-Result<void> existing_group(const std::string& name) {
+Result<std::string> existing_group(const std::string& name) {
     if (auto g = group_id(name); !g) return std::unexpected(g.error());
-    return {};
+    return name;
 }
 
-const std::array<Key, 10>& keys() {
-    static const std::array<Key, 10> table{{
-        string_key("daemon", "socket",
-                   "an absolute path, e.g. \"/run/monitord/io.monitord.Monitor\"",
-                   validate_socket_path, [](Config& c, std::string v) { c.socket = std::move(v); }),
-        string_key("daemon", "log-level", kLogLevelsAccepted, validate_log_level,
-                   [](Config& c, std::string v) { c.log_level = std::move(v); }),
-        integer_key(
-            "loading", "history-seconds", kHistorySecondsAccepted, validate_history_seconds,
-            [](Config& c, std::int64_t v) { c.history_seconds = static_cast<std::size_t>(v); }),
-        string_key("loading", "probe", kProbeAccepted, validate_probe,
-                   [](Config& c, std::string v) { c.probe = std::move(v); }),
-        string_key("watchdog", "device", kWatchdogDeviceAccepted, validate_watchdog_device,
-                   [](Config& c, std::string v) { c.watchdog_device = std::move(v); }),
-        integer_key("watchdog", "timeout", kWatchdogTimeoutAccepted, validate_watchdog_timeout,
-                    [](Config& c, std::int64_t v) { c.watchdog_timeout = v; }),
-        string_key(
-            "watchdog", "policy", kWatchdogPolicyAccepted,
+const std::vector<ConfigKey>& keys() {
+    using enum OnReload;
+    static const std::vector<ConfigKey> table{
+        key<&Config::socket, std::string>(
+            "daemon", "socket", "an absolute path, e.g. \"/run/monitord/io.monitord.Monitor\"",
+            AtRestart, parse_socket_path),
+        key<&Config::log_level, std::string>(
+            "daemon", "log-level", monitor::names_list(kLogLevelNames), Applies, parse_log_level),
+        key<&Config::history_seconds, std::int64_t>(
+            "loading", "history-seconds",
+            "an integer from 1 to " + std::to_string(kMaxHistorySeconds), Applies,
+            parse_history_seconds),
+        key<&Config::probe, std::string>("loading", "probe",
+                                         monitor::names_list(monitor::kProbeModeNames), AtRestart,
+                                         parse_probe),
+        key<&Config::watchdog_device, std::string>(
+            "watchdog", "device", "an absolute path such as \"/dev/watchdog\", or \"\" for none",
+            AtRestart, parse_watchdog_device),
+        key<&Config::watchdog_timeout, std::int64_t>(
+            "watchdog", "timeout",
+            "an integer from 1 to " + std::to_string(kMaxWatchdogTimeout) + " (seconds)", AtRestart,
+            parse_watchdog_timeout),
+        enum_key<&Config::watchdog_policy>("watchdog", "policy", AtRestart,
+                                           monitor::watchdog::kPetPolicyNames),
+        enum_key<&Config::watchdog_on_stop>("watchdog", "on-stop", Applies,
+                                            monitor::watchdog::kOnStopNames),
+        key<&Config::socket_group, std::string>("access", "socket-group",
+                                                std::string{kGroupName} + ", e.g. \"monitor\"",
+                                                AtRestart, existing_group),
+        key<&Config::control_group, std::string>(
+            "access", "control-group", std::string{kGroupName} + ", or \"\" for root only", Applies,
             [](const std::string& v) {
-                return one_of(v, {"any", "all"});
-            },
-            [](Config& c, std::string v) { c.watchdog_policy = std::move(v); }),
-        string_key(
-            "watchdog", "on-stop", kWatchdogOnStopAccepted,
-            [](const std::string& v) {
-                return one_of(v, {"disarm", "keep-armed"});
-            },
-            [](Config& c, std::string v) { c.watchdog_on_stop = std::move(v); }),
-        string_key("access", "socket-group", kGroupAccepted, existing_group,
-                   [](Config& c, std::string v) { c.socket_group = std::move(v); }),
-        string_key(
-            "access", "control-group", kControlGroupAccepted,
-            [](const std::string& v) { return v.empty() ? Result<void>{} : existing_group(v); },
-            [](Config& c, std::string v) { c.control_group = std::move(v); }),
-    }};
+                return v.empty() ? Result<std::string>{} : existing_group(v);
+            }),
+    };
     return table;
+}
+
+const ConfigKey* find_key(std::string_view section, std::string_view name) {
+    for (const auto& k : keys()) {
+        if (k.section == section && k.name == name) return &k;
+    }
+    return nullptr;
+}
+
+RawValue raw_value(const toml::node& n) {
+    if (auto s = n.value_exact<std::string>()) return *s;
+    if (auto i = n.value_exact<std::int64_t>()) return *i;
+    return std::monostate{};
 }
 
 std::string where(const std::filesystem::path& file, const toml::source_region& src) {
@@ -145,21 +149,24 @@ std::filesystem::path default_config_path() {
     return std::filesystem::path{MONITORD_SYSCONFDIR} / "monitord" / "monitord.conf";
 }
 
-Result<void> validate_log_level(const std::string& level) {
-    for (const char* l : kLogLevels) {
-        if (level == l) return {};
-    }
-    return fail(Status::BadArg,
-                "unknown log level '" + level + "' (use trace, debug, info, warning or error)");
+Result<spdlog::level::level_enum> parse_log_level(const std::string& level) {
+    if (auto l = monitor::value_named(kLogLevelNames, level)) return *l;
+    return fail(Status::BadArg, "unknown log level '" + level + "' (use " +
+                                    monitor::names_list(kLogLevelNames) + ")");
 }
 
-Result<void> validate_history_seconds(long long seconds) {
-    if (seconds >= 1 && seconds <= kMaxHistorySeconds) return {};
+Result<std::size_t> parse_history_seconds(long long seconds) {
+    if (seconds >= 1 && seconds <= kMaxHistorySeconds) return static_cast<std::size_t>(seconds);
     return fail(Status::BadArg, std::to_string(seconds) + " is out of range (1 to " +
                                     std::to_string(kMaxHistorySeconds) + ")");
 }
 
-Result<void> validate_socket_path(const std::string& path) {
+Result<monitor::ProbeMode> parse_probe(const std::string& mode) {
+    if (auto m = monitor::probe_mode_from_name(mode)) return *m;
+    return fail(Status::BadArg, "unknown probe mode '" + mode + "'");
+}
+
+Result<std::filesystem::path> parse_socket_path(const std::string& path) {
     constexpr std::size_t kMax = 107;  // sizeof(sockaddr_un::sun_path) - 1
     if (path.empty() || path[0] != '/')
         return fail(Status::BadArg, "'" + path + "' is not absolute");
@@ -167,16 +174,16 @@ Result<void> validate_socket_path(const std::string& path) {
         return fail(Status::BadArg, "'" + path + "' is longer than " + std::to_string(kMax) +
                                         " bytes, the most a socket address holds");
     }
-    return {};
+    return path;
 }
 
-Result<void> validate_watchdog_device(const std::string& path) {
-    if (path.empty() || path[0] == '/') return {};
+Result<std::filesystem::path> parse_watchdog_device(const std::string& path) {
+    if (path.empty() || path[0] == '/') return path;
     return fail(Status::BadArg, "'" + path + "' is not absolute");
 }
 
-Result<void> validate_watchdog_timeout(long long seconds) {
-    if (seconds >= 1 && seconds <= 3600) return {};
+Result<std::chrono::seconds> parse_watchdog_timeout(long long seconds) {
+    if (seconds >= 1 && seconds <= kMaxWatchdogTimeout) return std::chrono::seconds{seconds};
     return fail(Status::BadArg, std::to_string(seconds) + " is out of range");
 }
 
@@ -191,54 +198,75 @@ Result<gid_t> group_id(const std::string& name) {
     return found->gr_gid;
 }
 
-Result<void> Overrides::validate() const {
-    auto flag = [](const char* name, Result<void> r, const char* accepted) -> Result<void> {
-        if (r) return r;
-        return fail(Status::BadArg,
-                    std::string{name} + ": " + r.error().message + "; use " + accepted);
+std::string ConfigKey::label() const {
+    return "[" + std::string{section} + "] " + std::string{name};
+}
+
+std::span<const ConfigKey> config_keys() {
+    return keys();
+}
+
+Result<Overrides> Flags::parse() const {
+    auto text = [](const std::optional<std::string>& v) -> std::optional<RawValue> {
+        if (v) return *v;
+        return std::nullopt;
     };
-    if (socket) {
-        if (auto r = flag("--socket", validate_socket_path(*socket), "an absolute path"); !r)
-            return r;
-    }
-    if (log_level) {
-        if (auto r = flag("--log-level", validate_log_level(*log_level), kLogLevelsAccepted); !r) {
-            return r;
+    auto integer = [](const std::optional<long long>& v) -> std::optional<RawValue> {
+        if (v) return std::int64_t{*v};
+        return std::nullopt;
+    };
+    // The flags in the order they are checked, each with its key; `accepted` replaces the
+    // key's where the command line takes something else.
+    struct Flag {
+        const char* flag;
+        std::string_view section;
+        std::string_view key;
+        std::optional<RawValue> value;
+        const char* accepted;
+    };
+    const Flag flags[] = {
+        {"--socket", "daemon", "socket", text(socket), "an absolute path"},
+        {"--log-level", "daemon", "log-level", text(log_level), nullptr},
+        {"--history-seconds", "loading", "history-seconds", integer(history_seconds), nullptr},
+        {"--probe", "loading", "probe", text(probe), nullptr},
+        {"--watchdog", "watchdog", "device",
+         text(watchdog_device == "none" ? std::string{} : watchdog_device),
+         "an absolute path such as /dev/watchdog, or none"},
+        {"--watchdog-timeout", "watchdog", "timeout", integer(watchdog_timeout), nullptr},
+    };
+    Overrides o;
+    for (const auto& f : flags) {
+        if (!f.value) continue;
+        const ConfigKey* k = find_key(f.section, f.key);
+        if (auto r = k->parse(*f.value, o.values_); !r) {
+            return fail(Status::BadArg, std::string{f.flag} + ": " + r.error().message + "; use " +
+                                            (f.accepted ? std::string{f.accepted} : k->accepted));
         }
+        o.given_.push_back(k);
     }
-    if (history_seconds) {
-        auto r = flag("--history-seconds", validate_history_seconds(*history_seconds),
-                      kHistorySecondsAccepted);
-        if (!r) return r;
-    }
-    if (probe) {
-        if (auto r = flag("--probe", validate_probe(*probe), kProbeAccepted); !r) return r;
-    }
-    if (watchdog_device && *watchdog_device != "none") {
-        auto r = flag("--watchdog", validate_watchdog_device(*watchdog_device),
-                      "an absolute path such as /dev/watchdog, or none");
-        if (!r) return r;
-    }
-    if (watchdog_timeout) {
-        auto r = flag("--watchdog-timeout", validate_watchdog_timeout(*watchdog_timeout),
-                      kWatchdogTimeoutAccepted);
-        if (!r) return r;
-    }
-    return {};
+    return o;
 }
 
 void Overrides::apply(Config& c) const {
-    if (socket) c.socket = *socket;
-    if (log_level) c.log_level = *log_level;
-    if (history_seconds) c.history_seconds = static_cast<std::size_t>(*history_seconds);
-    if (probe) c.probe = *probe;
-    if (watchdog_device) c.watchdog_device = *watchdog_device == "none" ? "" : *watchdog_device;
-    if (watchdog_timeout) c.watchdog_timeout = *watchdog_timeout;
+    for (const ConfigKey* k : given_) k->copy(values_, c);
 }
 
-Result<void> validate_probe(const std::string& mode) {
-    if (monitor::probe_mode_from_name(mode)) return {};
-    return fail(Status::BadArg, "unknown probe mode '" + mode + "'");
+ReloadPlan plan_reload(const Config& running, const Config& next) {
+    ReloadPlan plan{next, {}};
+    for (const auto& k : keys()) {
+        if (k.reload == OnReload::Applies || k.same(running, next)) continue;
+        plan.at_restart.push_back(k.label());
+        k.copy(running, plan.config);
+    }
+    return plan;
+}
+
+std::string ReloadPlan::restart_message() const {
+    if (at_restart.empty()) return {};
+    std::string s;
+    for (const auto& k : at_restart) s += (s.empty() ? "" : ", ") + k;
+    return s + (at_restart.size() == 1 ? " changed; it takes effect at restart"
+                                       : " changed; they take effect at restart");
 }
 
 Result<Config> load_config(const std::filesystem::path& file, Config base) {
@@ -294,19 +322,15 @@ Result<Config> load_config(const std::filesystem::path& file, Config base) {
                                             "]; sections are " + known_sections());
         }
         if (e.key.empty()) continue;  // an empty known section
-        const Key* spec = nullptr;
-        for (const auto& k : keys()) {
-            if (k.section == e.section && k.name == e.key) spec = &k;
-        }
+        const ConfigKey* spec = find_key(e.section, e.key);
         if (spec == nullptr) {
             return fail(Status::BadArg, at + ": [" + e.section + "] unknown key '" + e.key +
                                             "'; keys of [" + e.section + "] are " +
                                             known_keys(e.section));
         }
-        if (auto r = spec->apply(*e.node, base); !r) {
-            return fail(Status::BadArg, at + ": [" + e.section + "] " + e.key + ": " +
-                                            r.error().message + "; use " +
-                                            std::string{spec->accepted});
+        if (auto r = spec->parse(raw_value(*e.node), base); !r) {
+            return fail(Status::BadArg, at + ": " + spec->label() + ": " + r.error().message +
+                                            "; use " + std::string{spec->accepted});
         }
     }
     return base;

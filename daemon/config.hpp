@@ -2,32 +2,41 @@
 // command line. Every key is documented in monitord.conf(5).
 #pragma once
 
+#include <spdlog/common.h>
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
+#include <variant>
 #include <vector>
 
+#include "monitor/loading/idle_probe.hpp"
 #include "monitor/status.hpp"
+#include "monitor/watchdog/watchdog.hpp"
 
 namespace monitord {
 
 struct Config {
     // [daemon]
-    std::string socket;              // empty: the default path for this user
-    std::string log_level = "info";  // trace, debug, info, warning, error
+    std::filesystem::path socket;  // empty: the default path for this user
+    spdlog::level::level_enum log_level = spdlog::level::info;
     // [loading]
     std::size_t history_seconds = 60;
-    std::string probe = "spin";  // spin, sleep, off
+    monitor::ProbeMode probe = monitor::ProbeMode::Spin;
     // [watchdog]
     // nullopt: /dev/watchdog when it exists (a missing or refused device is then only a
-    // warning); "": off; a path: that device, which must open.
-    std::optional<std::string> watchdog_device;
-    long long watchdog_timeout = 10;          // seconds, as asked of the driver
-    std::string watchdog_policy = "all";      // any, all
-    std::string watchdog_on_stop = "disarm";  // disarm, keep-armed
+    // warning); empty: off; a path: that device, which must open.
+    std::optional<std::filesystem::path> watchdog_device;
+    std::chrono::seconds watchdog_timeout{10};  // as asked of the driver
+    monitor::watchdog::PetPolicyKind watchdog_policy = monitor::watchdog::PetPolicyKind::All;
+    monitor::watchdog::OnStop watchdog_on_stop = monitor::watchdog::OnStop::Disarm;
     // [access]
     // The group of the socket the daemon makes itself (mode 0660); nullopt: "monitor" when
     // that group exists, else the daemon's own group.
@@ -35,9 +44,48 @@ struct Config {
     std::string control_group;  // may start and stop counter sessions; "": root only
 };
 
-// Settings given on the command line; each one given replaces the file's value, at start
-// and at every reload.
-struct Overrides {
+// What a reload (SIGHUP) does with a key's new value. No zero value: a key must say.
+enum class OnReload : std::uint8_t {
+    Applies = 1,  // the running daemon takes it
+    AtRestart,    // the daemon keeps its running value until it starts again
+};
+
+// A value as the file or a flag gives it, before its key reads it; monostate for a value of
+// another type (a float, a table...).
+using RawValue = std::variant<std::monostate, std::string, std::int64_t>;
+
+// One key of the file. The flags are read by the same keys, so a setting means the same
+// wherever it is written.
+struct ConfigKey {
+    std::string_view section;
+    std::string_view name;
+    std::string accepted;  // what would work, for error messages
+    OnReload reload;
+    // Checks the value and stores it in its field; the message says what is wrong.
+    std::function<monitor::Result<void>(const RawValue&, Config&)> parse;
+    std::function<bool(const Config&, const Config&)> same;  // the field is equal
+    std::function<void(const Config& from, Config& to)> copy;
+
+    std::string label() const;  // "[loading] probe"
+};
+
+// Every key, by section, in the order of monitord.conf(5).
+std::span<const ConfigKey> config_keys();
+
+// Settings given on the command line, read: each one given replaces the file's value, at
+// start and at every reload.
+class Overrides {
+  public:
+    void apply(Config& c) const;
+
+  private:
+    friend struct Flags;
+    Config values_;
+    std::vector<const ConfigKey*> given_;
+};
+
+// The settings' flags as given on the command line.
+struct Flags {
     std::optional<std::string> socket;
     std::optional<std::string> log_level;
     std::optional<long long> history_seconds;
@@ -45,10 +93,23 @@ struct Overrides {
     std::optional<std::string> watchdog_device;  // "none" or "": off
     std::optional<long long> watchdog_timeout;
 
-    // Checks the values given; the error names the flag and what would work.
-    monitor::Result<void> validate() const;
-    void apply(Config& c) const;
+    // Reads the values given with their keys' parsers; the error names the flag and what
+    // would work.
+    monitor::Result<Overrides> parse() const;
 };
+
+// What a reload does with a new configuration.
+struct ReloadPlan {
+    // The new settings, except the keys that take effect at restart: their running values.
+    Config config;
+    // The keys that changed and take effect at restart, as "[loading] probe".
+    std::vector<std::string> at_restart;
+
+    // "[loading] probe, [watchdog] timeout changed; they take effect at restart"; "" when
+    // nothing waits for a restart.
+    std::string restart_message() const;
+};
+ReloadPlan plan_reload(const Config& running, const Config& next);
 
 // The configuration file used when --config is not given.
 std::filesystem::path default_config_path();
@@ -57,26 +118,14 @@ std::filesystem::path default_config_path();
 // BADARG with a message "FILE:LINE: [section] key: what is wrong; what would work".
 monitor::Result<Config> load_config(const std::filesystem::path& file, Config base);
 
-// Checks values that may come from the command line as well as the file. The messages say
-// what is wrong; the caller adds what would work (kLogLevelsAccepted, ...).
-inline constexpr const char* kLogLevelsAccepted = "trace, debug, info, warning or error";
-inline constexpr const char* kHistorySecondsAccepted = "an integer from 1 to 3600";
-inline constexpr const char* kProbeAccepted = "spin, sleep or off";
-inline constexpr const char* kWatchdogDeviceAccepted =
-    "an absolute path such as \"/dev/watchdog\", or \"\" for none";
-inline constexpr const char* kWatchdogTimeoutAccepted = "an integer from 1 to 3600 (seconds)";
-inline constexpr const char* kWatchdogPolicyAccepted = "any or all";
-inline constexpr const char* kWatchdogOnStopAccepted = "disarm or keep-armed";
-inline constexpr const char* kGroupAccepted =
-    "the name of a group of this machine (getent group lists them), e.g. \"monitor\"";
-inline constexpr const char* kControlGroupAccepted =
-    "the name of a group of this machine (getent group lists them), or \"\" for root only";
-monitor::Result<void> validate_log_level(const std::string& level);
-monitor::Result<void> validate_history_seconds(long long seconds);
-monitor::Result<void> validate_probe(const std::string& mode);
-monitor::Result<void> validate_socket_path(const std::string& path);
-monitor::Result<void> validate_watchdog_device(const std::string& path);
-monitor::Result<void> validate_watchdog_timeout(long long seconds);
+// The parsers of the values that may come from the command line as well as the file. The
+// messages say what is wrong; the key's `accepted` says what would work.
+monitor::Result<spdlog::level::level_enum> parse_log_level(const std::string& level);
+monitor::Result<std::size_t> parse_history_seconds(long long seconds);
+monitor::Result<monitor::ProbeMode> parse_probe(const std::string& mode);
+monitor::Result<std::filesystem::path> parse_socket_path(const std::string& path);
+monitor::Result<std::filesystem::path> parse_watchdog_device(const std::string& path);
+monitor::Result<std::chrono::seconds> parse_watchdog_timeout(long long seconds);
 // The group's id; BADARG "unknown group 'x'" when this machine has no such group.
 monitor::Result<gid_t> group_id(const std::string& name);
 

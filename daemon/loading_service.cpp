@@ -48,7 +48,9 @@ VarlinkServer::Response LoadingService::status() const {
     }
     s.history_seconds = static_cast<std::int64_t>(engine.history_seconds());
     if (const auto* dog = runtime_.watchdog()) {
-        s.watchdog = monitor::protocol::watchdog_info(dog->status(), on_stop_);
+        s.watchdog = monitor::protocol::watchdog_info(
+            dog->status(),
+            monitor::protocol::enum_value(monitor::watchdog::on_stop_name(on_stop_)));
     }
     Reply r;
     r.parameters = monitor::protocol::to_json(s);

@@ -25,9 +25,9 @@ class LoadingService {
     // Registers GetStatus and GetLoading.
     void setup();
     // What GetStatus says of the daemon: its state ("running", "reloading", ...) and what
-    // an orderly stop does to the watchdog ("disarm", "keep_armed").
+    // an orderly stop does to the watchdog.
     void set_state(std::string state) { state_ = std::move(state); }
-    void set_watchdog_on_stop(std::string on_stop) { on_stop_ = std::move(on_stop); }
+    void set_watchdog_on_stop(monitor::watchdog::OnStop on_stop) { on_stop_ = on_stop; }
 
     // After a tick: the replies are made afresh, and the callers that asked for more get
     // theirs.
@@ -45,7 +45,7 @@ class LoadingService {
     const monitor::Runtime& runtime_;
     const std::chrono::steady_clock::time_point started_;
     std::string state_ = "starting";
-    std::string on_stop_ = "disarm";
+    monitor::watchdog::OnStop on_stop_ = monitor::watchdog::OnStop::Disarm;
     // Encoded GetLoading replies by query (per_cpu + 2 * history + 4 * more), valid until
     // the loading changes.
     std::array<VarlinkServer::EncodedReply, 8> replies_;

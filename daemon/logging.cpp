@@ -22,11 +22,11 @@ bool stderr_is_journal() {
     return st.st_dev == dev && st.st_ino == ino;
 }
 
-void set_log_level(const std::string& level) {
-    spdlog::set_level(spdlog::level::from_str(level == "warning" ? "warn" : level));
+void set_log_level(spdlog::level::level_enum level) {
+    spdlog::set_level(level);
 }
 
-void setup_logging(const std::string& level) {
+void setup_logging(spdlog::level::level_enum level) {
     std::shared_ptr<spdlog::logger> logger;
     if (stderr_is_journal()) {
         logger = std::make_shared<spdlog::logger>(

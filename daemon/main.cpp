@@ -23,7 +23,7 @@ int main(int argc, char** argv) {
 
     CLI::App app{"monitord: CPU loading monitor daemon (see monitord(8))", "monitord"};
     std::string config_file;
-    monitord::Overrides flags;
+    monitord::Flags flags;
     bool show_loading = false;
     bool check_config = false;
     std::string proc_root = "/proc";
@@ -67,8 +67,9 @@ int main(int argc, char** argv) {
         int code = app.exit(e);
         return code == 0 ? 0 : kExitUsage;
     }
-    if (auto r = flags.validate(); !r) {
-        std::fprintf(stderr, "monitord: %s\n", r.error().message.c_str());
+    auto overrides = flags.parse();
+    if (!overrides) {
+        std::fprintf(stderr, "monitord: %s\n", overrides.error().message.c_str());
         return kExitUsage;
     }
 
@@ -90,9 +91,9 @@ int main(int argc, char** argv) {
         std::printf("%s: OK\n", options.config_file ? file.c_str() : "built-in defaults");
         return 0;
     }
-    flags.apply(config);
+    overrides->apply(config);
     options.config = config;
-    options.overrides = flags;
+    options.overrides = *overrides;
     options.show_loading = show_loading;
     options.user_socket = user_socket;
     options.proc_root = proc_root;

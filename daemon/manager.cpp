@@ -83,7 +83,7 @@ Result<void> Manager::setup() {
     const auto place = monitor::protocol::daemon_socket_place(
         monitor::protocol::SocketEnvironment::current(), options_.user_socket);
     const bool default_path = options_.config.socket.empty();
-    const std::string path = default_path ? place.path : options_.config.socket;
+    const std::string path = default_path ? place.path : options_.config.socket.string();
     const bool create_dir =
         default_path && place.kind != monitor::protocol::SocketPlaceKind::Environment;
     auto socket_group = this->socket_group();
@@ -96,11 +96,8 @@ Result<void> Manager::setup() {
     eo.proc_root = options_.proc_root;
     eo.sys_root = options_.sys_root;
     eo.history_seconds = options_.config.history_seconds;
-    eo.probe =
-        monitor::probe_mode_from_name(options_.config.probe).value_or(monitor::ProbeMode::Spin);
-    auto watchdog = std::make_shared<monitor::watchdog::Watchdog>(
-        monitor::watchdog::pet_policy_from_name(options_.config.watchdog_policy)
-            .value_or(monitor::watchdog::PetPolicyKind::All));
+    eo.probe = options_.config.probe;
+    auto watchdog = std::make_shared<monitor::watchdog::Watchdog>(options_.config.watchdog_policy);
     // std::chrono::steady_clock is CLOCK_MONOTONIC, the clock of the loop's timer.
     auto runtime = monitor::Runtime::create(eo, std::move(watchdog),
                                             [] { return std::chrono::steady_clock::now(); });
@@ -122,8 +119,7 @@ Result<void> Manager::setup() {
         VarlinkServer::Info{"monitord", "monitord", MONITORD_VERSION, "man:monitord(8)"}, limits);
     loading_ = std::make_unique<LoadingService>(*server_, *runtime_);
     loading_->setup();
-    loading_->set_watchdog_on_stop(options_.config.watchdog_on_stop == "keep-armed" ? "keep_armed"
-                                                                                    : "disarm");
+    loading_->set_watchdog_on_stop(options_.config.watchdog_on_stop);
     auto counter_options = options_.counters;
     counter_options.proc_root = options_.proc_root;
     counter_options.sys_root = options_.sys_root;
@@ -207,7 +203,7 @@ void Manager::log_probes() const {
 Result<void> Manager::arm_watchdog() {
     const auto& c = options_.config;
     const bool automatic = !c.watchdog_device.has_value();
-    const std::string device = c.watchdog_device.value_or("/dev/watchdog");
+    const std::string device = c.watchdog_device.value_or("/dev/watchdog").string();
     if (device.empty()) return {};
     if (automatic && !std::filesystem::exists(device)) {
         spdlog::info("No watchdog: {} does not exist", device);
@@ -220,7 +216,7 @@ Result<void> Manager::arm_watchdog() {
         }
         return monitor::fail(monitor::Status::BadArg, "watchdog: " + why);
     };
-    auto r = runtime_->arm_watchdog(device, std::chrono::seconds(c.watchdog_timeout));
+    auto r = runtime_->arm_watchdog(device, c.watchdog_timeout);
     if (!r) {
         if (automatic || r.error().status == monitor::Status::BadArg) {
             return refuse(r.error().message);
@@ -235,9 +231,9 @@ Result<void> Manager::arm_watchdog() {
         s.timeout_s ? fmt::format("{} s", *s.timeout_s) : std::string{"unknown"},
         monitor::watchdog::pet_policy_name(s.policy),
         s.last_reset_by_watchdog ? "; the last reset was caused by the watchdog" : "");
-    if (s.timeout_s && *s.timeout_s != c.watchdog_timeout) {
+    if (s.timeout_s && *s.timeout_s != c.watchdog_timeout.count()) {
         spdlog::warn("Watchdog {}: asked for a timeout of {} s, the driver granted {} s", device,
-                     c.watchdog_timeout, *s.timeout_s);
+                     c.watchdog_timeout.count(), *s.timeout_s);
     }
     return {};
 }
@@ -248,12 +244,12 @@ void Manager::release_watchdog() {
     if (watchdog == nullptr) return;
     const auto s = watchdog->status();
     if (s.armed) {
-        if (options_.config.watchdog_on_stop == "keep-armed") {
+        if (options_.config.watchdog_on_stop == monitor::watchdog::OnStop::KeepArmed) {
             watchdog->close_armed();
             spdlog::warn(
-                "Watchdog {} left armed (on-stop = keep-armed): the machine resets in "
-                "{} unless it is petted again",
-                s.device,
+                "Watchdog {} left armed (on-stop = {}): the machine resets in {} unless it is "
+                "petted again",
+                s.device, monitor::watchdog::on_stop_name(options_.config.watchdog_on_stop),
                 s.time_left_s ? fmt::format("{} s", *s.time_left_s) : std::string{"its timeout"});
         } else if (auto r = watchdog->disarm(); !r) {
             spdlog::error("Watchdog: {}", r.error().message);
@@ -363,33 +359,14 @@ void Manager::reload() {
     } else {
         next = *loaded;
         options_.overrides.apply(next);
-        if (next.probe != options_.config.probe) {
-            spdlog::warn("The probe mode changed to '{}'; it takes effect at restart", next.probe);
-            next.probe = options_.config.probe;
-        }
-        if (next.watchdog_device != options_.config.watchdog_device ||
-            next.watchdog_timeout != options_.config.watchdog_timeout ||
-            next.watchdog_policy != options_.config.watchdog_policy) {
-            spdlog::warn("The watchdog settings changed; they take effect at restart");
-            next.watchdog_device = options_.config.watchdog_device;
-            next.watchdog_timeout = options_.config.watchdog_timeout;
-            next.watchdog_policy = options_.config.watchdog_policy;
-        }
-        if (next.socket != options_.config.socket) {
-            spdlog::warn("The socket path changed to '{}'; it takes effect at restart",
-                         next.socket);
-            next.socket = options_.config.socket;
-        }
-        if (next.socket_group != options_.config.socket_group) {
-            spdlog::warn("The socket group changed; it takes effect at restart");
-            next.socket_group = options_.config.socket_group;
-        }
-        set_log_level(next.log_level);
-        runtime_->engine().set_history_seconds(next.history_seconds);
+        // The keys a reload cannot apply keep their running values.
+        auto plan = plan_reload(options_.config, next);
+        if (!plan.at_restart.empty()) spdlog::warn("{}", plan.restart_message());
+        options_.config = std::move(plan.config);
+        set_log_level(options_.config.log_level);
+        runtime_->engine().set_history_seconds(options_.config.history_seconds);
         loading_->forget_replies();
-        options_.config = next;
-        loading_->set_watchdog_on_stop(next.watchdog_on_stop == "keep-armed" ? "keep_armed"
-                                                                             : "disarm");
+        loading_->set_watchdog_on_stop(options_.config.watchdog_on_stop);
         apply_control_group();
         spdlog::info("Reloaded {}", have_file ? file.string() : std::string{"the defaults"});
     }

@@ -43,22 +43,11 @@ std::uint64_t thread_cpu_ns(clockid_t clock) {
 }  // namespace
 
 std::string_view probe_mode_name(ProbeMode m) noexcept {
-    switch (m) {
-        case ProbeMode::Spin:
-            return "spin";
-        case ProbeMode::Sleep:
-            return "sleep";
-        case ProbeMode::Off:
-            return "off";
-    }
-    return "off";
+    return name_of(kProbeModeNames, m);
 }
 
 std::optional<ProbeMode> probe_mode_from_name(std::string_view name) noexcept {
-    for (auto m : {ProbeMode::Spin, ProbeMode::Sleep, ProbeMode::Off}) {
-        if (probe_mode_name(m) == name) return m;
-    }
-    return std::nullopt;
+    return value_named(kProbeModeNames, name);
 }
 
 std::string_view probe_state_name(ProbeState s) noexcept {

@@ -82,6 +82,12 @@ std::vector<SourceLoad> sources_from_json(const json& j) {
 
 }  // namespace
 
+std::string enum_value(std::string_view name) {
+    std::string v{name};
+    std::replace(v.begin(), v.end(), '-', '_');
+    return v;
+}
+
 json to_json(const WatchdogInfo& w) {
     auto opt = [](const auto& v) { return v ? json(*v) : json(nullptr); };
     return json{

@@ -6,13 +6,11 @@
 namespace monitor::watchdog {
 
 std::string_view pet_policy_name(PetPolicyKind k) noexcept {
-    return k == PetPolicyKind::Any ? "any" : "all";
+    return name_of(kPetPolicyNames, k);
 }
 
 std::optional<PetPolicyKind> pet_policy_from_name(std::string_view name) noexcept {
-    if (name == "any") return PetPolicyKind::Any;
-    if (name == "all") return PetPolicyKind::All;
-    return std::nullopt;
+    return value_named(kPetPolicyNames, name);
 }
 
 void PetPolicy::set_cpus(const std::vector<int>& cpus) {

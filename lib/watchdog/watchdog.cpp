@@ -2,6 +2,14 @@
 
 namespace monitor::watchdog {
 
+std::string_view on_stop_name(OnStop s) noexcept {
+    return name_of(kOnStopNames, s);
+}
+
+std::optional<OnStop> on_stop_from_name(std::string_view name) noexcept {
+    return value_named(kOnStopNames, name);
+}
+
 Watchdog::Watchdog(PetPolicyKind policy, std::function<Clock::time_point()> now)
     : policy_(policy), now_(std::move(now)) {}
 

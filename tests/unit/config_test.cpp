@@ -4,11 +4,16 @@
 #include <grp.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace monitord {
 namespace {
@@ -68,7 +73,7 @@ class ConfigTest : public ::testing::Test {
 TEST_F(ConfigTest, DefaultsAreDocumented) {
     Config c;
     EXPECT_EQ(c.socket, "");
-    EXPECT_EQ(c.log_level, "info");
+    EXPECT_EQ(c.log_level, spdlog::level::info);
     EXPECT_EQ(c.history_seconds, 60u);
     EXPECT_EQ(default_config_path().filename(), "monitord.conf");
     EXPECT_EQ(default_config_path().parent_path().filename(), "monitord");
@@ -87,16 +92,19 @@ history-seconds = 300
     auto r = load_config(p, Config{});
     ASSERT_TRUE(r.has_value()) << r.error().to_string();
     EXPECT_EQ(r->socket, "/run/test/monitord.sock");
-    EXPECT_EQ(r->log_level, "debug");
+    EXPECT_EQ(r->log_level, spdlog::level::debug);
     EXPECT_EQ(r->history_seconds, 300u);
 }
 
 TEST_F(ConfigTest, EveryLogLevelAndTheHistoryBounds) {
-    for (const char* level : {"trace", "debug", "info", "warning", "error"}) {
+    using enum spdlog::level::level_enum;
+    for (auto [level, value] :
+         {std::pair{"trace", trace}, std::pair{"debug", debug}, std::pair{"info", info},
+          std::pair{"warning", warn}, std::pair{"error", err}}) {
         auto p = write("level.conf", std::string{"[daemon]\nlog-level = \""} + level + "\"\n");
         auto r = load_config(p, Config{});
         ASSERT_TRUE(r.has_value()) << level << ": " << r.error().to_string();
-        EXPECT_EQ(r->log_level, level);
+        EXPECT_EQ(r->log_level, value);
     }
     for (int seconds : {1, 3600}) {
         auto p = write("hist.conf", "[loading]\nhistory-seconds = " + std::to_string(seconds));
@@ -109,14 +117,14 @@ TEST_F(ConfigTest, EveryLogLevelAndTheHistoryBounds) {
 TEST_F(ConfigTest, EmptyFileKeepsTheBase) {
     Config base;
     base.socket = "/tmp/base.sock";
-    base.log_level = "warning";
+    base.log_level = spdlog::level::warn;
     base.history_seconds = 17;
     for (const char* text : {"", "# only a comment\n\n", "[daemon]\n[loading]\n"}) {
         auto p = write("empty.conf", text);
         auto r = load_config(p, base);
         ASSERT_TRUE(r.has_value()) << r.error().to_string();
         EXPECT_EQ(r->socket, "/tmp/base.sock");
-        EXPECT_EQ(r->log_level, "warning");
+        EXPECT_EQ(r->log_level, spdlog::level::warn);
         EXPECT_EQ(r->history_seconds, 17u);
     }
 }
@@ -124,13 +132,13 @@ TEST_F(ConfigTest, EmptyFileKeepsTheBase) {
 TEST_F(ConfigTest, KeysInTheFileReplaceOnlyThemselves) {
     Config base;
     base.socket = "/tmp/base.sock";
-    base.log_level = "warning";
+    base.log_level = spdlog::level::warn;
     base.history_seconds = 17;
     auto p = write("partial.conf", "[loading]\nhistory-seconds = 120\n");
     auto r = load_config(p, base);
     ASSERT_TRUE(r.has_value()) << r.error().to_string();
     EXPECT_EQ(r->socket, "/tmp/base.sock");
-    EXPECT_EQ(r->log_level, "warning");
+    EXPECT_EQ(r->log_level, spdlog::level::warn);
     EXPECT_EQ(r->history_seconds, 120u);
 }
 
@@ -156,7 +164,7 @@ TEST_F(ConfigTest, ShippedExampleLoadsAndItsCommentedValuesAreTheDefaults) {
     }
     auto p = write("example.conf", uncommented.str());
     Config base;
-    base.log_level = "error";
+    base.log_level = spdlog::level::err;
     base.history_seconds = 5;
     auto r = load_config(p, base);
     ASSERT_TRUE(r.has_value()) << r.error().to_string();
@@ -299,10 +307,10 @@ TEST_F(ConfigTest, TopLevelValueIsNotReportedAsAnUnknownSection) {
 
 TEST(ConfigValidate, LogLevel) {
     for (const char* level : {"trace", "debug", "info", "warning", "error"}) {
-        EXPECT_TRUE(validate_log_level(level).has_value()) << level;
+        EXPECT_TRUE(parse_log_level(level).has_value()) << level;
     }
     for (const char* level : {"", "Info", "warn", "critical", "info "}) {
-        auto r = validate_log_level(level);
+        auto r = parse_log_level(level);
         ASSERT_FALSE(r.has_value()) << level;
         EXPECT_EQ(r.error().status, Status::BadArg);
         EXPECT_NE(r.error().message.find(std::string{"'"} + level + "'"), std::string::npos)
@@ -313,16 +321,363 @@ TEST(ConfigValidate, LogLevel) {
 
 TEST(ConfigValidate, HistorySeconds) {
     for (long long s : {1LL, 2LL, 60LL, 3599LL, 3600LL}) {
-        EXPECT_TRUE(validate_history_seconds(s).has_value()) << s;
+        EXPECT_TRUE(parse_history_seconds(s).has_value()) << s;
     }
     for (long long s : {0LL, -1LL, 3601LL, -9223372036854775807LL, 9223372036854775807LL}) {
-        auto r = validate_history_seconds(s);
+        auto r = parse_history_seconds(s);
         ASSERT_FALSE(r.has_value()) << s;
         EXPECT_EQ(r.error().status, Status::BadArg);
         EXPECT_NE(r.error().message.find(std::to_string(s)), std::string::npos)
             << r.error().message;
         EXPECT_NE(r.error().message.find("1 to 3600"), std::string::npos) << r.error().message;
     }
+}
+
+// ---- Typed values ----
+
+TEST_F(ConfigTest, EveryKeyParsesIntoItsType) {
+    ASSERT_NE(::getgrnam("root"), nullptr);
+    auto p = write("typed.conf", R"([daemon]
+socket = "/run/test/monitord.sock"
+log-level = "warning"
+
+[loading]
+history-seconds = 300
+probe = "sleep"
+
+[watchdog]
+device = "/dev/watchdog1"
+timeout = 30
+policy = "any"
+on-stop = "keep-armed"
+
+[access]
+socket-group = "root"
+control-group = "root"
+)");
+    auto r = load_config(p, Config{});
+    ASSERT_TRUE(r.has_value()) << r.error().to_string();
+    EXPECT_EQ(r->socket, std::filesystem::path{"/run/test/monitord.sock"});
+    EXPECT_EQ(r->log_level, spdlog::level::warn);
+    EXPECT_EQ(r->history_seconds, 300u);
+    EXPECT_EQ(r->probe, monitor::ProbeMode::Sleep);
+    EXPECT_EQ(r->watchdog_device, std::filesystem::path{"/dev/watchdog1"});
+    EXPECT_EQ(r->watchdog_timeout, std::chrono::seconds{30});
+    EXPECT_EQ(r->watchdog_policy, monitor::watchdog::PetPolicyKind::Any);
+    EXPECT_EQ(r->watchdog_on_stop, monitor::watchdog::OnStop::KeepArmed);
+    EXPECT_EQ(r->socket_group, "root");
+    EXPECT_EQ(r->control_group, "root");
+
+    // The other values of each enum key, and the empty device (off).
+    for (auto [mode, value] :
+         {std::pair{"spin", monitor::ProbeMode::Spin}, std::pair{"off", monitor::ProbeMode::Off}}) {
+        auto q = write("probe.conf", std::string{"[loading]\nprobe = \""} + mode + "\"\n");
+        auto c = load_config(q, Config{});
+        ASSERT_TRUE(c.has_value()) << c.error().to_string();
+        EXPECT_EQ(c->probe, value) << mode;
+    }
+    auto q =
+        write("other.conf", "[watchdog]\ndevice = \"\"\npolicy = \"all\"\non-stop = \"disarm\"\n");
+    auto c = load_config(q, r.value());
+    ASSERT_TRUE(c.has_value()) << c.error().to_string();
+    EXPECT_EQ(c->watchdog_device, std::filesystem::path{});
+    EXPECT_EQ(c->watchdog_policy, monitor::watchdog::PetPolicyKind::All);
+    EXPECT_EQ(c->watchdog_on_stop, monitor::watchdog::OnStop::Disarm);
+}
+
+TEST_F(ConfigTest, DefaultsOfTheTypedKeys) {
+    Config c;
+    EXPECT_EQ(c.probe, monitor::ProbeMode::Spin);
+    EXPECT_FALSE(c.watchdog_device.has_value());
+    EXPECT_EQ(c.watchdog_timeout, std::chrono::seconds{10});
+    EXPECT_EQ(c.watchdog_policy, monitor::watchdog::PetPolicyKind::All);
+    EXPECT_EQ(c.watchdog_on_stop, monitor::watchdog::OnStop::Disarm);
+}
+
+// Each bad value names the file, the line and the key, says what is wrong and what would
+// work: the whole message.
+TEST_F(ConfigTest, BadValuesOfEveryKindOfKey) {
+    struct Case {
+        const char* text;
+        int line;
+        const char* message;
+    };
+    const Case cases[] = {
+        {"[loading]\nprobe = \"fast\"\n", 2,
+         "[loading] probe: unknown probe mode 'fast'; use spin, sleep or off"},
+        {"[loading]\nprobe = 1\n", 2, "[loading] probe: expected a string; use spin, sleep or off"},
+        {"[watchdog]\n\npolicy = \"most\"\n", 3,
+         "[watchdog] policy: 'most' is not accepted; use any or all"},
+        // The wire's spelling is not the file's.
+        {"[watchdog]\non-stop = \"keep_armed\"\n", 2,
+         "[watchdog] on-stop: 'keep_armed' is not accepted; use disarm or keep-armed"},
+        {"[watchdog]\ntimeout = 0\n", 2,
+         "[watchdog] timeout: 0 is out of range; use an integer from 1 to 3600 (seconds)"},
+        {"[watchdog]\ntimeout = \"10\"\n", 2,
+         "[watchdog] timeout: expected an integer; use an integer from 1 to 3600 (seconds)"},
+        {"[watchdog]\ndevice = \"dev/watchdog\"\n", 2,
+         "[watchdog] device: 'dev/watchdog' is not absolute; use an absolute path such as "
+         "\"/dev/watchdog\", or \"\" for none"},
+        {"[daemon]\nlog-level = \"warn\"\n", 2,
+         "[daemon] log-level: unknown log level 'warn' (use trace, debug, info, warning or "
+         "error); use trace, debug, info, warning or error"},
+        {"[loading]\nhistory-seconds = 3601\n", 2,
+         "[loading] history-seconds: 3601 is out of range (1 to 3600); use an integer from 1 "
+         "to 3600"},
+        {"[daemon]\nsocket = \"run/x\"\n", 2,
+         "[daemon] socket: 'run/x' is not absolute; use an absolute path, e.g. "
+         "\"/run/monitord/io.monitord.Monitor\""},
+    };
+    for (const auto& c : cases) {
+        SCOPED_TRACE(c.text);
+        std::string msg = error_of(c.text);
+        EXPECT_EQ(msg, at(c.line) + c.message);
+    }
+}
+
+// ---- The key table ----
+
+std::set<std::string> labels(OnReload rule) {
+    std::set<std::string> s;
+    for (const auto& k : config_keys()) {
+        if (k.reload == rule) s.insert(k.label());
+    }
+    return s;
+}
+
+TEST(ConfigKeys, EveryKeyHasAReloadRuleAndSaysWhatItAccepts) {
+    std::set<std::string> seen;
+    for (const auto& k : config_keys()) {
+        SCOPED_TRACE(k.label());
+        EXPECT_TRUE(k.reload == OnReload::Applies || k.reload == OnReload::AtRestart);
+        EXPECT_FALSE(k.accepted.empty());
+        EXPECT_TRUE(k.parse && k.same && k.copy);
+        EXPECT_TRUE(seen.insert(k.label()).second) << "twice";
+    }
+    EXPECT_EQ(seen.size(), 10u);
+}
+
+// What the running daemon cannot change: the socket it listens on and its group, the probe
+// threads (started at calibration), and the watchdog (opened and armed once).
+TEST(ConfigKeys, TheRestartOnlyKeysAreThoseTheDaemonCannotChangeWhileRunning) {
+    EXPECT_EQ(labels(OnReload::AtRestart),
+              (std::set<std::string>{"[daemon] socket", "[loading] probe", "[watchdog] device",
+                                     "[watchdog] timeout", "[watchdog] policy",
+                                     "[access] socket-group"}));
+    // Manager::reload sets the log level, the history window and the control group; on-stop
+    // is read when the daemon stops.
+    EXPECT_EQ(labels(OnReload::Applies),
+              (std::set<std::string>{"[daemon] log-level", "[loading] history-seconds",
+                                     "[watchdog] on-stop", "[access] control-group"}));
+}
+
+// The lines of a file of the source tree, e.g. "man/monitord.conf.5".
+std::vector<std::string> source_lines(const std::string& path) {
+    std::ifstream in{fs::path{FIXTURES_DIR} / ".." / ".." / path};
+    EXPECT_TRUE(in) << path;
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+// `text`, the documentation of key `k`, says what a reload does with it, as the table does.
+void expect_says_reload_rule(const ConfigKey& k, const std::string& text) {
+    const bool applies = text.find("A reload applies a change.") != std::string::npos;
+    const bool at_restart =
+        text.find("A change takes effect at the next start.") != std::string::npos;
+    EXPECT_EQ(applies, k.reload == OnReload::Applies) << text;
+    EXPECT_EQ(at_restart, k.reload == OnReload::AtRestart) << text;
+}
+
+// monitord.conf(5) says it in every key's entry.
+TEST(ConfigKeys, TheManualSaysWhatAReloadDoesWithEveryKey) {
+    const auto lines = source_lines("man/monitord.conf.5");
+    for (const auto& k : config_keys()) {
+        SCOPED_TRACE(k.label());
+        std::string name{k.name};
+        for (std::size_t i = 0; (i = name.find('-', i)) != std::string::npos; i += 2) {
+            name.replace(i, 1, "\\-");
+        }
+        const std::string head = ".BR " + name + " \" (";
+        // The section's entries: from its .SH to the next.
+        auto line = std::find(lines.begin(), lines.end(), ".SH [" + std::string{k.section} + "]");
+        ASSERT_NE(line, lines.end());
+        line = std::find_if(line + 1, lines.end(), [&](const std::string& l) {
+            return l.starts_with(head) || l.starts_with(".SH");
+        });
+        ASSERT_TRUE(line != lines.end() && line->starts_with(head)) << "no entry " << head;
+        std::string entry;
+        for (++line; line != lines.end() && !line->starts_with(".TP") && !line->starts_with(".SH");
+             ++line) {
+            entry += *line + "\n";
+        }
+        expect_says_reload_rule(k, entry);
+    }
+}
+
+// The shipped example says it in the comment above each key.
+TEST(ConfigKeys, TheExampleSaysWhatAReloadDoesWithEveryKey) {
+    const auto lines = source_lines("etc/monitord.conf");
+    for (const auto& k : config_keys()) {
+        SCOPED_TRACE(k.label());
+        auto section = std::find(lines.begin(), lines.end(), "[" + std::string{k.section} + "]");
+        ASSERT_NE(section, lines.end());
+        const std::string head = "#" + std::string{k.name} + " = ";
+        auto line = std::find_if(section, lines.end(),
+                                 [&](const std::string& l) { return l.starts_with(head); });
+        ASSERT_NE(line, lines.end()) << "no " << head;
+        std::string comment;
+        while (line != section && (line - 1)->starts_with("# ")) {
+            --line;
+            comment = line->substr(2) + " " + comment;
+        }
+        expect_says_reload_rule(k, comment);
+    }
+}
+
+// ---- The command line ----
+
+// A flag and its key mean the same: each flag is read by its key's parser.
+TEST(ConfigFlags, FlagsAreReadByTheirKeys) {
+    const Flags f{.socket = "/tmp/flag.sock",
+                  .log_level = "warning",
+                  .history_seconds = 30,
+                  .probe = "off",
+                  .watchdog_device = "/dev/watchdog2",
+                  .watchdog_timeout = 20};
+    auto o = f.parse();
+    ASSERT_TRUE(o.has_value()) << o.error().to_string();
+    Config c;
+    c.control_group = "root";
+    o->apply(c);
+    EXPECT_EQ(c.socket, std::filesystem::path{"/tmp/flag.sock"});
+    EXPECT_EQ(c.log_level, spdlog::level::warn);
+    EXPECT_EQ(c.history_seconds, 30u);
+    EXPECT_EQ(c.probe, monitor::ProbeMode::Off);
+    EXPECT_EQ(c.watchdog_device, std::filesystem::path{"/dev/watchdog2"});
+    EXPECT_EQ(c.watchdog_timeout, std::chrono::seconds{20});
+    EXPECT_EQ(c.control_group, "root");  // no flag: untouched
+
+    const std::pair<std::string_view, RawValue> in_the_file[] = {
+        {"socket", std::string{"/tmp/flag.sock"}}, {"log-level", std::string{"warning"}},
+        {"history-seconds", std::int64_t{30}},     {"probe", std::string{"off"}},
+        {"device", std::string{"/dev/watchdog2"}}, {"timeout", std::int64_t{20}},
+    };
+    Config from_keys;
+    for (const auto& [name, value] : in_the_file) {
+        auto k = std::find_if(config_keys().begin(), config_keys().end(),
+                              [&](const ConfigKey& key) { return key.name == name; });
+        ASSERT_NE(k, config_keys().end()) << name;
+        ASSERT_TRUE(k->parse(value, from_keys).has_value()) << name;
+        EXPECT_TRUE(k->same(c, from_keys)) << name;
+        EXPECT_FALSE(k->same(Config{}, from_keys)) << name;
+    }
+
+    o = Flags{.watchdog_device = "none"}.parse();
+    ASSERT_TRUE(o.has_value()) << o.error().to_string();
+    Config d;
+    d.probe = monitor::ProbeMode::Sleep;
+    o->apply(d);
+    EXPECT_EQ(d.watchdog_device, std::filesystem::path{});
+    EXPECT_EQ(d.probe, monitor::ProbeMode::Sleep);  // only the flags given replace values
+}
+
+TEST(ConfigFlags, BadFlagsNameTheFlagAndWhatWouldWork) {
+    auto error_of = [](const Flags& f) {
+        auto o = f.parse();
+        if (o.has_value()) return std::string{"no error"};
+        EXPECT_EQ(o.error().status, Status::BadArg);
+        return o.error().message;
+    };
+    const std::pair<Flags, const char*> cases[] = {
+        {{.socket = "rel"}, "--socket: 'rel' is not absolute; use an absolute path"},
+        {{.log_level = "loud"},
+         "--log-level: unknown log level 'loud' (use trace, debug, info, warning or error); use "
+         "trace, debug, info, warning or error"},
+        {{.history_seconds = 0},
+         "--history-seconds: 0 is out of range (1 to 3600); use an integer from 1 to 3600"},
+        {{.probe = "fast"}, "--probe: unknown probe mode 'fast'; use spin, sleep or off"},
+        {{.watchdog_device = "dev/watchdog"},
+         "--watchdog: 'dev/watchdog' is not absolute; use an absolute path such as "
+         "/dev/watchdog, or none"},
+        {{.watchdog_timeout = 3601},
+         "--watchdog-timeout: 3601 is out of range; use an integer from 1 to 3600 (seconds)"},
+    };
+    for (const auto& [flags, message] : cases) EXPECT_EQ(error_of(flags), message);
+    // The first bad flag, in the order of monitord --help.
+    EXPECT_EQ(error_of({.socket = "rel", .probe = "fast"}).rfind("--socket: ", 0), 0u);
+}
+
+// ---- Reload ----
+
+// A configuration that differs from the defaults in every key.
+Config every_key_changed() {
+    Config c;
+    c.socket = "/tmp/other.sock";
+    c.log_level = spdlog::level::debug;
+    c.history_seconds = 5;
+    c.probe = monitor::ProbeMode::Sleep;
+    c.watchdog_device = "/dev/watchdog1";
+    c.watchdog_timeout = std::chrono::seconds{30};
+    c.watchdog_policy = monitor::watchdog::PetPolicyKind::Any;
+    c.watchdog_on_stop = monitor::watchdog::OnStop::KeepArmed;
+    c.socket_group = "root";
+    c.control_group = "root";
+    return c;
+}
+
+TEST(ConfigReload, NothingChangedNothingWaits) {
+    const Config running = every_key_changed();
+    const auto plan = plan_reload(running, running);
+    EXPECT_TRUE(plan.at_restart.empty());
+    EXPECT_EQ(plan.restart_message(), "");
+    for (const auto& k : config_keys()) EXPECT_TRUE(k.same(plan.config, running)) << k.label();
+}
+
+TEST(ConfigReload, RestartOnlyKeysKeepTheirRunningValuesAndTheOthersApply) {
+    const Config running;
+    Config next = running;
+    next.probe = monitor::ProbeMode::Off;
+    next.watchdog_timeout = std::chrono::seconds{20};
+    next.log_level = spdlog::level::trace;
+    next.history_seconds = 90;
+    next.watchdog_on_stop = monitor::watchdog::OnStop::KeepArmed;
+    const auto plan = plan_reload(running, next);
+    EXPECT_EQ(plan.at_restart, (std::vector<std::string>{"[loading] probe", "[watchdog] timeout"}));
+    EXPECT_EQ(plan.restart_message(),
+              "[loading] probe, [watchdog] timeout changed; they take effect at restart");
+    EXPECT_EQ(plan.config.probe, monitor::ProbeMode::Spin);
+    EXPECT_EQ(plan.config.watchdog_timeout, std::chrono::seconds{10});
+    EXPECT_EQ(plan.config.log_level, spdlog::level::trace);
+    EXPECT_EQ(plan.config.history_seconds, 90u);
+    EXPECT_EQ(plan.config.watchdog_on_stop, monitor::watchdog::OnStop::KeepArmed);
+}
+
+TEST(ConfigReload, OneKeyWaitingIsNamedAlone) {
+    Config next;
+    next.socket = "/tmp/moved.sock";
+    const auto plan = plan_reload(Config{}, next);
+    EXPECT_EQ(plan.restart_message(), "[daemon] socket changed; it takes effect at restart");
+    EXPECT_EQ(plan.config.socket, std::filesystem::path{});
+}
+
+TEST(ConfigReload, EveryKeyChangedFollowsTheTable) {
+    const Config running;
+    const Config next = every_key_changed();
+    const auto plan = plan_reload(running, next);
+    std::vector<std::string> waiting;
+    for (const auto& k : config_keys()) {
+        SCOPED_TRACE(k.label());
+        ASSERT_FALSE(k.same(running, next)) << "every_key_changed() misses it";
+        if (k.reload == OnReload::AtRestart) {
+            waiting.push_back(k.label());
+            EXPECT_TRUE(k.same(plan.config, running));
+        } else {
+            EXPECT_TRUE(k.same(plan.config, next));
+        }
+    }
+    EXPECT_EQ(plan.at_restart, waiting);
+    EXPECT_EQ(plan.at_restart.size(), 6u);
 }
 
 }  // namespace

@@ -7,8 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "monitor/loading/idle_probe.hpp"
 #include "monitor/protocol/counter_messages.hpp"
 #include "monitor/protocol/varlink_idl.hpp"
+#include "monitor/watchdog/watchdog.hpp"
 
 namespace monitor::protocol {
 namespace {
@@ -149,6 +151,35 @@ TEST(DaemonStatusJson, ConformsToGetStatus) {
     empty.sources.clear();
     empty.uptime = 0;
     expect_conforms("GetStatus", to_json(empty));
+}
+
+// The settings' values go on the wire by their names in the configuration file, made enum
+// values: every name of every value is one the interface declares.
+TEST(DaemonStatusJson, SettingNamesAreTheInterfaceEnumValues) {
+    EXPECT_EQ(enum_value("keep-armed"), "keep_armed");
+    EXPECT_EQ(enum_value("disarm"), "disarm");
+    DaemonStatus s = sample_status();
+    s.watchdog = WatchdogInfo{};
+    for (const auto& [mode, name] : kProbeModeNames) {
+        SCOPED_TRACE(name);
+        s.probe_mode = enum_value(name);
+        expect_conforms("GetStatus", to_json(s));
+    }
+    for (const auto& [policy, name] : watchdog::kPetPolicyNames) {
+        SCOPED_TRACE(name);
+        s.watchdog->policy = enum_value(name);
+        expect_conforms("GetStatus", to_json(s));
+    }
+    for (const auto& [on_stop, name] : watchdog::kOnStopNames) {
+        SCOPED_TRACE(name);
+        s.watchdog->on_stop = enum_value(name);
+        expect_conforms("GetStatus", to_json(s));
+    }
+    // The file's spelling itself is not a wire value.
+    s.watchdog->on_stop = "keep-armed";
+    const varlink::Interface* iface = varlink::builtin_interface(varlink::kMonitorInterface);
+    ASSERT_NE(iface, nullptr);
+    EXPECT_TRUE(iface->check(*iface->method("GetStatus")->output, to_json(s), Extra::Reject));
 }
 
 TEST(DaemonStatusJson, UptimeIsRoundedToThreeDecimals) {

@@ -15,11 +15,14 @@
 #include <string>
 #include <string_view>
 
+#include "monitor/enum_names.hpp"
 #include "monitor/loading/idle_loop.hpp"
 
 namespace monitor {
 
 enum class ProbeMode : std::uint8_t { Spin, Sleep, Off };
+inline constexpr std::array<EnumName<ProbeMode>, 3> kProbeModeNames{
+    {{ProbeMode::Spin, "spin"}, {ProbeMode::Sleep, "sleep"}, {ProbeMode::Off, "off"}}};
 std::string_view probe_mode_name(ProbeMode m) noexcept;
 std::optional<ProbeMode> probe_mode_from_name(std::string_view name) noexcept;
 

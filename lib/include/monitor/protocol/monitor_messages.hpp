@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "monitor/loading/loading_report.hpp"
@@ -37,7 +38,7 @@ struct WatchdogInfo {
     bool last_reset_by_watchdog = false;
     std::string policy = "all";  // any, all
     std::vector<int> waiting_for;
-    std::string on_stop = "disarm";  // disarm, keep_armed
+    std::string on_stop = "disarm";  // disarm, keep_armed: enum_value(on_stop_name(...))
 };
 
 struct DaemonStatus {
@@ -62,6 +63,10 @@ nlohmann::json to_json(const WatchdogInfo& w);
 WatchdogInfo watchdog_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const DaemonStatus& s);
 DaemonStatus status_from_json(const nlohmann::json& j);
+
+// A name as a varlink enum value: enum values are identifiers, so the hyphen of a name such
+// as on-stop's "keep-armed" is an underscore on the wire ("keep_armed").
+std::string enum_value(std::string_view name);
 
 nlohmann::json to_json(const LoadingReport& r);
 LoadingReport loading_from_json(const nlohmann::json& j);

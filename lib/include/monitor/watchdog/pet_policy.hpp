@@ -19,9 +19,13 @@
 #include <string_view>
 #include <vector>
 
+#include "monitor/enum_names.hpp"
+
 namespace monitor::watchdog {
 
 enum class PetPolicyKind { Any, All };
+inline constexpr std::array<EnumName<PetPolicyKind>, 2> kPetPolicyNames{
+    {{PetPolicyKind::Any, "any"}, {PetPolicyKind::All, "all"}}};
 std::string_view pet_policy_name(PetPolicyKind k) noexcept;
 std::optional<PetPolicyKind> pet_policy_from_name(std::string_view name) noexcept;
 

@@ -12,12 +12,21 @@
 #include <string>
 #include <vector>
 
+#include "monitor/enum_names.hpp"
 #include "monitor/loading/idle_probe.hpp"
 #include "monitor/status.hpp"
 #include "monitor/watchdog/pet_policy.hpp"
 #include "monitor/watchdog/watchdog_device.hpp"
 
 namespace monitor::watchdog {
+
+// What the owner does with an armed watchdog when it stops in order: the magic close
+// (disarm()), or leave it counting down (close_armed()).
+enum class OnStop { Disarm, KeepArmed };
+inline constexpr std::array<EnumName<OnStop>, 2> kOnStopNames{
+    {{OnStop::Disarm, "disarm"}, {OnStop::KeepArmed, "keep-armed"}}};
+std::string_view on_stop_name(OnStop s) noexcept;
+std::optional<OnStop> on_stop_from_name(std::string_view name) noexcept;
 
 struct WatchdogStatus {
     bool armed = false;
