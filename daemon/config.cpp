@@ -18,8 +18,8 @@ using monitor::fail;
 using monitor::Result;
 using monitor::Status;
 
-constexpr long long kMaxHistorySeconds = 3600;
-constexpr long long kMaxWatchdogTimeout = 3600;
+constexpr auto kMaxHistorySeconds = static_cast<long long>(monitor::kMaxHistorySeconds);
+constexpr long long kMaxWatchdogTimeout = monitor::kMaxWatchdogTimeout.count();
 constexpr std::string_view kGroupName =
     "the name of a group of this machine (getent group lists them)";
 

@@ -17,7 +17,9 @@
 #include <variant>
 #include <vector>
 
+#include "monitor/engine.hpp"
 #include "monitor/loading/idle_probe.hpp"
+#include "monitor/runtime/runtime.hpp"
 #include "monitor/status.hpp"
 #include "monitor/watchdog/watchdog.hpp"
 
@@ -28,13 +30,14 @@ struct Config {
     std::filesystem::path socket;  // empty: the default path for this user
     spdlog::level::level_enum log_level = spdlog::level::info;
     // [loading]
-    std::size_t history_seconds = 60;
+    std::size_t history_seconds = monitor::kDefaultHistorySeconds;
     monitor::ProbeMode probe = monitor::ProbeMode::Spin;
     // [watchdog]
     // nullopt: /dev/watchdog when it exists (a missing or refused device is then only a
     // warning); empty: off; a path: that device, which must open.
     std::optional<std::filesystem::path> watchdog_device;
-    std::chrono::seconds watchdog_timeout{10};  // as asked of the driver
+    std::chrono::seconds watchdog_timeout =
+        monitor::kDefaultWatchdogTimeout;  // asked of the driver
     monitor::watchdog::PetPolicyKind watchdog_policy = monitor::watchdog::PetPolicyKind::All;
     monitor::watchdog::OnStop watchdog_on_stop = monitor::watchdog::OnStop::Disarm;
     // [access]

@@ -1,5 +1,6 @@
 // monitord: the CPU monitor daemon. See monitord(8).
 #include <signal.h>
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
@@ -44,7 +45,8 @@ int main(int argc, char** argv) {
                  "/tmp/monitord-UID/io.monitord.Monitor without XDG_RUNTIME_DIR; monctl looks "
                  "there before the system daemon's place; --socket overrides it");
     app.add_option("--history-seconds", flags.history_seconds,
-                   "Length of the loading history window (1-3600, default 60)");
+                   fmt::format("Length of the loading history window (1-{}, default {})",
+                               monitor::kMaxHistorySeconds, monitor::kDefaultHistorySeconds));
     app.add_option("--log-level", flags.log_level,
                    "trace, debug, info, warning or error (default info)");
     app.add_option("--probe", flags.probe,
@@ -53,8 +55,11 @@ int main(int argc, char** argv) {
     app.add_option("--watchdog", flags.watchdog_device,
                    "Hardware watchdog device petted by the idle probes, or none (default "
                    "/dev/watchdog when it exists)");
-    app.add_option("--watchdog-timeout", flags.watchdog_timeout,
-                   "Watchdog timeout asked of the driver, in seconds (1-3600, default 10)");
+    app.add_option(
+        "--watchdog-timeout", flags.watchdog_timeout,
+        fmt::format("Watchdog timeout asked of the driver, in seconds (1-{}, default {})",
+                    monitor::kMaxWatchdogTimeout.count(),
+                    monitor::kDefaultWatchdogTimeout.count()));
     app.add_flag("--show-loading", show_loading,
                  "Print the loading of the machine and of each CPU every second on stdout");
     app.add_flag("--check-config", check_config, "Check the configuration file and exit");

@@ -20,10 +20,14 @@
 
 namespace monitor {
 
+// The longest history window, in per-second samples (an hour), and the default (a minute).
+inline constexpr std::size_t kMaxHistorySeconds = 3600;
+inline constexpr std::size_t kDefaultHistorySeconds = 60;
+
 struct EngineOptions {
     std::filesystem::path proc_root = "/proc";  // tests point these at fixtures
     std::filesystem::path sys_root = "/sys";
-    std::size_t history_seconds = 60;  // length of the window, in per-second samples
+    std::size_t history_seconds = kDefaultHistorySeconds;  // length of the window
 
     // Idle probes: spin adds the "probe" source and takes the probes' CPU time out of the
     // procstat figures; sleep runs probes that measure nothing (for the watchdog).
