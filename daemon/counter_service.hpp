@@ -50,9 +50,6 @@ class CounterService {
     void run_stepped(const monitor::Runtime::Due::RunStep& step);
     // "collecting 3 events on all CPUs for pid 42", or empty.
     std::string describe() const;
-    // The group whose members may start and stop sessions besides root and the daemon's
-    // own user ([access] control-group); nullopt for none.
-    void set_control_group(std::optional<gid_t> gid, std::string name);
 
   private:
     struct Session {
@@ -75,9 +72,6 @@ class CounterService {
     Response start(const monitor::varlink::Call& call, const Peer& peer);
     Response read();
     Response stop();
-    std::optional<monitor::Error> refuse(const Peer& peer) const;
-    std::optional<gid_t> control_gid_;
-    std::string control_group_;
     // Opens the request's counters as the one session `s` (its client-side fields filled
     // in), paced as `run` says; the error reply when that cannot be.
     std::optional<monitor::varlink::Reply> begin(const monitor::protocol::CounterRequest& request,

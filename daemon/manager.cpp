@@ -116,7 +116,8 @@ Result<void> Manager::setup() {
     }
     server_ = std::make_unique<VarlinkServer>(
         e, socket_->fd(),
-        VarlinkServer::Info{"monitord", "monitord", MONITORD_VERSION, "man:monitord(8)"}, limits);
+        VarlinkServer::Info{"monitord", "monitord", MONITORD_VERSION, "man:monitord(8)"}, access_,
+        limits);
     loading_ = std::make_unique<LoadingService>(*server_, *runtime_);
     loading_->setup();
     loading_->set_watchdog_on_stop(options_.config.watchdog_on_stop);
@@ -344,7 +345,7 @@ void Manager::apply_control_group() {
             spdlog::warn("[access] control-group: {}; only root may count", g.error().message);
         }
     }
-    counters_->set_control_group(gid, gid ? name : std::string{});
+    access_.set_control_group(gid, gid ? name : std::string{});
 }
 
 void Manager::reload() {

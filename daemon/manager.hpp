@@ -53,7 +53,7 @@ class Manager {
     // The group for a socket the daemon makes: [access] socket-group, else "monitor" when it
     // exists and the daemon may give it (root, or a member), else none (its own group).
     monitor::Result<std::optional<gid_t>> socket_group() const;
-    // Applies [access] control-group to the counter service (at start and reload).
+    // Applies [access] control-group to the access rules (at start and reload).
     void apply_control_group();
     void release_watchdog();
 
@@ -67,6 +67,7 @@ class Manager {
     SourcePtr sigterm_, sigint_, sighup_;
     std::unique_ptr<monitor::Runtime> runtime_;
     std::optional<ControlSocket> socket_;
+    AccessRules access_;  // before the server, which checks every call against it
     std::unique_ptr<VarlinkServer> server_;
     std::unique_ptr<LoadingService> loading_;
     std::unique_ptr<CounterService> counters_;

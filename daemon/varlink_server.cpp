@@ -68,8 +68,13 @@ struct VarlinkServer::Connection {
     std::size_t pending() const { return out.size() - out_sent; }
 };
 
-VarlinkServer::VarlinkServer(sd_event* event, int listen_fd, Info info, ServerLimits limits)
-    : event_(event), listen_fd_(listen_fd), info_(std::move(info)), limits_(limits) {
+VarlinkServer::VarlinkServer(sd_event* event, int listen_fd, Info info, const AccessRules& access,
+                             ServerLimits limits)
+    : event_(event),
+      listen_fd_(listen_fd),
+      info_(std::move(info)),
+      access_(access),
+      limits_(limits) {
     const auto* service = monitor::varlink::builtin_interface(monitor::varlink::kServiceInterface);
     add_interface(*service);
     const std::string prefix{monitor::varlink::kServiceInterface};
@@ -288,6 +293,8 @@ VarlinkServer::Response VarlinkServer::dispatch(const Call& call, const Peer& pe
     if (call.upgrade) {
         return make_error("org.varlink.service.InvalidParameter", json{{"parameter", "upgrade"}});
     }
+    // Before anything of the call is looked at further: a refused caller learns nothing more.
+    if (auto refused = access_.refusal(call.method, peer)) return *refused;
     if (auto bad = iface->second->check(*method->input, call.parameters,
                                         monitor::varlink::Extra::Reject)) {
         spdlog::debug("{}: parameter {}: {}", call.method, bad->path, bad->reason);

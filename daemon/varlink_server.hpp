@@ -1,6 +1,7 @@
 // A varlink server on sd-event: accepts connections on the control socket, splits the byte
-// stream into NUL-terminated messages, checks each call against the interface files and
-// dispatches it to the method's handler. One thread, non-blocking I/O throughout.
+// stream into NUL-terminated messages, checks each call against the interface files and the
+// access rules, and dispatches it to the method's handler. One thread, non-blocking I/O
+// throughout.
 #pragma once
 
 #include <sys/socket.h>
@@ -15,6 +16,7 @@
 #include <variant>
 #include <vector>
 
+#include "access_rules.hpp"
 #include "monitor/protocol/message_buffer.hpp"
 #include "monitor/protocol/varlink_idl.hpp"
 #include "monitor/protocol/varlink_message.hpp"
@@ -74,8 +76,10 @@ class VarlinkServer {
         std::string url;
     };
 
-    // `listen_fd` stays owned by the caller and must outlive the server.
-    VarlinkServer(sd_event* event, int listen_fd, Info info, ServerLimits limits = {});
+    // `listen_fd` and `access` stay owned by the caller and must outlive the server. Every
+    // call is checked against `access` before its handler runs.
+    VarlinkServer(sd_event* event, int listen_fd, Info info, const AccessRules& access,
+                  ServerLimits limits = {});
     ~VarlinkServer();
     VarlinkServer(const VarlinkServer&) = delete;
     VarlinkServer& operator=(const VarlinkServer&) = delete;
@@ -127,6 +131,7 @@ class VarlinkServer {
     sd_event* event_;
     int listen_fd_;
     Info info_;
+    const AccessRules& access_;
     ServerLimits limits_;
     SourcePtr accept_source_;
     SourcePtr accept_retry_;

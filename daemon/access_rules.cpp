@@ -1,0 +1,88 @@
+#include "access_rules.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <nlohmann/json.hpp>
+
+#include "varlink_server.hpp"
+
+namespace monitord {
+
+namespace {
+
+// Counting runs with the daemon's privileges (every CPU, any process): starting and ending a
+// session controls; listing, planning and reading the counts look.
+constexpr std::string_view kCounting = "counting";
+constexpr std::string_view kCountYourOwn =
+    "a session counts with the daemon's privileges. `monctl perf stat -- CMD` counts your own "
+    "command without them";
+
+constexpr std::array kTable{
+    MethodAccess{"org.varlink.service.GetInfo", Access::Read, {}, {}},
+    MethodAccess{"org.varlink.service.GetInterfaceDescription", Access::Read, {}, {}},
+    MethodAccess{"io.monitord.Monitor.GetStatus", Access::Read, {}, {}},
+    MethodAccess{"io.monitord.Monitor.GetLoading", Access::Read, {}, {}},
+    MethodAccess{"io.monitord.Monitor.GetPmuInfo", Access::Read, {}, {}},
+    MethodAccess{"io.monitord.Monitor.ListEvents", Access::Read, {}, {}},
+    MethodAccess{"io.monitord.Monitor.PlanCounters", Access::Read, {}, {}},
+    MethodAccess{"io.monitord.Monitor.CollectCounters", Access::Control, kCounting, kCountYourOwn},
+    MethodAccess{"io.monitord.Monitor.StartCounters", Access::Control, kCounting, kCountYourOwn},
+    MethodAccess{"io.monitord.Monitor.ReadCounters", Access::Read, {}, {}},
+    MethodAccess{"io.monitord.Monitor.StopCounters", Access::Control, kCounting, kCountYourOwn},
+};
+
+// The interface's own PermissionDenied when it has one (io.monitord.Monitor), else the
+// varlink service's.
+std::string permission_denied(std::string_view method) {
+    const auto dot = method.rfind('.');
+    const std::string_view iface = method.substr(0, dot == std::string_view::npos ? 0 : dot);
+    return iface == monitor::varlink::kMonitorInterface
+               ? std::string{iface} + ".PermissionDenied"
+               : std::string{monitor::varlink::kServiceInterface} + ".PermissionDenied";
+}
+
+}  // namespace
+
+std::span<const MethodAccess> method_access() {
+    return kTable;
+}
+
+const MethodAccess* find_method_access(std::string_view method) {
+    auto it = std::ranges::find(kTable, method, &MethodAccess::method);
+    return it == kTable.end() ? nullptr : &*it;
+}
+
+void AccessRules::set_control_group(std::optional<gid_t> gid, std::string name) {
+    control_gid_ = gid;
+    control_group_ = std::move(name);
+}
+
+std::optional<monitor::varlink::Reply> AccessRules::refusal(std::string_view method,
+                                                            const Peer& peer) const {
+    const MethodAccess* rule = find_method_access(method);
+    if (rule == nullptr) {
+        return monitor::varlink::make_error(
+            permission_denied(method),
+            nlohmann::json{{"message", fmt::format("{} has no access rule; it is refused to "
+                                                   "everyone",
+                                                   method)}});
+    }
+    if (rule->access == Access::Read) return std::nullopt;
+    if (peer.cred.uid == 0 || peer.cred.uid == ::geteuid()) return std::nullopt;
+    if (control_gid_ && peer.in_group(*control_gid_)) return std::nullopt;
+    const std::string who = control_gid_
+                                ? fmt::format("root or membership of group '{}'", control_group_)
+                                : std::string{
+                                      "root (monitord.conf's [access] control-group can name a "
+                                      "group whose members may do it too)"};
+    std::string message =
+        fmt::format("{} needs {}; uid {} asked", rule->action, who, peer.cred.uid);
+    if (!rule->instead.empty()) message += fmt::format(": {}", rule->instead);
+    return monitor::varlink::make_error(permission_denied(method),
+                                        nlohmann::json{{"message", std::move(message)}});
+}
+
+}  // namespace monitord

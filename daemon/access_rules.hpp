@@ -1,0 +1,51 @@
+// Who may call what: every method of the interfaces the daemon serves, and whether it reads
+// (anyone who may reach the socket) or controls (root, the daemon's own user, or a member of
+// [access] control-group). The varlink server checks this table before it dispatches a call,
+// so that a method cannot be open to every member of the socket's group by forgetting a
+// check; a method without an entry is refused.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "monitor/protocol/varlink_message.hpp"
+
+namespace monitord {
+
+struct Peer;
+
+enum class Access { Read, Control };
+
+struct MethodAccess {
+    std::string_view method;  // qualified: "io.monitord.Monitor.StartCounters"
+    Access access = Access::Control;
+    // What a refusal says the method does: "counting" (for Control methods).
+    std::string_view action;
+    // What the refused can do instead, said after the refusal; may be empty.
+    std::string_view instead;
+};
+
+// The table, one entry per method of io.monitord.Monitor and org.varlink.service.
+std::span<const MethodAccess> method_access();
+// The entry of `method`; nullptr for a method the table does not know.
+const MethodAccess* find_method_access(std::string_view method);
+
+class AccessRules {
+  public:
+    // The group whose members may call Control methods besides root and the daemon's own
+    // user ([access] control-group); nullopt for none.
+    void set_control_group(std::optional<gid_t> gid, std::string name);
+
+    // The error reply that refuses `peer` a call of `method`, or nullopt when it may call it.
+    std::optional<monitor::varlink::Reply> refusal(std::string_view method, const Peer& peer) const;
+
+  private:
+    std::optional<gid_t> control_gid_;
+    std::string control_group_;
+};
+
+}  // namespace monitord

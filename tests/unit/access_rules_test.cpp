@@ -1,0 +1,123 @@
+// The access table: every method of the interfaces the daemon serves has an entry (a method
+// added to the interface file without one fails here, and is refused to everyone until it
+// has one), and the rules: reading is open to whoever reaches the socket, control needs root,
+// the daemon's own user or the control group.
+#include "access_rules.hpp"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <set>
+#include <string>
+
+#include "monitor/protocol/varlink_idl.hpp"
+#include "varlink_server.hpp"
+
+namespace monitord {
+namespace {
+
+Peer peer(uid_t uid, gid_t gid, std::vector<gid_t> groups = {}) {
+    Peer p;
+    p.cred.uid = uid;
+    p.cred.gid = gid;
+    p.cred.pid = 4242;
+    p.groups = std::move(groups);
+    return p;
+}
+
+std::string message_of(const monitor::varlink::Reply& r) {
+    return r.parameters.value("message", std::string{});
+}
+
+// A uid that is neither root nor the test's own.
+constexpr uid_t kStranger = 54321;
+constexpr gid_t kStrangersGroup = 54321;
+constexpr gid_t kControlGroup = 4711;
+
+TEST(AccessTable, EveryMethodOfTheInterfacesHasExactlyOneEntry) {
+    std::set<std::string> served;
+    for (auto name : {monitor::varlink::kMonitorInterface, monitor::varlink::kServiceInterface}) {
+        const auto* iface = monitor::varlink::builtin_interface(name);
+        ASSERT_NE(iface, nullptr) << name;
+        for (const auto& [method, _] : iface->methods()) {
+            const std::string qualified = std::string{name} + "." + method;
+            served.insert(qualified);
+            EXPECT_NE(find_method_access(qualified), nullptr)
+                << qualified << " has no entry in the access table (daemon/access_rules.cpp)";
+        }
+    }
+    std::set<std::string> listed;
+    for (const auto& rule : method_access()) {
+        EXPECT_TRUE(listed.insert(std::string{rule.method}).second) << rule.method << " twice";
+        EXPECT_TRUE(served.contains(std::string{rule.method}))
+            << rule.method << " is in the table but in no interface";
+        if (rule.access == Access::Control) {
+            EXPECT_FALSE(rule.action.empty()) << rule.method << ": a refusal must say what it is";
+        }
+    }
+}
+
+TEST(AccessTable, CountingControlsAndEverythingElseReads) {
+    const std::set<std::string_view> control = {"io.monitord.Monitor.CollectCounters",
+                                                "io.monitord.Monitor.StartCounters",
+                                                "io.monitord.Monitor.StopCounters"};
+    for (const auto& rule : method_access()) {
+        EXPECT_EQ(rule.access, control.contains(rule.method) ? Access::Control : Access::Read)
+            << rule.method;
+    }
+}
+
+TEST(AccessRulesTest, ReadingIsOpenToAnyone) {
+    AccessRules rules;
+    for (const auto& rule : method_access()) {
+        if (rule.access != Access::Read) continue;
+        EXPECT_FALSE(rules.refusal(rule.method, peer(kStranger, kStrangersGroup))) << rule.method;
+    }
+}
+
+TEST(AccessRulesTest, ControlNeedsRootOrTheDaemonsUserAndTheRefusalSaysWhatWouldDo) {
+    AccessRules rules;
+    constexpr std::string_view kStart = "io.monitord.Monitor.StartCounters";
+    EXPECT_FALSE(rules.refusal(kStart, peer(0, 0)));
+    EXPECT_FALSE(rules.refusal(kStart, peer(::geteuid(), ::getegid())));
+    auto refused = rules.refusal(kStart, peer(kStranger, kStrangersGroup));
+    ASSERT_TRUE(refused);
+    EXPECT_EQ(refused->error, "io.monitord.Monitor.PermissionDenied");
+    const std::string m = message_of(*refused);
+    EXPECT_NE(m.find("counting needs root (monitord.conf's [access] control-group"),
+              std::string::npos)
+        << m;
+    EXPECT_NE(m.find("uid 54321"), std::string::npos) << m;
+    EXPECT_NE(m.find("monctl perf stat -- CMD"), std::string::npos) << m;
+}
+
+TEST(AccessRulesTest, TheControlGroupMayControlByItsPrimaryOrASupplementaryGroup) {
+    AccessRules rules;
+    rules.set_control_group(kControlGroup, "counters");
+    constexpr std::string_view kStop = "io.monitord.Monitor.StopCounters";
+    EXPECT_FALSE(rules.refusal(kStop, peer(kStranger, kControlGroup)));
+    EXPECT_FALSE(rules.refusal(kStop, peer(kStranger, kStrangersGroup, {7, kControlGroup})));
+    auto refused = rules.refusal(kStop, peer(kStranger, kStrangersGroup, {7}));
+    ASSERT_TRUE(refused);
+    EXPECT_NE(message_of(*refused).find("root or membership of group 'counters'"),
+              std::string::npos)
+        << message_of(*refused);
+    // Taken back (a reload without control-group): root only again.
+    rules.set_control_group(std::nullopt, "");
+    EXPECT_TRUE(rules.refusal(kStop, peer(kStranger, kControlGroup)));
+}
+
+TEST(AccessRulesTest, AMethodWithoutAnEntryIsRefusedToEveryone) {
+    AccessRules rules;
+    for (auto method : {"io.monitord.Monitor.SetWatchdog", "org.example.Other.Call"}) {
+        auto refused = rules.refusal(method, peer(0, 0));
+        ASSERT_TRUE(refused) << method;
+        EXPECT_NE(message_of(*refused).find("has no access rule"), std::string::npos)
+            << message_of(*refused);
+    }
+    EXPECT_EQ(rules.refusal("org.example.Other.Call", peer(0, 0))->error,
+              "org.varlink.service.PermissionDenied");
+}
+
+}  // namespace
+}  // namespace monitord
