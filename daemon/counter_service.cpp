@@ -8,8 +8,6 @@
 #include <cmath>
 #include <system_error>
 
-#include "monitor/perf/ppc750_events.hpp"
-
 namespace monitord {
 
 using monitor::Result;

@@ -237,7 +237,7 @@ Result<Plan> make_plan(const EventCatalog& catalog, const SessionOptions& option
             if (options.counter_budget > 0 && counters == 0) counters = options.counter_budget;
             std::vector<std::string> names;
             for (int c = 0; c < counters; ++c) {
-                names.push_back(counter_name(pmu, c));
+                names.push_back(catalog.counter_name(pmu, c));
             }
             auto schedule = schedule_events(request, counters, names);
             if (!schedule) return std::unexpected(schedule.error());

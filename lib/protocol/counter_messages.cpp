@@ -361,15 +361,6 @@ CounterPlan counter_plan_from_json(const json& j) {
     return p;
 }
 
-std::vector<std::string> counter_names(const perf::EventInfo& e) {
-    std::vector<std::string> out;
-    for (int c = 0; c < 32; ++c) {
-        if ((e.counters >> c & 1U) == 0) continue;
-        out.push_back(perf::counter_name(e.pmu, c));
-    }
-    return out;
-}
-
 json to_json(const perf::PmuInfo& p) {
     return json{{"name", p.name},
                 {"description", p.description},
@@ -402,7 +393,7 @@ json to_json(const perf::EventInfo& e) {
     return json{{"name", e.name},
                 {"description", e.description},
                 {"pmu", e.pmu},
-                {"counters", counter_names(e)},
+                {"counters", e.counter_names},
                 {"pinned", e.pinned}};
 }
 

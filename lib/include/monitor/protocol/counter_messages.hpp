@@ -96,9 +96,6 @@ CounterPlan make_plan_message(const perf::Plan& plan);
 nlohmann::json to_json(const CounterPlan& p);
 CounterPlan counter_plan_from_json(const nlohmann::json& j);
 
-// The counters of a mask as names ("PMC2"), for ListEvents.
-std::vector<std::string> counter_names(const perf::EventInfo& e);
-
 nlohmann::json to_json(const perf::PmuInfo& p);
 perf::PmuInfo pmu_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const perf::EventInfo& e);
