@@ -389,7 +389,8 @@ monitor::Result<monitor::perf::SessionOptions> perf_options(
                                  "set " + std::to_string(set + 1) + ": " + spec.error().message);
         }
         event_of_set[set] = static_cast<int>(options.events.size());
-        options.events.push_back({name, spec->per_counter_selects ? kCounterSelectsGroup : -1});
+        options.events.push_back(
+            {name, spec->per_counter_selects ? kCounterSelectsGroup : perf::kNoGroup});
     }
     if (options.events.empty()) {
         return monitor::fail(Status::BadArg,

@@ -19,7 +19,7 @@ std::optional<Ratio> ratio(const PerfReport& report, std::size_t num, std::size_
             if (g.events[m] == num) a = m;
             if (g.events[m] == den) b = m;
         }
-        if (a && b && g.set >= 0) {
+        if (a && b && g.set != kFreeRunningSet) {
             if (g.counts[*b] == 0) return std::nullopt;
             return Ratio{static_cast<double>(g.counts[*a]) / static_cast<double>(g.counts[*b]),
                          true};

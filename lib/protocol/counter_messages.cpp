@@ -308,15 +308,15 @@ CounterReport counter_report_from_json(const json& j) {
 CounterPlan make_plan_message(const perf::Plan& plan) {
     CounterPlan p;
     p.slots = std::max(plan.slots, 1);
-    for (const auto& g : plan.groups_of_counters) {
+    for (const auto& g : plan.kernel_groups) {
         PlanGroup pg;
         pg.pmu = g.pmu;
-        if (g.set >= 0) pg.set = g.set;
-        pg.sets = g.sets;
+        if (!g.free_running()) pg.set = g.set;
+        pg.sets = g.pmu_sets;
         for (const auto& m : g.members) {
             PlanMember pm;
             pm.event = plan.events[m.event].name;
-            if (m.counter >= 0) pm.counter = m.counter_name;
+            if (m.counter != perf::kNoCounter) pm.counter = m.counter_name;
             pg.members.push_back(std::move(pm));
         }
         p.groups.push_back(std::move(pg));

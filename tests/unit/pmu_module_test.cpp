@@ -256,8 +256,8 @@ TEST(PmuModule, NamesItsCountersInPlansAndSchedulingErrors) {
     auto plan =
         make_plan(c, on_cpu0({{"testpmu::TICKS"}, {"testpmu::IMISS"}, {"testpmu::FETCHES"}}));
     ASSERT_TRUE(plan) << plan.error().to_string();
-    ASSERT_EQ(plan->groups_of_counters.size(), 1u);
-    const auto& members = plan->groups_of_counters[0].members;
+    ASSERT_EQ(plan->kernel_groups.size(), 1u);
+    const auto& members = plan->kernel_groups[0].members;
     ASSERT_EQ(members.size(), 3u);
     EXPECT_EQ(members[0].counter_name, "TC1");  // TICKS: the first free counter
     EXPECT_EQ(members[1].counter_name, "TC3");  // IMISS: its only counter
@@ -305,7 +305,7 @@ TEST(PmuModule, ItsEventsFeedTheDerivedMetrics) {
         on_cpu0(
             {{"testpmu::TICKS"}, {"testpmu::RETIRED"}, {"testpmu::IMISS"}, {"testpmu::FETCHES"}}));
     ASSERT_TRUE(plan) << plan.error().to_string();
-    ASSERT_EQ(plan->groups_of_counters.size(), 1u);
+    ASSERT_EQ(plan->kernel_groups.size(), 1u);
     const std::vector<std::uint64_t> counts = {2000, 1000, 30, 600};  // in request order
     PerfReport report;
     report.elapsed = std::chrono::seconds(1);
@@ -317,8 +317,8 @@ TEST(PmuModule, ItsEventsFeedTheDerivedMetrics) {
         report.events.push_back(ec);
     }
     GroupCount g;
-    g.set = plan->groups_of_counters[0].set;
-    for (const auto& m : plan->groups_of_counters[0].members) {
+    g.set = plan->kernel_groups[0].set;
+    for (const auto& m : plan->kernel_groups[0].members) {
         g.events.push_back(m.event);
         g.counts.push_back(counts[m.event]);
     }
