@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
     // The plan says where each event goes, without counting.
     auto plan = perf::make_plan(*catalog, options);
     if (!plan) return fail("plan", plan.error());
-    for (const auto& group : plan->groups_of_counters) {
+    for (const auto& group : plan->kernel_groups) {
         std::printf("group on %s:", group.pmu.c_str());
         for (const auto& m : group.members) std::printf(" %s", plan->events[m.event].name.c_str());
         std::printf("\n");

@@ -70,6 +70,9 @@ static_assert(
 enum class State { Uninitialized, Initialized, Running, Stopping };
 using Clock = std::chrono::steady_clock;
 
+// The one kernel group of events whose PMU has selects per counter (see perf_options).
+constexpr int kCounterSelectsGroup = 0;
+
 const char* state_name(State s) {
     switch (s) {
         case State::Uninitialized:
@@ -370,9 +373,10 @@ std::optional<pid_t> thread_group_of(pid_t tid) {
     return static_cast<pid_t>(tgid);
 }
 
-// Resolves a MON_perf_config into session options: one event per used set, ppc750 events in
-// one kernel group (they must all be on the counters at once, one per set, as on the 750),
-// the others multiplexed by the kernel if they must be.
+// Resolves a MON_perf_config into session options: one event per used set. Events of a PMU
+// whose counters each have selects of their own (the 750's table: MON's four sets are its four
+// PMCs) go in one kernel group, all on the counters at once, one per set; the others are
+// multiplexed by the kernel if they must be.
 monitor::Result<monitor::perf::SessionOptions> perf_options(
     const monitor::perf::EventCatalog& catalog, const MON_perf_config& config,
     const std::vector<int>& online, std::array<int, MON_PERF_SETS>& event_of_set) {
@@ -390,7 +394,8 @@ monitor::Result<monitor::perf::SessionOptions> perf_options(
                                  "set " + std::to_string(set + 1) + ": " + spec.error().message);
         }
         event_of_set[set] = static_cast<int>(options.events.size());
-        options.events.push_back({name, spec->counter_pmu == "ppc750" ? 0 : -1});
+        options.events.push_back(
+            {name, spec->per_counter_selects ? kCounterSelectsGroup : perf::kNoGroup});
     }
     if (options.events.empty()) {
         return monitor::fail(Status::BadArg,

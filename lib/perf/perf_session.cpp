@@ -78,7 +78,7 @@ Result<std::vector<pid_t>> process_threads(pid_t pid) {
 
 Result<std::vector<EventRequest>> parse_event_list(std::string_view list) {
     std::vector<EventRequest> out;
-    int group = -1;
+    int group = kNoGroup;
     int next_group = 0;
     std::size_t group_start = 0;
     std::string_view rest = list;
@@ -112,7 +112,7 @@ Result<std::vector<EventRequest>> parse_event_list(std::string_view list) {
             if (out.size() - group_start < 1) {
                 return fail(Status::BadArg, fmt::format("event list '{}': an empty group", list));
             }
-            group = -1;
+            group = kNoGroup;
             rest = trim(rest.substr(end + 1));
             if (rest.empty()) break;
             if (rest.front() != ',') {
@@ -151,7 +151,7 @@ Result<Plan> make_plan(const EventCatalog& catalog, const SessionOptions& option
             }
         }
         plan.events.push_back(std::move(*spec));
-        plan.groups.push_back(req.group);
+        plan.requested_groups.push_back(req.group);
     }
 
     // A group must live on one PMU: the kernel groups events of one PMU only (software
@@ -160,15 +160,15 @@ Result<Plan> make_plan(const EventCatalog& catalog, const SessionOptions& option
     std::map<int, std::size_t> group_modes;  // group -> its first counter event
     for (std::size_t i = 0; i < plan.events.size(); ++i) {
         const auto& e = plan.events[i];
-        if (plan.groups[i] < 0 || e.counters == 0) continue;
-        auto [it, fresh] = group_pmu.emplace(plan.groups[i], e.counter_pmu);
+        if (plan.requested_groups[i] == kNoGroup || e.counters == 0) continue;
+        auto [it, fresh] = group_pmu.emplace(plan.requested_groups[i], e.counter_pmu);
         if (!fresh && it->second != e.counter_pmu) {
             return fail(Status::BadArg,
                         fmt::format("{} ({}) cannot be in one group with events of {}: a group "
                                     "counts on one PMU",
                                     e.name, e.counter_pmu, it->second));
         }
-        auto [mods, first] = group_modes.emplace(plan.groups[i], i);
+        auto [mods, first] = group_modes.emplace(plan.requested_groups[i], i);
         if (!first && mode_of(plan.events[mods->second]) != mode_of(e)) {
             return fail(Status::BadArg,
                         fmt::format("{} and {} cannot be in one group: the events of a group "
@@ -185,14 +185,14 @@ Result<Plan> make_plan(const EventCatalog& catalog, const SessionOptions& option
         if (plan.events[i].counters != 0) continue;
         const bool software = plan.events[i].type == PERF_TYPE_SOFTWARE;
         if (software && software_group) {
-            plan.groups_of_counters[*software_group].members.push_back({i, -1, {}});
+            plan.kernel_groups[*software_group].members.push_back({i, kNoCounter, {}});
             continue;
         }
-        if (software) software_group = plan.groups_of_counters.size();
+        if (software) software_group = plan.kernel_groups.size();
         Plan::Group g;
         g.pmu = plan.events[i].pmu;
-        g.members.push_back({i, -1, {}});
-        plan.groups_of_counters.push_back(std::move(g));
+        g.members.push_back({i, kNoCounter, {}});
+        plan.kernel_groups.push_back(std::move(g));
     }
 
     // The other events, scheduled PMU by PMU in order of first appearance.
@@ -213,7 +213,7 @@ Result<Plan> make_plan(const EventCatalog& catalog, const SessionOptions& option
                 modes.push_back(mode_of(e));
             }
         }
-        const std::size_t pmu_first_group = plan.groups_of_counters.size();
+        const std::size_t pmu_first_group = plan.kernel_groups.size();
         int pmu_sets = 0;
         for (unsigned mode : modes) {
             std::vector<std::size_t> index;
@@ -222,7 +222,7 @@ Result<Plan> make_plan(const EventCatalog& catalog, const SessionOptions& option
                 const auto& e = plan.events[i];
                 if (e.counters == 0 || e.counter_pmu != pmu || mode_of(e) != mode) continue;
                 index.push_back(i);
-                request.push_back({e.name, e.counters, e.pinned, plan.groups[i]});
+                request.push_back({e.name, e.counters, e.pinned, plan.requested_groups[i]});
             }
             int counters = 0;
             if (const PmuInfo* info = catalog.find_pmu(pmu);
@@ -237,7 +237,7 @@ Result<Plan> make_plan(const EventCatalog& catalog, const SessionOptions& option
             if (options.counter_budget > 0 && counters == 0) counters = options.counter_budget;
             std::vector<std::string> names;
             for (int c = 0; c < counters; ++c) {
-                names.push_back(counter_name(pmu, c));
+                names.push_back(catalog.counter_name(pmu, c));
             }
             auto schedule = schedule_events(request, counters, names);
             if (!schedule) return std::unexpected(schedule.error());
@@ -250,12 +250,12 @@ Result<Plan> make_plan(const EventCatalog& catalog, const SessionOptions& option
                     g.members.push_back(
                         {index[p.event], p.counter, names[static_cast<std::size_t>(p.counter)]});
                 }
-                plan.groups_of_counters.push_back(std::move(g));
+                plan.kernel_groups.push_back(std::move(g));
             }
             pmu_sets += sets;
         }
-        for (std::size_t g = pmu_first_group; g < plan.groups_of_counters.size(); ++g) {
-            plan.groups_of_counters[g].sets = pmu_sets;
+        for (std::size_t g = pmu_first_group; g < plan.kernel_groups.size(); ++g) {
+            plan.kernel_groups[g].pmu_sets = pmu_sets;
         }
         plan.slots = std::max(plan.slots, pmu_sets);
     }
@@ -434,9 +434,9 @@ Result<void> PerfSession::open_all() {
     started_ = Clock::now();
     if (options_.target.enable_on_exec) return {};  // the kernel starts them at exec
     for (auto& inst : instances_) {
-        for (std::size_t g = 0; g < plan_.groups_of_counters.size(); ++g) {
-            const auto& pg = plan_.groups_of_counters[g];
-            if (pg.set > 0 && daemon_mux) continue;
+        for (std::size_t g = 0; g < plan_.kernel_groups.size(); ++g) {
+            const auto& pg = plan_.kernel_groups[g];
+            if (daemon_mux && !pg.free_running() && pg.set != 0) continue;
             if (auto r = device_->enable(inst.groups[g].handles.front()); !r) return r;
         }
     }
@@ -448,11 +448,11 @@ Result<void> PerfSession::open_instance(const OpenTarget& target, std::size_t re
     Instance inst;
     inst.target = target;
     inst.report = report;
-    inst.groups.reserve(plan_.groups_of_counters.size());
-    for (const auto& g : plan_.groups_of_counters) {
+    inst.groups.reserve(plan_.kernel_groups.size());
+    for (const auto& g : plan_.kernel_groups) {
         // Which groups count from the start: the free-running ones, and the first set of
         // each PMU (every set when the kernel multiplexes).
-        const bool starts = g.set <= 0 || !daemon_mux;
+        const bool starts = g.free_running() || g.set == 0 || !daemon_mux;
         OpenTarget ot = target;
         ot.enable_on_exec = target.enable_on_exec && starts;
         GroupHandles& gh = inst.groups.emplace_back();
@@ -581,11 +581,11 @@ Result<void> PerfSession::for_each_instance(const std::function<Result<void>(Ins
 }
 
 Result<void> PerfSession::set_slot_enabled(Instance& inst, int slot, bool enabled) {
-    for (std::size_t g = 0; g < plan_.groups_of_counters.size(); ++g) {
-        const auto& pg = plan_.groups_of_counters[g];
-        if (pg.set < 0 || slot % pg.sets != pg.set) continue;
+    for (std::size_t g = 0; g < plan_.kernel_groups.size(); ++g) {
+        const auto& pg = plan_.kernel_groups[g];
+        if (pg.free_running() || slot % pg.pmu_sets != pg.set) continue;
         // A PMU with a single set keeps counting through every slot.
-        if (pg.sets == 1) continue;
+        if (pg.pmu_sets == 1) continue;
         int leader = inst.groups[g].handles.front();
         auto r = enabled ? device_->enable(leader) : device_->disable(leader);
         if (!r) return r;
@@ -595,13 +595,14 @@ Result<void> PerfSession::set_slot_enabled(Instance& inst, int slot, bool enable
 
 bool PerfSession::reads_group(const Plan::Group& pg, int slot) const {
     const bool daemon_mux = options_.mux == MuxMode::Daemon;
-    return slot < 0 ? (pg.set < 0 || !daemon_mux) : (pg.set >= 0 && slot % pg.sets == pg.set);
+    if (slot == kAlwaysEnabled) return pg.free_running() || !daemon_mux;
+    return !pg.free_running() && slot % pg.pmu_sets == pg.set;
 }
 
 Result<void> PerfSession::poll_slot(Instance& inst, int slot) {
     std::uint64_t slice_enabled = 0;
-    for (std::size_t g = 0; g < plan_.groups_of_counters.size(); ++g) {
-        const auto& pg = plan_.groups_of_counters[g];
+    for (std::size_t g = 0; g < plan_.kernel_groups.size(); ++g) {
+        const auto& pg = plan_.kernel_groups[g];
         if (!reads_group(pg, slot)) continue;
         auto& gh = inst.groups[g];
         readings_.resize(gh.handles.size());
@@ -619,7 +620,7 @@ Result<void> PerfSession::poll_slot(Instance& inst, int slot) {
             gh.last[m] = r;
         }
     }
-    if (slot >= 0) inst.slot_enabled_ns += slice_enabled;
+    if (slot != kAlwaysEnabled) inst.slot_enabled_ns += slice_enabled;
     return {};
 }
 
@@ -628,7 +629,7 @@ Result<void> PerfSession::poll() {
 }
 
 Result<void> PerfSession::poll_instance(Instance& inst) {
-    if (auto r = poll_slot(inst, -1); !r) return r;
+    if (auto r = poll_slot(inst, kAlwaysEnabled); !r) return r;
     if (options_.mux == MuxMode::Daemon && plan_.slots > 0) return poll_slot(inst, slot_);
     return {};
 }
@@ -638,8 +639,8 @@ Result<void> PerfSession::rotate() {
     if (options_.target.enable_on_exec && !exec_seen_) {
         // Until the exec the first set waits for the kernel to start it; switching sets now
         // would count the process before its exec and leave two sets on after it.
-        for (std::size_t g = 0; g < plan_.groups_of_counters.size(); ++g) {
-            if (plan_.groups_of_counters[g].set != 0) continue;
+        for (std::size_t g = 0; g < plan_.kernel_groups.size(); ++g) {
+            if (plan_.kernel_groups[g].set != 0) continue;
             auto r = device_->read(instances_.front().groups[g].handles.front());
             if (!r) return std::unexpected(r.error());
             if (r->enabled_ns == 0) return {};
@@ -705,15 +706,15 @@ Result<void> PerfSession::read(PerfReport& rep) {
         for (const auto& inst : instances_) {
             CountValue v;
             bool counter_event = false;
-            for (std::size_t g = 0; g < plan_.groups_of_counters.size(); ++g) {
-                const auto& pg = plan_.groups_of_counters[g];
+            for (std::size_t g = 0; g < plan_.kernel_groups.size(); ++g) {
+                const auto& pg = plan_.kernel_groups[g];
                 for (std::size_t m = 0; m < pg.members.size(); ++m) {
                     if (pg.members[m].event != e) continue;
                     const auto& gh = inst.groups[g];
                     v.count += gh.count[m];
                     v.running_ns += gh.running[m];
                     v.enabled_ns = std::max(v.enabled_ns, gh.enabled_ns);
-                    counter_event = pg.set >= 0;
+                    counter_event = !pg.free_running();
                 }
             }
             // Daemon multiplexing: enabled whenever the session counted, whichever set.
@@ -723,9 +724,9 @@ Result<void> PerfSession::read(PerfReport& rep) {
             ec.total += v;
         }
     }
-    rep.groups.resize(plan_.groups_of_counters.size());
-    for (std::size_t g = 0; g < plan_.groups_of_counters.size(); ++g) {
-        const auto& pg = plan_.groups_of_counters[g];
+    rep.groups.resize(plan_.kernel_groups.size());
+    for (std::size_t g = 0; g < plan_.kernel_groups.size(); ++g) {
+        const auto& pg = plan_.kernel_groups[g];
         GroupCount& gc = rep.groups[g];
         gc.set = pg.set;
         gc.counts.assign(pg.members.size(), 0);

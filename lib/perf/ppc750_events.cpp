@@ -8,6 +8,8 @@
 #include <charconv>
 #include <string>
 
+#include "monitor/perf/event_name.hpp"
+
 namespace monitor::perf {
 namespace {
 
@@ -31,9 +33,9 @@ constexpr std::uint8_t kLastCommonSelect = 4;
 
 constexpr std::array kEvents = {
     // Common to all four counters.
-    Ppc750Event{"CYCLES", "Processor cycles.", 0x01, kAll, false, true},
+    Ppc750Event{"CYCLES", "Processor cycles.", 0x01, kAll, false, true, Measure::Cycles},
     Ppc750Event{"INSTRUCTIONS_COMPLETED", "Instructions completed, not counting folded branches.",
-                0x02, kAll, false, true},
+                0x02, kAll, false, true, Measure::Instructions},
     Ppc750Event{"TBL_TRANSITIONS",
                 "Transitions from 0 to 1 of the time-base lower bit that MMCR0[TBSEL] selects.",
                 0x03, kAll},
@@ -48,7 +50,7 @@ constexpr std::array kEvents = {
                 0x07, kPmc1},
     Ppc750Event{"INSTR_EA_DELIVERED",
                 "Valid instruction effective addresses delivered to the memory subsystem.", 0x08,
-                kPmc1},
+                kPmc1, false, false, Measure::InstructionFetches},
     Ppc750Event{"IABR_MATCHES",
                 "Completing instructions that match the instruction address breakpoint.", 0x09,
                 kPmc1},
@@ -62,9 +64,11 @@ constexpr std::array kEvents = {
 
     // PMC2.
     Ppc750Event{"L1_ICACHE_MISSES", "Instruction fetches that miss the L1 instruction cache.", 0x05,
-                kPmc2},
-    Ppc750Event{"ITLB_MISSES", "Instruction TLB misses.", 0x06, kPmc2},
-    Ppc750Event{"L2_INSTRUCTION_MISSES", "Instruction fetches that miss the L2.", 0x07, kPmc2},
+                kPmc2, false, false, Measure::L1IcacheMisses},
+    Ppc750Event{"ITLB_MISSES", "Instruction TLB misses.", 0x06, kPmc2, false, false,
+                Measure::ItlbMisses},
+    Ppc750Event{"L2_INSTRUCTION_MISSES", "Instruction fetches that miss the L2.", 0x07, kPmc2,
+                false, false, Measure::L2InstructionMisses},
     Ppc750Event{"BRANCHES_NOT_TAKEN", "Branches predicted or resolved as not taken.", 0x08, kPmc2},
     Ppc750Event{"MSR_PR_TOGGLES",
                 "Changes of MSR[PR] between user and supervisor state (reserved on IBM parts).",
@@ -81,9 +85,11 @@ constexpr std::array kEvents = {
                 kPmc2},
 
     // PMC3.
-    Ppc750Event{"L1_DCACHE_MISSES", "Accesses that miss the L1 data cache.", 0x05, kPmc3},
-    Ppc750Event{"DTLB_MISSES", "Data TLB misses.", 0x06, kPmc3},
-    Ppc750Event{"L2_DATA_MISSES", "Data accesses that miss the L2.", 0x07, kPmc3},
+    Ppc750Event{"L1_DCACHE_MISSES", "Accesses that miss the L1 data cache.", 0x05, kPmc3, false,
+                false, Measure::L1DcacheMisses},
+    Ppc750Event{"DTLB_MISSES", "Data TLB misses.", 0x06, kPmc3, false, false, Measure::DtlbMisses},
+    Ppc750Event{"L2_DATA_MISSES", "Data accesses that miss the L2.", 0x07, kPmc3, false, false,
+                Measure::L2DataMisses},
     Ppc750Event{"BRANCHES_TAKEN", "Taken branches, predicted taken ones included.", 0x08, kPmc3},
     Ppc750Event{"MSR_PM_TOGGLES_USER",
                 "Changes of MSR[PM] (the mark bit) in user state, on the MPC750 only.", 0x09,
@@ -106,7 +112,8 @@ constexpr std::array kEvents = {
     Ppc750Event{"L2_CASTOUTS", "Lines cast out of the L2.", 0x05, kPmc4},
     Ppc750Event{"DTLB_SEARCH_CYCLES", "Cycles spent searching the page table after DTLB misses.",
                 0x06, kPmc4},
-    Ppc750Event{"BRANCHES_MISPREDICTED", "Branches whose prediction was wrong.", 0x08, kPmc4},
+    Ppc750Event{"BRANCHES_MISPREDICTED", "Branches whose prediction was wrong.", 0x08, kPmc4, false,
+                false, Measure::MispredictedBranches},
     Ppc750Event{"MSR_PM_TOGGLES_SUPERVISOR",
                 "Changes of MSR[PM] (the mark bit) in supervisor state, on the MPC750 only.", 0x09,
                 kPmc4},
@@ -119,18 +126,6 @@ constexpr std::array kEvents = {
                 "Cycles the branch unit takes no new branch because two are still unresolved.",
                 0x0E, kPmc4},
 };
-
-char lower(char c) {
-    return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-    if (a.size() != b.size()) return false;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        if (lower(a[i]) != lower(b[i])) return false;
-    }
-    return true;
-}
 
 // "0x0E", "0x10A": upper-case hex, at least two digits.
 std::string hex(std::uint64_t v) {

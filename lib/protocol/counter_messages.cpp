@@ -308,15 +308,15 @@ CounterReport counter_report_from_json(const json& j) {
 CounterPlan make_plan_message(const perf::Plan& plan) {
     CounterPlan p;
     p.slots = std::max(plan.slots, 1);
-    for (const auto& g : plan.groups_of_counters) {
+    for (const auto& g : plan.kernel_groups) {
         PlanGroup pg;
         pg.pmu = g.pmu;
-        if (g.set >= 0) pg.set = g.set;
-        pg.sets = g.sets;
+        if (!g.free_running()) pg.set = g.set;
+        pg.sets = g.pmu_sets;
         for (const auto& m : g.members) {
             PlanMember pm;
             pm.event = plan.events[m.event].name;
-            if (m.counter >= 0) pm.counter = m.counter_name;
+            if (m.counter != perf::kNoCounter) pm.counter = m.counter_name;
             pg.members.push_back(std::move(pm));
         }
         p.groups.push_back(std::move(pg));
@@ -361,15 +361,6 @@ CounterPlan counter_plan_from_json(const json& j) {
     return p;
 }
 
-std::vector<std::string> counter_names(const perf::EventInfo& e) {
-    std::vector<std::string> out;
-    for (int c = 0; c < 32; ++c) {
-        if ((e.counters >> c & 1U) == 0) continue;
-        out.push_back(perf::counter_name(e.pmu, c));
-    }
-    return out;
-}
-
 json to_json(const perf::PmuInfo& p) {
     return json{{"name", p.name},
                 {"description", p.description},
@@ -402,7 +393,7 @@ json to_json(const perf::EventInfo& e) {
     return json{{"name", e.name},
                 {"description", e.description},
                 {"pmu", e.pmu},
-                {"counters", counter_names(e)},
+                {"counters", e.counter_names},
                 {"pinned", e.pinned}};
 }
 

@@ -27,12 +27,12 @@ constexpr CounterMask pmc(int n) {
     return CounterMask{1} << (n - 1);
 }  // PMC1 = bit 0
 
-SchedulerEvent event(std::string name, CounterMask counters, int group = -1) {
+SchedulerEvent event(std::string name, CounterMask counters, int group = kNoGroup) {
     return SchedulerEvent{"ppc750::" + std::move(name), counters, false, group};
 }
 
 SchedulerEvent pinned(std::string name, CounterMask counters) {
-    return SchedulerEvent{"ppc750::" + std::move(name), counters, true, -1};
+    return SchedulerEvent{"ppc750::" + std::move(name), counters, true, kNoGroup};
 }
 
 // Two events of each PMC's own list, PMC1 first.
@@ -130,8 +130,8 @@ CounterMask usable(int counters) {
         for (std::size_t j = 0; j < i; ++j) {
             const auto& a = events[i];
             const auto& b = events[j];
-            if (a.group >= 0 && a.group == b.group && !a.pinned && !b.pinned && a.counters != 0 &&
-                b.counters != 0 && set_of[i] != set_of[j]) {
+            if (a.group != kNoGroup && a.group == b.group && !a.pinned && !b.pinned &&
+                a.counters != 0 && b.counters != 0 && set_of[i] != set_of[j]) {
                 return ::testing::AssertionFailure()
                        << a.name << " and " << b.name << " of one group in different sets";
             }
@@ -204,7 +204,7 @@ TEST(CounterScheduler, PinnedCyclesAndInstructionsAreInEverySet) {
 
 TEST(CounterScheduler, PinnedEventsAloneMakeOneSet) {
     std::vector<SchedulerEvent> events = {pinned("CYCLES", kAnyPmc),
-                                          SchedulerEvent{"perf::TASK-CLOCK", 0, false, -1},
+                                          SchedulerEvent{"perf::TASK-CLOCK", 0, false, kNoGroup},
                                           pinned("INSTRUCTIONS_COMPLETED", kAnyPmc)};
     auto schedule = schedule_events(events, kPmcs, kPmcNames);
     ASSERT_TRUE(schedule.has_value()) << schedule.error().message;
@@ -326,8 +326,8 @@ TEST(CounterScheduler, MaskBitsAboveTheCountersAreIgnored) {
 
 TEST(CounterScheduler, SoftwareEventsRunFreelyOutsideTheSets) {
     std::vector<SchedulerEvent> events = {
-        SchedulerEvent{"perf::TASK-CLOCK", 0, false, -1},
-        SchedulerEvent{"perf::CONTEXT-SWITCHES", 0, true, -1},
+        SchedulerEvent{"perf::TASK-CLOCK", 0, false, kNoGroup},
+        SchedulerEvent{"perf::CONTEXT-SWITCHES", 0, true, kNoGroup},
         SchedulerEvent{"perf::PAGE-FAULTS", 0, false, 2},
     };
     auto schedule = schedule_events(events, kPmcs, kPmcNames);
@@ -410,7 +410,7 @@ std::vector<SchedulerEvent> random_request(std::mt19937& rng, bool with_pinned) 
     for (int i = 0; i < n; ++i) {
         events.push_back(SchedulerEvent{"E" + std::to_string(i),
                                         static_cast<CounterMask>(mask(rng)),
-                                        with_pinned && pin(rng), -1});
+                                        with_pinned && pin(rng), kNoGroup});
     }
     return events;
 }

@@ -163,11 +163,11 @@ TEST(EventList, ParsesGroups) {
     ASSERT_TRUE(l) << l.error().to_string();
     ASSERT_EQ(l->size(), 4u);
     EXPECT_EQ((*l)[0].name, "a");
-    EXPECT_EQ((*l)[0].group, -1);
+    EXPECT_EQ((*l)[0].group, kNoGroup);
     EXPECT_EQ((*l)[1].name, "b");
     EXPECT_EQ((*l)[1].group, 0);
     EXPECT_EQ((*l)[2].group, 0);
-    EXPECT_EQ((*l)[3].group, -1);
+    EXPECT_EQ((*l)[3].group, kNoGroup);
     for (auto bad : {"", "a,,b", "{a,b", "a}", "{a,{b}}", "{a}x"}) {
         EXPECT_FALSE(parse_event_list(bad)) << bad;
     }
@@ -252,15 +252,15 @@ TEST(PerfCounting, SoftwareEventsShareOneGroupReadInOneCall) {
     auto o = this_thread("perf::TASK-CLOCK,perf::CONTEXT-SWITCHES,perf::PAGE-FAULTS");
     auto plan = make_plan(c, o);
     ASSERT_TRUE(plan) << plan.error().to_string();
-    ASSERT_EQ(plan->groups_of_counters.size(), 1u);
-    EXPECT_EQ(plan->groups_of_counters[0].members.size(), 3u);
+    ASSERT_EQ(plan->kernel_groups.size(), 1u);
+    EXPECT_EQ(plan->kernel_groups[0].members.size(), 3u);
 
     // The device: one read of the group gives each member's value at its place, the same a
     // read of that member alone gives, and the group's times.
     PerfEventDevice dev;
     const OpenTarget self{.pid = static_cast<pid_t>(::syscall(SYS_gettid))};
     std::vector<int> handles;
-    for (const auto& m : plan->groups_of_counters[0].members) {
+    for (const auto& m : plan->kernel_groups[0].members) {
         auto h = dev.open(plan->events[m.event], self, handles.empty() ? -1 : handles.front());
         if (!h && h.error().status == Status::Perm) GTEST_SKIP() << h.error().to_string();
         ASSERT_TRUE(h) << h.error().to_string();

@@ -100,14 +100,15 @@ class PerfSessionPpc750 : public ::testing::Test {
         return std::nullopt;
     }
 
-    // The set (plan group's `set`) each event is in; -1 for none. Only for events in one set.
+    // The set (plan group's `set`) each event is in; kFreeRunningSet for none. Only for events
+    // in one set.
     static int set_of(const Plan& plan, std::size_t event) {
-        for (const auto& g : plan.groups_of_counters) {
+        for (const auto& g : plan.kernel_groups) {
             for (const auto& m : g.members) {
                 if (m.event == event) return g.set;
             }
         }
-        return -1;
+        return kFreeRunningSet;
     }
 
     // The simulated device hands out handles 0, 1, ... in open order, and PerfSession opens
@@ -116,9 +117,9 @@ class PerfSessionPpc750 : public ::testing::Test {
                          std::size_t member) {
         std::size_t per_instance = 0;
         std::size_t before = 0;
-        for (std::size_t g = 0; g < plan.groups_of_counters.size(); ++g) {
-            if (g < group) before += plan.groups_of_counters[g].members.size();
-            per_instance += plan.groups_of_counters[g].members.size();
+        for (std::size_t g = 0; g < plan.kernel_groups.size(); ++g) {
+            if (g < group) before += plan.kernel_groups[g].members.size();
+            per_instance += plan.kernel_groups[g].members.size();
         }
         return static_cast<int>(instance * per_instance + before + member);
     }
@@ -275,10 +276,10 @@ TEST_F(PerfSessionPpc750, EightEventsTakeTwoSetsAndHalfTheTimeEach) {
     ASSERT_TRUE(s) << s.error().to_string();
     const Plan& plan = (*s)->plan();
     EXPECT_EQ(plan.slots, 2);
-    ASSERT_EQ(plan.groups_of_counters.size(), 2u);
+    ASSERT_EQ(plan.kernel_groups.size(), 2u);
     EXPECT_TRUE((*s)->rotates());
-    for (std::size_t g = 0; g < plan.groups_of_counters.size(); ++g) {
-        const auto& group = plan.groups_of_counters[g];
+    for (std::size_t g = 0; g < plan.kernel_groups.size(); ++g) {
+        const auto& group = plan.kernel_groups[g];
         EXPECT_EQ(group.set, static_cast<int>(g));
         EXPECT_EQ(group.pmu, kPpc750Pmu);
         ASSERT_EQ(group.members.size(), 4u);
@@ -298,7 +299,7 @@ TEST_F(PerfSessionPpc750, EightEventsTakeTwoSetsAndHalfTheTimeEach) {
     EXPECT_EQ(pmu_->enabled_groups(0), 1);
     for (std::size_t m = 0; m < 4; ++m) {
         EXPECT_EQ(pmu_->counter_of(handle_of(plan, 0, 0, m)),
-                  plan.groups_of_counters[0].members[m].counter);
+                  plan.kernel_groups[0].members[m].counter);
         EXPECT_EQ(pmu_->counter_of(handle_of(plan, 0, 1, m)), std::nullopt);
     }
 
@@ -330,8 +331,8 @@ TEST_F(PerfSessionPpc750, PinnedCyclesAndInstructionsCountAllTheTime) {
     const Plan& plan = (*s)->plan();
     // Four PMC2-only events: four sets, each with the pinned pair on two other counters.
     EXPECT_EQ(plan.slots, 4);
-    ASSERT_EQ(plan.groups_of_counters.size(), 4u);
-    for (const auto& g : plan.groups_of_counters) {
+    ASSERT_EQ(plan.kernel_groups.size(), 4u);
+    for (const auto& g : plan.kernel_groups) {
         ASSERT_EQ(g.members.size(), 3u);
         EXPECT_EQ(g.members[0].event, 0u);
         EXPECT_EQ(g.members[1].event, 1u);
@@ -433,8 +434,8 @@ TEST_F(PerfSessionPpc750, RawCodesAndImpossibleGroups) {
     ASSERT_EQ(plan.events.size(), 1u);
     EXPECT_EQ(plan.events[0].canonical, "ppc750::r205");
     EXPECT_EQ(plan.events[0].counters, CounterMask{0x2});
-    ASSERT_EQ(plan.groups_of_counters.size(), 1u);
-    EXPECT_EQ(plan.groups_of_counters[0].members[0].counter_name, "PMC2");
+    ASSERT_EQ(plan.kernel_groups.size(), 1u);
+    EXPECT_EQ(plan.kernel_groups[0].members[0].counter_name, "PMC2");
     EXPECT_EQ(pmu_->counter_of(0), 1);
 
     pmu_->advance(1s);
@@ -641,7 +642,7 @@ TEST_F(PerfSessionPpc750, AnEventOnlyAboveTheCounterBudgetIsRefused) {
     auto o = options("ppc750::L2_CASTOUTS,ppc750::EIEIO_COMPLETED");
     o.counter_budget = 2;
     auto plan = make_plan(*catalog_, o);
-    ASSERT_FALSE(plan) << "planned as set " << plan->groups_of_counters[0].set;
+    ASSERT_FALSE(plan) << "planned as set " << plan->kernel_groups[0].set;
     EXPECT_EQ(plan.error().status, Status::BadArg);
     EXPECT_NE(plan.error().message.find("ppc750::L2_CASTOUTS"), std::string::npos);
 }
@@ -656,7 +657,7 @@ TEST_F(PerfSessionPpc750, EventsWithOtherModifiersAreNotInOneSet) {
         EXPECT_NE(plan.error().message.find("ppc750::CYCLES:u"), std::string::npos);
         return;
     }
-    for (const auto& g : plan->groups_of_counters) {
+    for (const auto& g : plan->kernel_groups) {
         for (const auto& m : g.members) {
             const auto& first = plan->events[g.members.front().event];
             EXPECT_EQ(plan->events[m.event].exclude_kernel, first.exclude_kernel);

@@ -1,5 +1,5 @@
-// Tests of the PowerPC 750 event table against the selects of the MPC750 manual, and of the raw
-// code encoding and decoding.
+// Tests of the PowerPC 750 event table against the selects of the MPC750 manual, of the raw
+// code encoding and decoding, and of the module that serves the table to the catalog.
 #include "monitor/perf/ppc750_events.hpp"
 
 #include <gtest/gtest.h>
@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "monitor/perf/ppc750_pmu.hpp"
 
 namespace monitor::perf {
 namespace {
@@ -275,6 +277,46 @@ TEST(Ppc750Events, CounterNames) {
     EXPECT_EQ(ppc750_counter_name(3), "PMC4");
     EXPECT_EQ(ppc750_counter_name(4), "PMC?");
     EXPECT_EQ(ppc750_counter_name(-1), "PMC?");
+}
+
+// The module says what its events measure, by name and by raw code alike: the derived metrics
+// (the MON manual's instruction-cache miss ratio among them) take it from there.
+TEST(Ppc750Pmu, SaysWhatItsEventsMeasure) {
+    auto pmu = make_ppc750_pmu();
+    ASSERT_TRUE(pmu) << pmu.error().to_string();
+    struct Row {
+        std::string_view name;
+        std::string_view raw;
+        Measure measure;
+    };
+    for (const auto& row : std::vector<Row>{
+             {"ppc750::CYCLES", "ppc750::r001", Measure::Cycles},
+             {"ppc750::CYCLES", "ppc750::r301", Measure::Cycles},
+             {"ppc750::INSTRUCTIONS_COMPLETED", "ppc750::r402", Measure::Instructions},
+             {"ppc750::INSTR_EA_DELIVERED", "ppc750::r108", Measure::InstructionFetches},
+             {"ppc750::L1_ICACHE_MISSES", "ppc750::r205", Measure::L1IcacheMisses},
+             {"ppc750::ITLB_MISSES", "ppc750::r206", Measure::ItlbMisses},
+             {"ppc750::L2_INSTRUCTION_MISSES", "ppc750::r207", Measure::L2InstructionMisses},
+             {"ppc750::L1_DCACHE_MISSES", "ppc750::r305", Measure::L1DcacheMisses},
+             {"ppc750::DTLB_MISSES", "ppc750::r306", Measure::DtlbMisses},
+             {"ppc750::L2_DATA_MISSES", "ppc750::r307", Measure::L2DataMisses},
+             {"ppc750::BRANCHES_MISPREDICTED", "ppc750::r408", Measure::MispredictedBranches},
+             {"ppc750::BRANCHES_TAKEN", "ppc750::r308", Measure::Other},
+             {"ppc750::L1_LOAD_MISSES_OVER_THRESHOLD:threshold=20", "ppc750::r1410a",
+              Measure::Other},
+         }) {
+        for (auto name : {row.name, row.raw}) {
+            auto spec = (*pmu)->resolve(split_event_name(name));
+            ASSERT_TRUE(spec) << name << ": " << spec.error().to_string();
+            EXPECT_EQ(spec->measure, row.measure) << name;
+            EXPECT_TRUE(spec->per_counter_selects) << name;
+            EXPECT_EQ(spec->counter_pmu, kPpc750Pmu) << name;
+        }
+    }
+    EXPECT_EQ((*pmu)->counter_name(kPpc750Pmu, 1), "PMC2");
+    auto unknown = (*pmu)->resolve(split_event_name("ppc750::NO_SUCH_EVENT"));
+    ASSERT_FALSE(unknown);
+    EXPECT_EQ(unknown.error().status, Status::NoEvent);
 }
 
 }  // namespace

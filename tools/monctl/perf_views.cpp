@@ -114,7 +114,7 @@ std::string format_pmus(const std::vector<monitor::perf::PmuInfo>& pmus,
     for (const auto& p : pmus) {
         out += fmt::format("{:<24} {:>8} {:>6} {:>6} {:>7}  {}{}\n", p.name, p.counters,
                            p.fixed_counters, p.counter_width, p.events, p.description,
-                           p.source == "built-in" ? " (built-in table)" : "");
+                           p.source == monitor::perf::kBuiltInSource ? " (built-in table)" : "");
     }
     for (const auto& p : pmus) {
         if (!p.unavailable.empty()) {

@@ -15,17 +15,22 @@
 
 namespace monitor::perf {
 
+// The group of an event requested on its own, in no group with others.
+inline constexpr int kNoGroup = -1;
+// The counter of an event that takes none (a software event, counting all the time).
+inline constexpr int kNoCounter = -1;
+
 // One requested event as the scheduler sees it.
 struct SchedulerEvent {
     std::string name;          // for error messages
     CounterMask counters = 0;  // 0: takes no counter
     bool pinned = false;
-    int group = -1;  // events with the same group >= 0 must share a set
+    int group = kNoGroup;  // events with the same group (not kNoGroup) must share a set
 };
 
 struct Placement {
-    std::size_t event = 0;  // index into the request
-    int counter = -1;       // the counter it is on in this set
+    std::size_t event = 0;     // index into the request
+    int counter = kNoCounter;  // the counter it is on in this set (0-based)
 };
 
 struct CounterSet {

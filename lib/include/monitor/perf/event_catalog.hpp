@@ -1,56 +1,37 @@
-// Event names to EventSpecs: libpfm4's tables for every PMU it detects (including the kernel's
-// generic `perf::` events, the software ones of which count on any machine), the built-in
-// `ppc750::` table, and raw codes `PMU::rHEX`. Modifiers: `:u` (user only), `:k` (kernel only),
-// and for ppc750 `:threshold=N`.
+// Event names to EventSpecs, through the PMU modules (pmu.hpp): libpfm4's tables for every PMU
+// it detects (including the kernel's generic `perf::` events, the software ones of which count
+// on any machine) and raw codes `PMU::rHEX` of the core PMU, then the built-in tables. A name
+// with a PMU goes to the module that lists that PMU; any other name to libpfm4's. Modifiers:
+// `:u` (user only), `:k` (kernel only), and those a module adds for its events.
 #pragma once
 
 #include <cstddef>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "monitor/perf/event_spec.hpp"
+#include "monitor/perf/pmu.hpp"
 #include "monitor/perf/processor.hpp"
 #include "monitor/status.hpp"
 
 namespace monitor::perf {
 
-// A PMU as counting sees it (seeds' PAL_PERF_MON_INFO / the Query of the OSF/1 pfm device).
-struct PmuInfo {
-    std::string name;         // "perf", "ppc750", "amd64_fam19h_zen3"
-    std::string description;  // "perf_events generic PMU"
-    int counters = 0;         // general-purpose counters; 0: its events take none (software)
-    int fixed_counters = 0;
-    int counter_width = 64;  // bits of one hardware counter (what the kernel folds into 64)
-    std::size_t events = 0;
-    std::string source;  // "libpfm4" or "built-in"
-    bool core = false;   // the processor's own PMU
-    // Why its events cannot count on this machine (a built-in table for another processor);
-    // empty when they can, as far as anything but opening them can tell.
-    std::string unavailable;
-};
-
-struct EventInfo {
-    std::string name;  // "perf::PERF_COUNT_SW_TASK_CLOCK", "ppc750::L1_ICACHE_MISSES"
-    std::string description;
-    std::string pmu;
-    CounterMask counters = 0;
-    bool pinned = false;
-};
-
-// How messages name counter `counter` (0-based) of `pmu`: "PMC2" on ppc750, "counter 3" else.
-std::string counter_name(std::string_view pmu, int counter);
-
 class EventCatalog {
   public:
-    // Initializes libpfm4 (once per process). Fails only when libpfm4 cannot start; the
-    // built-in table is always there. The processor, for the built-in tables' processor
-    // check, is read from these roots (tests point them at a described machine).
+    // The modules of pmu_modules(). Fails only when one cannot start (libpfm4); the built-in
+    // tables are always there. The processor, for the modules' processor check, is read from
+    // these roots (tests point them at a described machine).
     static Result<EventCatalog> create(const std::filesystem::path& proc_root = "/proc",
                                        const std::filesystem::path& sys_root = "/sys");
+    // A catalog of these modules only, in this order, for `processor` (a test's own table).
+    static EventCatalog of_modules(std::vector<std::shared_ptr<const PmuModule>> modules,
+                                   Processor processor);
 
-    // The PMUs libpfm4 detects on this machine, then ppc750.
+    // The PMUs of every module, in the modules' order: those libpfm4 detects on this machine,
+    // then the built-in tables.
     const std::vector<PmuInfo>& pmus() const { return pmus_; }
     const PmuInfo* find_pmu(std::string_view name) const;
 
@@ -60,8 +41,8 @@ class EventCatalog {
     Result<EventSpec> resolve(std::string_view name) const;
 
     // Whether `event` may be opened on this machine: NOPMU naming the event, the processor
-    // found and what would count instead for an event of a built-in table that is not this
-    // processor's (a ppc750 code on an x86 or a 7450, or on a 750 without a PMU driver).
+    // found and what would count instead for an event of a PMU whose module says it does not
+    // count on this processor (a built-in table written for another one).
     Result<void> countable(const EventSpec& event) const;
 
     // The processor the catalog was made for.
@@ -70,23 +51,25 @@ class EventCatalog {
     // The events of one PMU, or of all of them when `pmu` is empty. NOEVENT for an unknown PMU.
     Result<std::vector<EventInfo>> list(std::string_view pmu = {}) const;
 
+    // How messages name counter `counter` (0-based) of `pmu`, as its module names it:
+    // "PMC2", "counter 3".
+    std::string counter_name(std::string_view pmu, int counter) const;
+
     // Up to `n` known event names closest to `name` (edit distance, case-insensitive),
     // best first.
     std::vector<std::string> closest(std::string_view name, std::size_t n = 3) const;
 
   private:
     EventCatalog() = default;
-    Result<EventSpec> resolve_ppc750(std::string_view event, std::string_view modifiers,
-                                     std::string_view name) const;
-    Result<EventSpec> resolve_libpfm(std::string_view name) const;
-    Result<EventSpec> resolve_raw(const PmuInfo& pmu, std::string_view hex,
-                                  std::string_view modifiers, std::string_view name) const;
+    void add(std::shared_ptr<const PmuModule> module);
+    // The module that lists PMU `name`; nullptr for none.
+    const PmuModule* module_of(std::string_view name) const;
     // NOEVENT for `name`, with the closest known names.
     Error unknown_event(std::string_view name) const;
-    // The counters of the processor's PMU, for the kernel's generic hardware events.
-    CounterMask core_counters() const;
 
+    std::vector<std::shared_ptr<const PmuModule>> modules_;
     std::vector<PmuInfo> pmus_;
+    std::vector<const PmuModule*> pmu_modules_;  // the module of each PMU of pmus_
     Processor processor_;
 };
 

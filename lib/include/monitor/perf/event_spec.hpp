@@ -15,12 +15,36 @@ constexpr CounterMask first_counters(int n) {
     return n >= 32 ? ~CounterMask{0} : n <= 0 ? CounterMask{0} : (CounterMask{1} << n) - 1;
 }
 
+// What an event measures, as far as the derived metrics care: the PMU module that resolves an
+// event says it (a built-in table in its rows, libpfm4's module from the kernel's generic
+// event), so that metrics never decode another PMU's codes.
+enum class Measure {
+    Other,
+    Cycles,
+    Instructions,
+    CacheReferences,
+    CacheMisses,
+    Branches,
+    BranchMisses,
+    TaskClock,
+    L1IcacheMisses,
+    InstructionFetches,  // instruction addresses delivered to the memory subsystem
+    L1DcacheMisses,
+    ItlbMisses,
+    DtlbMisses,
+    L2InstructionMisses,
+    L2DataMisses,
+    // A table's own mispredicted-branch event, without a branch count beside it; the kernel's
+    // generic one is BranchMisses.
+    MispredictedBranches,
+};
+
 struct EventSpec {
-    // The name as requested, with its modifiers: "perf::TASK-CLOCK:u", "ppc750::L1_ICACHE_MISSES".
+    // The name as requested, with its modifiers: "perf::TASK-CLOCK:u", "cycles".
     std::string name;
     // The catalog's full name of the event, without modifiers: "perf::PERF_COUNT_SW_TASK_CLOCK".
     std::string canonical;
-    std::string pmu;  // "perf", "ppc750", "amd64_fam19h_zen3", ...
+    std::string pmu;  // "perf", "amd64_fam19h_zen3", a built-in table's, ...
     std::string description;
 
     // perf_event_attr fields.
@@ -44,6 +68,12 @@ struct EventSpec {
     bool pinned = false;
     // Bits of the hardware counter (a 750's PMCs are 32 bits); 64 for the kernel's counts.
     int counter_width = 64;
+    Measure measure = Measure::Other;
+    // Each counter of the PMU has a list of events of its own (selects), and an event is one
+    // counter's select or a select common to all, as on the 750's PMC1-PMC4; not one list
+    // that every counter takes. The MON C API's four sets are then the PMU's counters, and it
+    // counts such events in one kernel group, all on the counters at once.
+    bool per_counter_selects = false;
 };
 
 }  // namespace monitor::perf

@@ -27,10 +27,11 @@
 
 namespace monitor::perf {
 
-// One requested event; events with the same group >= 0 are counted together, always.
+// One requested event; events with the same group (not kNoGroup) are counted together,
+// always: the braces of "a,{b,c}".
 struct EventRequest {
     std::string name;
-    int group = -1;
+    int group = kNoGroup;
 };
 
 // "a,b,{c,d}" -> a, b, and c+d as group 0. BADARG for unbalanced braces or an empty name.
@@ -85,26 +86,40 @@ struct SessionOptions {
     bool visit_cpus = false;
 };
 
+// The set of a kernel group that takes no turn on the counters: its events need none (software
+// events), and it counts all the time.
+inline constexpr int kFreeRunningSet = -1;
+
 // The events and where each one counts, without counting.
+//
+// Words: a kernel group is the events opened as one perf_event group (a leader and its
+// members), read together. A set is a kernel group of counter events that fits a PMU's
+// counters; when a PMU's events need more than one set, its sets take turns. A slot is one
+// turn of the rotation (one slice of time, in daemon multiplexing): in slot s, set
+// s % pmu_sets of every PMU counts.
 struct Plan {
     std::vector<EventSpec> events;
-    std::vector<int> groups;  // per event, -1 for none
+    // Per event, the group it was requested in (EventRequest::group): kNoGroup for none.
+    std::vector<int> requested_groups;
     struct Member {
-        std::size_t event = 0;
-        int counter = -1;          // -1 for a free-running event
-        std::string counter_name;  // "PMC2", "counter 3"; empty when free running
+        std::size_t event = 0;     // index into events
+        int counter = kNoCounter;  // the counter it is on, 0-based; kNoCounter when it takes none
+        std::string counter_name;  // "PMC2", "counter 3"; empty for kNoCounter
     };
-    // Kernel groups: the events of one PMU counted together. A group with set -1 runs all
-    // the time; the others are set `set` of the `sets` of their PMU, and count in the slots
-    // s with s % sets == set.
     struct Group {
-        int set = -1;
-        int sets = 1;
+        // Which of its PMU's sets this group is, 0 to pmu_sets - 1; kFreeRunningSet for a
+        // group of events that take no counter.
+        int set = kFreeRunningSet;
+        int pmu_sets = 1;  // how many sets its PMU has (1 for a free-running group)
         std::string pmu;
-        std::vector<Member> members;
+        std::vector<Member> members;  // the leader first
+
+        bool free_running() const { return set == kFreeRunningSet; }
     };
-    std::vector<Group> groups_of_counters;
-    int slots = 0;  // sets that take turns; 0 or 1 means no multiplexing
+    std::vector<Group> kernel_groups;
+    // The slots of one rotation: the most sets any PMU has. 0 (no counter events) or 1: the
+    // sets never take turns.
+    int slots = 0;
 };
 
 Result<Plan> make_plan(const EventCatalog& catalog, const SessionOptions& options);
@@ -133,7 +148,7 @@ struct EventCount {
 // The counts of one kernel group (a counter set of one PMU), for ratios of events measured
 // over the very same time.
 struct GroupCount {
-    int set = -1;
+    int set = kFreeRunningSet;  // as in Plan::Group
     std::vector<std::size_t> events;
     std::vector<std::uint64_t> counts;
     std::uint64_t running_ns = 0;
@@ -147,7 +162,7 @@ struct PerfReport {
     // the other targets.
     int threads = 0;
     std::vector<EventCount> events;  // in request order
-    std::vector<GroupCount> groups;
+    std::vector<GroupCount> groups;  // per Plan::kernel_groups
     int slots = 0;
     int rotations = 0;
 
@@ -206,7 +221,10 @@ class PerfSession {
     // Calls fn for every instance, on the instance's CPU when visit_cpus is set.
     Result<void> for_each_instance(const std::function<Result<void>(Instance&)>& fn);
     Result<void> set_slot_enabled(Instance& inst, int slot, bool enabled);
-    // Whether a read of `slot` reads the group (slot -1: the free-running groups).
+    // The "slot" of the groups that are always enabled: the free-running ones, and every
+    // group when the kernel multiplexes.
+    static constexpr int kAlwaysEnabled = -1;
+    // Whether a read of `slot` (or kAlwaysEnabled) reads the group.
     bool reads_group(const Plan::Group& pg, int slot) const;
     Result<void> poll_slot(Instance& inst, int slot);
     Result<void> poll_instance(Instance& inst);  // the free-running groups and the slot's
@@ -225,7 +243,7 @@ class PerfSession {
     struct Instance {
         OpenTarget target;
         std::size_t report = 0;             // its entry in PerfReport::instances
-        std::vector<GroupHandles> groups;   // per plan group
+        std::vector<GroupHandles> groups;   // per Plan::kernel_groups
         std::uint64_t slot_enabled_ns = 0;  // daemon mux: time of all slices so far
     };
 
@@ -238,7 +256,7 @@ class PerfSession {
     int threads_ = 0;
     std::chrono::steady_clock::time_point started_;
     std::chrono::steady_clock::time_point stopped_at_;
-    int slot_ = 0;
+    int slot_ = 0;  // the slot counting now (daemon multiplexing)
     int rotations_ = 0;
     bool stopped_ = false;
     bool exec_seen_ = false;  // enable_on_exec: the kernel has started the first set

@@ -31,8 +31,9 @@ struct Ppc750Event {
     // The counters that can count it: 0xF for the common selects, one bit otherwise
     // (bit 0 = PMC1).
     CounterMask counters = 0;
-    bool uses_threshold = false;  // PMC1 0x0A: MMCR0[THRESHOLD] applies
-    bool pinned = false;          // cycles and instructions completed
+    bool uses_threshold = false;       // PMC1 0x0A: MMCR0[THRESHOLD] applies
+    bool pinned = false;               // cycles and instructions completed
+    Measure measure = Measure::Other;  // what the derived metrics take it for
 };
 
 // Every event, common selects first, then PMC1, PMC2, PMC3, PMC4 in select order.

@@ -77,27 +77,26 @@ nlohmann::json to_json(const CounterReport& r);
 bool update_json(nlohmann::json& j, const CounterReport& r);
 CounterReport counter_report_from_json(const nlohmann::json& j);
 
+// A perf::Plan as the interface carries it (its fields are named as on the wire).
 struct PlanMember {
     std::string event;
-    std::optional<std::string> counter;
+    std::optional<std::string> counter;  // none for an event that takes no counter
 };
+// One kernel group (perf::Plan::Group).
 struct PlanGroup {
     std::string pmu;
-    std::optional<int> set;
-    int sets = 1;
+    std::optional<int> set;  // which of its PMU's sets, 0-based; none for a free-running group
+    int sets = 1;            // how many sets its PMU has (perf::Plan::Group::pmu_sets)
     std::vector<PlanMember> members;
 };
 struct CounterPlan {
-    int slots = 0;
+    int slots = 0;  // the slots of one rotation, at least 1
     std::vector<PlanGroup> groups;
 };
 
 CounterPlan make_plan_message(const perf::Plan& plan);
 nlohmann::json to_json(const CounterPlan& p);
 CounterPlan counter_plan_from_json(const nlohmann::json& j);
-
-// The counters of a mask as names ("PMC2"), for ListEvents.
-std::vector<std::string> counter_names(const perf::EventInfo& e);
 
 nlohmann::json to_json(const perf::PmuInfo& p);
 perf::PmuInfo pmu_from_json(const nlohmann::json& j);

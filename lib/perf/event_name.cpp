@@ -1,0 +1,92 @@
+#include "monitor/perf/event_name.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <tuple>
+#include <utility>
+
+namespace monitor::perf {
+namespace {
+
+constexpr std::string_view kSeparator = "::";
+
+// The part of `s` before its first ':' and the part after it (empty without one).
+std::pair<std::string_view, std::string_view> split_at_colon(std::string_view s) {
+    const auto colon = s.find(':');
+    if (colon == std::string_view::npos) return {s, {}};
+    return {s.substr(0, colon), s.substr(colon + 1)};
+}
+
+}  // namespace
+
+EventName split_event_name(std::string_view name) {
+    EventName n;
+    n.full = name;
+    std::string_view rest = name;
+    if (const auto sep = name.find(kSeparator); sep != std::string_view::npos) {
+        n.pmu = name.substr(0, sep);
+        rest = name.substr(sep + kSeparator.size());
+    }
+    std::tie(n.event, n.modifiers) = split_at_colon(rest);
+    return n;
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::ranges::equal(a, b, [](unsigned char x, unsigned char y) {
+               return std::tolower(x) == std::tolower(y);
+           });
+}
+
+std::optional<std::uint64_t> parse_raw_code(std::string_view event) {
+    if (event.size() < 2 || event.size() > 17 || event[0] != 'r') return std::nullopt;
+    std::uint64_t v = 0;
+    auto [end, ec] = std::from_chars(event.data() + 1, event.data() + event.size(), v, 16);
+    if (ec != std::errc{} || end != event.data() + event.size()) return std::nullopt;
+    return v;
+}
+
+void Modifiers::apply_to(EventSpec& spec) const {
+    if (user != kernel) {
+        spec.exclude_user = !user;
+        spec.exclude_kernel = !kernel;
+    }
+}
+
+Result<Modifiers> parse_modifiers(std::string_view mods, std::string_view name,
+                                  std::optional<NumberModifier> number) {
+    Modifiers m;
+    while (!mods.empty()) {
+        std::string_view mod;
+        std::tie(mod, mods) = split_at_colon(mods);
+        if (mod == "u") {
+            m.user = true;
+        } else if (mod == "k") {
+            m.kernel = true;
+        } else if (number && mod.starts_with(number->name) &&
+                   mod.substr(number->name.size()).starts_with('=')) {
+            unsigned v = 0;
+            const auto digits = mod.substr(number->name.size() + 1);
+            auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+            if (digits.empty() || ec != std::errc{} || end != digits.data() + digits.size() ||
+                v > number->max) {
+                return fail(Status::BadArg,
+                            fmt::format("{}: {} must be a number from 0 to {}, not '{}'", name,
+                                        number->name, number->max, digits));
+            }
+            m.number = v;
+        } else {
+            return fail(
+                Status::BadArg,
+                fmt::format("{}: unknown modifier ':{}' (accepted: :u user mode only, "
+                            ":k kernel mode only{})",
+                            name, mod,
+                            number ? fmt::format(", :{}=0-{}", number->name, number->max) : ""));
+        }
+    }
+    return m;
+}
+
+}  // namespace monitor::perf

@@ -1,0 +1,37 @@
+// The PMU modules' defaults, and the one list of the modules the catalog is made of.
+#include "monitor/perf/pmu.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+
+#include "monitor/perf/libpfm_pmus.hpp"
+#include "monitor/perf/ppc750_pmu.hpp"
+
+namespace monitor::perf {
+namespace {
+
+constexpr std::array<PmuFactory, 2> kModules = {
+    &make_libpfm_pmus,
+    &make_ppc750_pmu,
+};
+
+}  // namespace
+
+std::string numbered_counter_name(int counter) {
+    return fmt::format("counter {}", counter + 1);
+}
+
+std::string PmuModule::counter_name(std::string_view, int counter) const {
+    return numbered_counter_name(counter);
+}
+
+Result<void> PmuModule::counts_on(const Processor&) const {
+    return {};
+}
+
+std::span<const PmuFactory> pmu_modules() {
+    return kModules;
+}
+
+}  // namespace monitor::perf

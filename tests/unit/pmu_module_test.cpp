@@ -1,0 +1,346 @@
+// Tests of the PMU module interface with a second built-in table that exists only here (a TEST
+// FAKE: no such PMU or processor exists): a catalog made of it alone resolves, lists, names
+// counters, plans, refuses to count on another processor and derives metrics through the
+// interface, with nothing in the catalog, the planner or the metrics knowing its name; and no
+// module of libpfm4 is needed for any of it.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <linux/perf_event.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "monitor/perf/counter_device.hpp"
+#include "monitor/perf/derived_metrics.hpp"
+#include "monitor/perf/event_catalog.hpp"
+#include "monitor/perf/perf_session.hpp"
+#include "monitor/perf/pmu.hpp"
+
+namespace monitor::perf {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr std::string_view kFakePmu = "testpmu";
+constexpr std::string_view kFakeProcessor = "Test Core 1 (a test fake)";
+constexpr int kFakeCounters = 4;
+constexpr int kFakeWidth = 16;
+constexpr unsigned kMaxWindow = 7;
+
+// A row of the test fake's table, in the spirit of ppc750_events.
+struct FakeEvent {
+    std::string_view name;
+    std::uint8_t select;
+    CounterMask counters;
+    bool pinned = false;
+    Measure measure = Measure::Other;
+    bool uses_window = false;  // takes `:window=N`, bits 8-10 of the code
+};
+
+constexpr CounterMask kAny = 0xF;
+constexpr CounterMask kTc2 = 1U << 1;
+constexpr CounterMask kTc3 = 1U << 2;
+
+constexpr std::array kFakeEvents = {
+    FakeEvent{"TICKS", 0x01, kAny, true, Measure::Cycles},
+    FakeEvent{"RETIRED", 0x02, kAny, false, Measure::Instructions},
+    FakeEvent{"FETCHES", 0x03, kTc2, false, Measure::InstructionFetches},
+    FakeEvent{"IMISS", 0x04, kTc3, false, Measure::L1IcacheMisses},
+    FakeEvent{"STALLS", 0x05, kTc3, false, Measure::Other, true},
+};
+
+// The test fake: one PMU of four 16-bit counters TC1-TC4, each with selects of its own, that
+// counts only on the processor kFakeProcessor.
+class TestFakePmu final : public PmuModule {
+  public:
+    std::vector<PmuInfo> pmus() const override {
+        PmuInfo p;
+        p.name = kFakePmu;
+        p.description = "a test fake's table";
+        p.counters = kFakeCounters;
+        p.counter_width = kFakeWidth;
+        p.events = kFakeEvents.size();
+        p.source = kBuiltInSource;
+        return {p};
+    }
+
+    Result<EventSpec> resolve(const EventName& name) const override {
+        const FakeEvent* e = find(name.event);
+        if (e == nullptr) return fail(Status::NoEvent, "no such event in the test fake");
+        std::optional<NumberModifier> window;
+        if (e->uses_window) window = NumberModifier{"window", kMaxWindow};
+        auto m = parse_modifiers(name.modifiers, name.full, window);
+        if (!m) return std::unexpected(m.error());
+        EventSpec spec;
+        spec.name = name.full;
+        spec.canonical = std::string(kFakePmu) + "::" + std::string(e->name);
+        spec.pmu = kFakePmu;
+        spec.counter_pmu = kFakePmu;
+        spec.type = PERF_TYPE_RAW;
+        spec.config = e->select | std::uint64_t{m->number.value_or(0)} << 8;
+        spec.counters = e->counters;
+        spec.pinned = e->pinned;
+        spec.counter_width = kFakeWidth;
+        spec.measure = e->measure;
+        spec.per_counter_selects = true;
+        m->apply_to(spec);
+        return spec;
+    }
+
+    void list(std::string_view, std::vector<EventInfo>& out) const override {
+        for (const auto& e : kFakeEvents) {
+            EventInfo info;
+            info.name = std::string(kFakePmu) + "::" + std::string(e.name);
+            info.pmu = kFakePmu;
+            info.counters = e.counters;
+            info.pinned = e.pinned;
+            out.push_back(std::move(info));
+        }
+    }
+
+    std::string counter_name(std::string_view, int counter) const override {
+        return "TC" + std::to_string(counter + 1);
+    }
+
+    Result<void> counts_on(const Processor& p) const override {
+        if (p.name == kFakeProcessor) return {};
+        return fail(Status::NoPmu, "counts only on the " + std::string(kFakeProcessor) +
+                                       "; this machine has " + p.describe());
+    }
+
+  private:
+    static const FakeEvent* find(std::string_view name) {
+        for (const auto& e : kFakeEvents) {
+            if (iequals(e.name, name)) return &e;
+        }
+        return nullptr;
+    }
+};
+
+Processor processor(std::string_view name) {
+    Processor p;
+    p.name = name;
+    return p;
+}
+
+EventCatalog fake_catalog(std::string_view on = kFakeProcessor) {
+    return EventCatalog::of_modules({std::make_shared<TestFakePmu>()}, processor(on));
+}
+
+// A counter device that must not be reached: the processor check comes before any open.
+class TestFakeUnreachableDevice final : public CounterDevice {
+  public:
+    Result<int> open(const EventSpec& event, const OpenTarget&, int) override {
+        ADD_FAILURE() << "opened " << event.name;
+        return fail(Status::BadArg, "the test fake device opens nothing");
+    }
+    Result<void> enable(int) override { return {}; }
+    Result<void> disable(int) override { return {}; }
+    Result<void> reset(int) override { return {}; }
+    Result<CounterReading> read(int) override { return CounterReading{}; }
+    void close(int) override {}
+    int width(int) const override { return kFakeWidth; }
+};
+
+SessionOptions on_cpu0(std::vector<EventRequest> events) {
+    SessionOptions o;
+    o.events = std::move(events);
+    o.target.kind = TargetKind::OneCpu;
+    o.target.cpu = 0;
+    o.cpus = {0};
+    return o;
+}
+
+TEST(PmuModule, ItsPmuIsListedWithItsCountersAndSource) {
+    auto c = fake_catalog();
+    ASSERT_EQ(c.pmus().size(), 1u);
+    const PmuInfo* p = c.find_pmu("TESTPMU");
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(p->name, kFakePmu);
+    EXPECT_EQ(p->counters, kFakeCounters);
+    EXPECT_EQ(p->counter_width, kFakeWidth);
+    EXPECT_EQ(p->events, kFakeEvents.size());
+    EXPECT_EQ(p->source, kBuiltInSource);
+    EXPECT_EQ(p->unavailable, "");
+}
+
+TEST(PmuModule, ResolvesItsNamesWithModifiersAndWhatTheyMeasure) {
+    auto c = fake_catalog();
+    auto imiss = c.resolve("testpmu::IMISS:u");
+    ASSERT_TRUE(imiss) << imiss.error().to_string();
+    EXPECT_EQ(imiss->name, "testpmu::IMISS:u");
+    EXPECT_EQ(imiss->canonical, "testpmu::IMISS");
+    EXPECT_EQ(imiss->pmu, kFakePmu);
+    EXPECT_EQ(imiss->counter_pmu, kFakePmu);
+    EXPECT_EQ(imiss->counters, kTc3);
+    EXPECT_EQ(imiss->counter_width, kFakeWidth);
+    EXPECT_FALSE(imiss->exclude_user);
+    EXPECT_TRUE(imiss->exclude_kernel);
+    EXPECT_EQ(imiss->measure, Measure::L1IcacheMisses);
+    EXPECT_TRUE(imiss->per_counter_selects);
+
+    // Any case, as for every PMU.
+    auto ticks = c.resolve("TESTPMU::ticks");
+    ASSERT_TRUE(ticks) << ticks.error().to_string();
+    EXPECT_EQ(ticks->canonical, "testpmu::TICKS");
+    EXPECT_TRUE(ticks->pinned);
+    EXPECT_EQ(ticks->measure, Measure::Cycles);
+
+    // A number modifier of the module's own, on the events that take it.
+    auto stalls = c.resolve("testpmu::STALLS:window=5:k");
+    ASSERT_TRUE(stalls) << stalls.error().to_string();
+    EXPECT_EQ(stalls->config, 0x505u);
+    EXPECT_TRUE(stalls->exclude_user);
+    auto too_wide = c.resolve("testpmu::STALLS:window=8");
+    ASSERT_FALSE(too_wide);
+    EXPECT_EQ(too_wide.error().status, Status::BadArg);
+    EXPECT_THAT(too_wide.error().message,
+                HasSubstr("testpmu::STALLS:window=8: window must be a number from 0 to 7"));
+    auto not_here = c.resolve("testpmu::IMISS:window=1");
+    ASSERT_FALSE(not_here);
+    EXPECT_THAT(not_here.error().message,
+                HasSubstr("unknown modifier ':window=1' (accepted: :u user mode only, :k kernel "
+                          "mode only)"));
+    auto unknown = c.resolve("testpmu::STALLS:x");
+    ASSERT_FALSE(unknown);
+    EXPECT_THAT(unknown.error().message, HasSubstr(":k kernel mode only, :window=0-7)"));
+}
+
+TEST(PmuModule, UnknownNamesGetTheClosestOfItsEvents) {
+    auto c = fake_catalog();
+    auto typo = c.resolve("testpmu::IMIS");
+    ASSERT_FALSE(typo);
+    EXPECT_EQ(typo.error().status, Status::NoEvent);
+    EXPECT_THAT(typo.error().message, HasSubstr("unknown event 'testpmu::IMIS';"));
+    EXPECT_THAT(typo.error().message, HasSubstr("did you mean testpmu::IMISS"));
+    // Without libpfm4's module nothing takes names of no listed PMU.
+    for (const char* name : {"cycles", "perf::TASK-CLOCK", "other::IMISS"}) {
+        auto r = c.resolve(name);
+        ASSERT_FALSE(r) << name;
+        EXPECT_EQ(r.error().status, Status::NoEvent) << name;
+    }
+}
+
+TEST(PmuModule, ListsItsEventsWithTheNamesOfTheirCounters) {
+    auto c = fake_catalog();
+    auto events = c.list("testpmu");
+    ASSERT_TRUE(events) << events.error().to_string();
+    ASSERT_EQ(events->size(), kFakeEvents.size());
+    EXPECT_EQ((*events)[0].name, "testpmu::TICKS");
+    EXPECT_THAT((*events)[0].counter_names, ElementsAre("TC1", "TC2", "TC3", "TC4"));
+    EXPECT_TRUE((*events)[0].pinned);
+    EXPECT_EQ((*events)[3].name, "testpmu::IMISS");
+    EXPECT_THAT((*events)[3].counter_names, ElementsAre("TC3"));
+    auto all = c.list();
+    ASSERT_TRUE(all);
+    EXPECT_EQ(all->size(), kFakeEvents.size());
+    auto none = c.list("nope");
+    ASSERT_FALSE(none);
+    EXPECT_EQ(none.error().status, Status::NoEvent);
+    EXPECT_THAT(none.error().message, HasSubstr("known here: testpmu"));
+}
+
+TEST(PmuModule, NamesItsCountersInPlansAndSchedulingErrors) {
+    auto c = fake_catalog();
+    EXPECT_EQ(c.counter_name("testpmu", 1), "TC2");
+    EXPECT_EQ(c.counter_name("no_such_pmu", 1), "counter 2");
+
+    auto plan =
+        make_plan(c, on_cpu0({{"testpmu::TICKS"}, {"testpmu::IMISS"}, {"testpmu::FETCHES"}}));
+    ASSERT_TRUE(plan) << plan.error().to_string();
+    ASSERT_EQ(plan->kernel_groups.size(), 1u);
+    const auto& members = plan->kernel_groups[0].members;
+    ASSERT_EQ(members.size(), 3u);
+    EXPECT_EQ(members[0].counter_name, "TC1");  // TICKS: the first free counter
+    EXPECT_EQ(members[1].counter_name, "TC3");  // IMISS: its only counter
+    EXPECT_EQ(members[2].counter_name, "TC2");  // FETCHES: its only counter
+
+    auto clash = make_plan(c, on_cpu0({{"testpmu::IMISS", 0}, {"testpmu::STALLS", 0}}));
+    ASSERT_FALSE(clash);
+    EXPECT_EQ(clash.error().status, Status::BadArg);
+    EXPECT_THAT(clash.error().message,
+                HasSubstr("testpmu::IMISS and testpmu::STALLS can only be counted on TC3"));
+}
+
+TEST(PmuModule, CountsOnlyOnTheProcessorItsModuleAccepts) {
+    auto elsewhere = fake_catalog("Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz");
+    const PmuInfo* p = elsewhere.find_pmu("testpmu");
+    ASSERT_NE(p, nullptr);
+    EXPECT_THAT(p->unavailable, HasSubstr("counts only on the Test Core 1"));
+    // Resolved and planned anywhere ...
+    auto imiss = elsewhere.resolve("testpmu::IMISS");
+    ASSERT_TRUE(imiss) << imiss.error().to_string();
+    const auto options = on_cpu0({{"testpmu::IMISS"}});
+    EXPECT_TRUE(make_plan(elsewhere, options));
+    // ... counted only where the module says they count, refused before anything opens.
+    auto r = elsewhere.countable(*imiss);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().status, Status::NoPmu);
+    EXPECT_THAT(r.error().message,
+                HasSubstr("testpmu::IMISS: counts only on the Test Core 1 (a test fake); this "
+                          "machine has Intel(R) Xeon(R) Gold 6248"));
+    auto s = PerfSession::start(elsewhere, std::make_unique<TestFakeUnreachableDevice>(), options);
+    ASSERT_FALSE(s);
+    EXPECT_EQ(s.error().status, Status::NoPmu);
+
+    auto here = fake_catalog();
+    auto on_it = here.resolve("testpmu::IMISS");
+    ASSERT_TRUE(on_it);
+    EXPECT_TRUE(here.countable(*on_it));
+}
+
+// The metrics know what an event measures from its module, not from its PMU's name or codes.
+TEST(PmuModule, ItsEventsFeedTheDerivedMetrics) {
+    auto c = fake_catalog();
+    auto plan = make_plan(
+        c,
+        on_cpu0(
+            {{"testpmu::TICKS"}, {"testpmu::RETIRED"}, {"testpmu::IMISS"}, {"testpmu::FETCHES"}}));
+    ASSERT_TRUE(plan) << plan.error().to_string();
+    ASSERT_EQ(plan->kernel_groups.size(), 1u);
+    const std::vector<std::uint64_t> counts = {2000, 1000, 30, 600};  // in request order
+    PerfReport report;
+    report.elapsed = std::chrono::seconds(1);
+    report.instances = {0};
+    for (std::size_t e = 0; e < counts.size(); ++e) {
+        EventCount ec;
+        ec.name = plan->events[e].name;
+        ec.total = {counts[e], 1'000'000'000, 1'000'000'000};
+        report.events.push_back(ec);
+    }
+    GroupCount g;
+    g.set = plan->kernel_groups[0].set;
+    for (const auto& m : plan->kernel_groups[0].members) {
+        g.events.push_back(m.event);
+        g.counts.push_back(counts[m.event]);
+    }
+    report.groups.push_back(g);
+
+    auto metrics = derive_metrics(*plan, report);
+    auto value = [&](std::string_view name) {
+        for (const auto& m : metrics) {
+            if (m.name != name) continue;
+            EXPECT_TRUE(m.same_set) << name;
+            return m.value;
+        }
+        ADD_FAILURE() << "no metric " << name;
+        return 0.0;
+    };
+    EXPECT_DOUBLE_EQ(value("ipc"), 0.5);
+    EXPECT_DOUBLE_EQ(value("cpi"), 2.0);
+    EXPECT_DOUBLE_EQ(value("icache_miss_ratio"), 0.05);
+    EXPECT_DOUBLE_EQ(value("l1_icache_misses_pti"), 30.0);
+    EXPECT_FALSE(
+        std::ranges::any_of(metrics, [](const Metric& m) { return m.name == "cache_miss_ratio"; }));
+}
+
+}  // namespace
+}  // namespace monitor::perf
