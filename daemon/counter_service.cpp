@@ -25,31 +25,6 @@ std::string error_name(std::string_view member) {
     return std::string(kPrefix) + std::string(member);
 }
 
-// The cgroup of a systemd unit: the directory of that name in the cgroup tree
-// (system.slice/NAME.service, or deeper for units in other slices).
-Result<std::string> unit_cgroup(const std::filesystem::path& root, std::string unit) {
-    if (unit.find('/') != std::string::npos) {
-        return monitor::fail(Status::BadArg, fmt::format("'{}' is not a unit name", unit));
-    }
-    if (unit.find('.') == std::string::npos) unit += ".service";
-    std::error_code ec;
-    std::filesystem::recursive_directory_iterator it(
-        root, std::filesystem::directory_options::skip_permission_denied, ec);
-    for (; !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-        if (it.depth() > 4) {
-            it.disable_recursion_pending();
-            continue;
-        }
-        if (it->is_directory(ec) && it->path().filename() == unit) {
-            return std::filesystem::relative(it->path(), root).string();
-        }
-    }
-    return monitor::fail(Status::NoDev,
-                         fmt::format("no cgroup for unit {} under {} (is the unit running? "
-                                     "`systemctl status {}`)",
-                                     unit, root.string(), unit));
-}
-
 }  // namespace
 
 CounterService::CounterService(VarlinkServer& server, monitor::Runtime& runtime,
@@ -168,23 +143,17 @@ CounterService::Response CounterService::list_events(const Call& call) const {
 
 Result<perf::SessionOptions> CounterService::options_for(
     const protocol::CounterRequest& request) const {
-    auto options = protocol::session_options(request);
+    auto options = protocol::session_options(request, options_.cgroup_root);
     if (!options) return options;
     options->cpus = runtime_.engine().online_cpus();
-    options->cgroup_root = options_.cgroup_root.string();
     options->visit_cpus = true;  // this loop's thread reads each CPU's counters on that CPU
-    if (request.target == "unit") {
-        auto path = unit_cgroup(options_.cgroup_root, request.unit);
-        if (!path) return std::unexpected(path.error());
-        options->target.cgroup = *path;
-    }
     return options;
 }
 
 CounterService::Response CounterService::plan(const Call& call) const {
     if (!catalog_) return error_reply({Status::NoPmu, catalog_error_});
     auto request = protocol::counter_request_from_json(call.parameters.at("request"));
-    auto options = protocol::session_options(request);
+    auto options = protocol::counting_options(request);
     if (!options) return error_reply(options.error(), request.events);
     auto plan = perf::make_plan(*catalog_, *options);
     if (!plan) return error_reply(plan.error(), request.events);

@@ -314,28 +314,6 @@ void PerfReport::subtract(const PerfReport& earlier) {
     }
 }
 
-Result<std::string> cgroup_directory(std::string_view root, std::string_view cgroup) {
-    namespace fs = std::filesystem;
-    const fs::path base = fs::path(root).lexically_normal();
-    for (const auto& part : fs::path(cgroup)) {
-        if (part == "..") {
-            return fail(Status::BadArg,
-                        fmt::format("cgroup {}: '..' could lead out of the cgroup tree {}; name "
-                                    "a cgroup below it, such as system.slice",
-                                    cgroup, base.string()));
-        }
-    }
-    fs::path rel = fs::path(cgroup).lexically_normal();
-    if (rel.is_absolute()) {
-        // Below the root by whole components ("/sys/fs/cgroupX" is not below "/sys/fs/cgroup"):
-        // the part after it; otherwise the path is taken from the root.
-        const fs::path under = rel.lexically_relative(base);
-        const bool below = !under.empty() && *under.begin() != "..";
-        rel = below ? under : rel.relative_path();
-    }
-    return (rel.empty() || rel == "." ? base : base / rel).string();
-}
-
 PerfSession::PerfSession(std::unique_ptr<CounterDevice> device, SessionOptions options, Plan plan)
     : device_(std::move(device)), options_(std::move(options)), plan_(std::move(plan)) {}
 

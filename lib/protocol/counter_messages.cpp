@@ -93,7 +93,7 @@ CounterRequest counter_request_from_json(const json& j) {
     return r;
 }
 
-Result<perf::SessionOptions> session_options(const CounterRequest& r) {
+Result<perf::SessionOptions> counting_options(const CounterRequest& r) {
     perf::SessionOptions o;
     auto events = perf::parse_event_list(r.events);
     if (!events) return std::unexpected(events.error());
@@ -113,42 +113,53 @@ Result<perf::SessionOptions> session_options(const CounterRequest& r) {
         }
         o.counter_budget = *r.counter_budget;
     }
+    return o;
+}
+
+Result<perf::SessionOptions> session_options(const CounterRequest& r,
+                                             const std::filesystem::path& cgroup_root) {
+    auto o = counting_options(r);
+    if (!o) return o;
+    o->cgroup_root = cgroup_root.string();
     auto need = [&](bool present, const char* what) -> Result<void> {
         if (!present) {
             return fail(Status::BadArg, fmt::format("target '{}' needs {}", r.target, what));
         }
         return {};
     };
+    perf::CountTarget& t = o->target;
     if (r.target == "all") {
-        o.target.kind = perf::TargetKind::AllCpus;
+        t.kind = perf::TargetKind::AllCpus;
     } else if (r.target == "each") {
-        o.target.kind = perf::TargetKind::EachCpu;
+        t.kind = perf::TargetKind::EachCpu;
     } else if (r.target == "cpu") {
         if (auto ok = need(r.cpu.has_value(), "a cpu"); !ok) return std::unexpected(ok.error());
         if (*r.cpu < 0) return fail(Status::BadArg, fmt::format("no cpu {}", *r.cpu));
-        o.target.kind = perf::TargetKind::OneCpu;
-        o.target.cpu = *r.cpu;
+        t.kind = perf::TargetKind::OneCpu;
+        t.cpu = *r.cpu;
     } else if (r.target == "process") {
         if (auto ok = need(r.pid.has_value(), "a pid"); !ok) return std::unexpected(ok.error());
         if (*r.pid <= 0 || *r.pid > std::numeric_limits<pid_t>::max()) {
             return fail(Status::BadArg, fmt::format("no process {}", *r.pid));
         }
-        o.target.kind = perf::TargetKind::Process;
-        o.target.pid = static_cast<pid_t>(*r.pid);
-    } else if (r.target == "cgroup" || r.target == "unit") {
-        const std::string& path = r.target == "cgroup" ? r.cgroup : r.unit;
-        if (auto ok = need(!path.empty(), r.target == "cgroup" ? "a cgroup path" : "a unit name");
-            !ok) {
+        t.kind = perf::TargetKind::Process;
+        t.pid = static_cast<pid_t>(*r.pid);
+    } else if (r.target == "cgroup") {
+        if (auto ok = need(!r.cgroup.empty(), "a cgroup path"); !ok) {
             return std::unexpected(ok.error());
         }
-        if (path.find("..") != std::string::npos) {
-            return fail(Status::BadArg,
-                        fmt::format("{} '{}': '..' is not allowed; name a cgroup below the "
-                                    "cgroup tree, such as system.slice",
-                                    r.target, path));
+        // Refused here, before anything is opened, when it could lead out of the tree.
+        if (auto dir = perf::cgroup_directory(o->cgroup_root, r.cgroup); !dir) {
+            return std::unexpected(dir.error());
         }
-        o.target.kind = perf::TargetKind::Cgroup;
-        o.target.cgroup = path;
+        t.kind = perf::TargetKind::Cgroup;
+        t.cgroup = r.cgroup;
+    } else if (r.target == "unit") {
+        if (auto ok = need(!r.unit.empty(), "a unit name"); !ok) return std::unexpected(ok.error());
+        auto cgroup = perf::unit_cgroup(cgroup_root, r.unit);
+        if (!cgroup) return std::unexpected(cgroup.error());
+        t.kind = perf::TargetKind::Cgroup;
+        t.cgroup = std::move(*cgroup);
     } else {
         return fail(Status::BadArg, fmt::format("unknown target '{}' (all, each, cpu, process, "
                                                 "cgroup, unit)",
@@ -175,7 +186,7 @@ void make_report(const perf::Plan& plan, const perf::PerfReport& report, bool pe
     r.events.resize(report.events.size());
     for (std::size_t k = 0; k < report.events.size(); ++k) {
         const perf::EventCount& e = report.events[k];
-        EventCount& ec = r.events[k];
+        ReportedEvent& ec = r.events[k];
         ec.name = e.name;
         ec.canonical = e.canonical;
         ec.pmu = e.pmu;
@@ -236,7 +247,7 @@ bool update_json(json& j, const CounterReport& r) {
         return false;
     }
     for (std::size_t i = 0; i < r.events.size(); ++i) {
-        const EventCount& e = r.events[i];
+        const ReportedEvent& e = r.events[i];
         json& je = (*events)[i];
         if (!je.is_object() || !same_string(je["name"], e.name) ||
             !same_string(je["canonical"], e.canonical) || !same_string(je["pmu"], e.pmu) ||
@@ -285,7 +296,7 @@ CounterReport counter_report_from_json(const json& j) {
     r.slots = j.at("slots").get<int>();
     r.rotations = j.at("rotations").get<int>();
     for (const auto& je : j.at("events")) {
-        EventCount e;
+        ReportedEvent e;
         e.name = je.at("name").get<std::string>();
         e.canonical = je.at("canonical").get<std::string>();
         e.pmu = je.at("pmu").get<std::string>();

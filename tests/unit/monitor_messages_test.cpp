@@ -333,7 +333,7 @@ CounterReport stream_record(std::uint64_t base, bool per_cpu, std::size_t events
     r.slots = 2;
     r.rotations = static_cast<int>(base % 7);
     for (std::size_t i = 0; i < events; ++i) {
-        EventCount e;
+        ReportedEvent e;
         e.name = "perf::EVENT-NUMBER-" + std::to_string(i);
         e.canonical = "perf::PERF_COUNT_SW_" + std::to_string(i);
         e.pmu = "perf";

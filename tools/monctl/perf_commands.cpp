@@ -285,7 +285,7 @@ int perf_stat(const PerfOptions& o) {
         counted.events =
             "perf::TASK-CLOCK,perf::CONTEXT-SWITCHES,perf::CPU-MIGRATIONS,perf::PAGE-FAULTS";
     }
-    auto options = protocol::session_options(request_of(counted));
+    auto options = protocol::counting_options(request_of(counted));
     if (!options) return report_error(options.error());
 
     // The child waits on `go` until its counters are open; `failed` carries errno when exec

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "monitor/perf/cgroup_target.hpp"
 #include "monitor/perf/counter_device.hpp"
 #include "monitor/perf/counter_scheduler.hpp"
 #include "monitor/perf/event_catalog.hpp"
@@ -59,11 +60,6 @@ struct CountTarget {
     bool enable_on_exec = false;
     std::string cgroup;  // Cgroup: a path below the cgroup2 root, or absolute
 };
-
-// The directory of a cgroup target: `cgroup` relative to `root` (the cgroup2 mount), or
-// absolute with or without the root in front ("/sys/fs/cgroup/system.slice" and
-// "/system.slice" are one cgroup). BADARG for a path with "..", which could lead out of it.
-Result<std::string> cgroup_directory(std::string_view root, std::string_view cgroup);
 
 enum class MuxMode { Daemon, Kernel };
 

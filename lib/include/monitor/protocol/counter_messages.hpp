@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -31,9 +32,14 @@ struct CounterRequest {
 nlohmann::json to_json(const CounterRequest& r);
 CounterRequest counter_request_from_json(const nlohmann::json& j);
 
-// What a CounterRequest asks of a session, with the names checked (events parsed, target and
-// numbers in range); the cgroup of a unit is looked up by the caller.
-Result<perf::SessionOptions> session_options(const CounterRequest& r);
+// The one mapping of a request onto a session's options. What it asks to count and how the
+// counters are shared (events parsed, numbers in range), without the target: what a plan
+// needs, and what monctl perf stat, which counts its own command, takes from it.
+Result<perf::SessionOptions> counting_options(const CounterRequest& r);
+// The same with the target: a cgroup path checked to stay inside the tree at `cgroup_root`,
+// a unit's cgroup found in it (NODEV when the unit does not run).
+Result<perf::SessionOptions> session_options(const CounterRequest& r,
+                                             const std::filesystem::path& cgroup_root);
 
 struct Count {
     std::uint64_t count = 0;
@@ -43,7 +49,8 @@ struct Count {
     double running = 1;
 };
 
-struct EventCount {
+// An event's counts in a report, as they go on the wire (perf::EventCount is the session's).
+struct ReportedEvent {
     std::string name;
     std::string canonical;
     std::string pmu;
@@ -58,7 +65,7 @@ struct CounterReport {
     std::optional<int> threads;  // a process target: the threads counted from the start
     int slots = 0;
     int rotations = 0;
-    std::vector<EventCount> events;
+    std::vector<ReportedEvent> events;
     std::vector<perf::Metric> metrics;
 };
 

@@ -1,0 +1,164 @@
+// The one mapping of a counting request onto a session's options: the counting part (events,
+// sharing of counters) and the target, a cgroup path kept inside the cgroup tree and a
+// systemd unit's cgroup found in it; every refusal names the value and what would work.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+
+#include "monitor/protocol/counter_messages.hpp"
+#include "test_support.hpp"
+
+namespace monitor::protocol {
+namespace {
+
+namespace fs = std::filesystem;
+
+CounterRequest request(std::string target) {
+    CounterRequest r;
+    r.events = "perf::TASK-CLOCK,{perf::CONTEXT-SWITCHES,perf::CPU-MIGRATIONS}";
+    r.target = std::move(target);
+    return r;
+}
+
+std::string error_of(const Result<perf::SessionOptions>& o) {
+    return o ? std::string{"(no error)"} : o.error().message;
+}
+
+class CounterRequestTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        fs::create_directories(root() / "system.slice/nginx.service");
+        fs::create_directories(root() /
+                               "user.slice/user-1000.slice/user@1000.service/app.slice/"
+                               "foot-server.service");
+    }
+    fs::path root() const { return dir_.path() / "cgroup"; }
+
+    test_support::ScratchDir dir_;
+};
+
+TEST_F(CounterRequestTest, TheCountingPartIgnoresTheTarget) {
+    auto r = request("unit");
+    r.unit = "not-running.service";  // a plan does not need its cgroup
+    r.mux = "kernel";
+    r.slice_ms = 20;
+    r.counter_budget = 2;
+    auto o = counting_options(r);
+    ASSERT_TRUE(o) << o.error().to_string();
+    ASSERT_EQ(o->events.size(), 3u);
+    EXPECT_EQ(o->events[0].group, perf::kNoGroup);
+    EXPECT_EQ(o->events[1].group, o->events[2].group);
+    EXPECT_EQ(o->mux, perf::MuxMode::Kernel);
+    EXPECT_EQ(o->slice, std::chrono::milliseconds(20));
+    EXPECT_EQ(o->counter_budget, 2);
+    EXPECT_EQ(o->target.kind, perf::TargetKind::AllCpus);  // untouched
+}
+
+TEST_F(CounterRequestTest, EveryTargetMapsOntoItsKind) {
+    auto all = session_options(request("all"), root());
+    ASSERT_TRUE(all);
+    EXPECT_EQ(all->target.kind, perf::TargetKind::AllCpus);
+    auto each = session_options(request("each"), root());
+    ASSERT_TRUE(each);
+    EXPECT_EQ(each->target.kind, perf::TargetKind::EachCpu);
+    auto cpu = request("cpu");
+    cpu.cpu = 3;
+    auto one = session_options(cpu, root());
+    ASSERT_TRUE(one);
+    EXPECT_EQ(one->target.kind, perf::TargetKind::OneCpu);
+    EXPECT_EQ(one->target.cpu, 3);
+    auto process = request("process");
+    process.pid = 4242;
+    auto p = session_options(process, root());
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->target.kind, perf::TargetKind::Process);
+    EXPECT_EQ(p->target.pid, 4242);
+    auto cgroup = request("cgroup");
+    cgroup.cgroup = "system.slice";
+    auto c = session_options(cgroup, root());
+    ASSERT_TRUE(c);
+    EXPECT_EQ(c->target.kind, perf::TargetKind::Cgroup);
+    EXPECT_EQ(c->target.cgroup, "system.slice");
+    EXPECT_EQ(c->cgroup_root, root().string());
+}
+
+// A unit's cgroup is found in the tree, in any slice, with ".service" added to a bare name;
+// the session's target is that cgroup, the unit's name goes nowhere else.
+TEST_F(CounterRequestTest, AUnitIsItsCgroupFoundInTheTree) {
+    for (const auto& [unit, cgroup] :
+         {std::pair{"nginx.service", "system.slice/nginx.service"},
+          std::pair{"nginx", "system.slice/nginx.service"},
+          std::pair{
+              "foot-server.service",
+              "user.slice/user-1000.slice/user@1000.service/app.slice/foot-server.service"}}) {
+        auto r = request("unit");
+        r.unit = unit;
+        auto o = session_options(r, root());
+        ASSERT_TRUE(o) << unit << ": " << o.error().to_string();
+        EXPECT_EQ(o->target.kind, perf::TargetKind::Cgroup) << unit;
+        EXPECT_EQ(o->target.cgroup, cgroup) << unit;
+    }
+    auto absent = request("unit");
+    absent.unit = "absent.service";
+    auto o = session_options(absent, root());
+    ASSERT_FALSE(o);
+    EXPECT_EQ(o.error().status, Status::NoDev);
+    EXPECT_NE(error_of(o).find("no cgroup for unit absent.service under " + root().string()),
+              std::string::npos)
+        << error_of(o);
+    auto slash = request("unit");
+    slash.unit = "a/b.service";
+    EXPECT_NE(error_of(session_options(slash, root())).find("'a/b.service' is not a unit name"),
+              std::string::npos);
+}
+
+// The check that keeps a cgroup path inside the tree is the one the session applies when it
+// opens the directory (cgroup_directory), made here before anything is opened.
+TEST_F(CounterRequestTest, ACgroupPathThatCouldLeadOutOfTheTreeIsRefused) {
+    for (const char* path : {"..", "../etc", "system.slice/../../etc", "a/b/../c"}) {
+        auto r = request("cgroup");
+        r.cgroup = path;
+        auto o = session_options(r, root());
+        ASSERT_FALSE(o) << path;
+        EXPECT_EQ(o.error().status, Status::BadArg);
+        EXPECT_NE(error_of(o).find(std::string{"cgroup '"} + path +
+                                   "': '..' could lead out of the cgroup tree"),
+                  std::string::npos)
+            << error_of(o);
+    }
+    // Two dots inside a name are a name.
+    auto dots = request("cgroup");
+    dots.cgroup = "system.slice/a..b.service";
+    EXPECT_TRUE(session_options(dots, root()));
+}
+
+TEST_F(CounterRequestTest, BadRequestsNameTheValueAndWhatWouldWork) {
+    auto cpu = request("cpu");
+    EXPECT_EQ(error_of(session_options(cpu, root())), "target 'cpu' needs a cpu");
+    cpu.cpu = -1;
+    EXPECT_EQ(error_of(session_options(cpu, root())), "no cpu -1");
+    auto process = request("process");
+    EXPECT_EQ(error_of(session_options(process, root())), "target 'process' needs a pid");
+    process.pid = 0;
+    EXPECT_EQ(error_of(session_options(process, root())), "no process 0");
+    EXPECT_EQ(error_of(session_options(request("cgroup"), root())),
+              "target 'cgroup' needs a cgroup path");
+    EXPECT_EQ(error_of(session_options(request("unit"), root())),
+              "target 'unit' needs a unit name");
+    EXPECT_EQ(error_of(session_options(request("everything"), root())),
+              "unknown target 'everything' (all, each, cpu, process, cgroup, unit)");
+    auto slice = request("all");
+    slice.slice_ms = 5;
+    EXPECT_EQ(error_of(session_options(slice, root())),
+              "slice of 5 ms: choose from 10 to 10000 ms");
+    auto budget = request("all");
+    budget.counter_budget = 33;
+    EXPECT_EQ(error_of(counting_options(budget)), "counter budget 33: choose from 1 to 32");
+    auto braces = request("all");
+    braces.events = "{perf::TASK-CLOCK";
+    EXPECT_FALSE(counting_options(braces));
+}
+
+}  // namespace
+}  // namespace monitor::protocol
