@@ -1,19 +1,17 @@
 // The MON_* C API (mon.h) over the Runtime: the IDLE task is its engine's spinning probes, the
 // POLL task a thread that wakes when the runtime says (its tick, the counters' care, the end of
 // a collection) and runs what is due.
-#include <pthread.h>
+//
+// The rest of it lives beside this file: how a call fails (mon/mon_status), the tasks'
+// attributes (mon/mon_tasks), a MON_perf_config made into a session and its counts into
+// MON_perf_stats (mon/mon_counting).
 #include <sched.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <cmath>
 #include <condition_variable>
-#include <cstdlib>
-#include <cstring>
 #include <future>
 #include <mutex>
 #include <optional>
@@ -21,57 +19,23 @@
 #include <thread>
 
 #include "mon.h"
+#include "mon/mon_counting.hpp"
+#include "mon/mon_status.hpp"
+#include "mon/mon_tasks.hpp"
 #include "monitor/perf/counter_device.hpp"
 #include "monitor/perf/event_catalog.hpp"
 #include "monitor/perf/perf_session.hpp"
 #include "monitor/runtime/runtime.hpp"
 #include "monitor/status.hpp"
-#include "monitor/text_file.hpp"
 #include "monitor/watchdog/watchdog.hpp"
 
 namespace {
 
-using monitor::Status;
-
-// The C constants, in the order of their values, beside the C++ statuses they equal.
-#define MON_STATUSES(X)                                                             \
-    X(MON_SUCCESS, Success)                                                         \
-    X(MON_ALLOCMEM, AllocMem)                                                       \
-    X(MON_ALLOCMTX, AllocMtx)                                                       \
-    X(MON_ALLOCWUT, AllocWut)                                                       \
-    X(MON_BADSTATE, BadState)                                                       \
-    X(MON_FREEMEM, FreeMem) X(MON_FREEMTX, FreeMtx) X(MON_FREEWUT, FreeWut)         \
-        X(MON_LOCKMTX, LockMtx) X(MON_NOTRDY, NotRdy) X(MON_NULLPTR, NullPtr)       \
-            X(MON_POLSLEEP, PolSleep) X(MON_PRFRUN, PrfRun) X(MON_TSKJOIN, TskJoin) \
-                X(MON_TSKSPAWN, TskSpawn) X(MON_NOPMU, NoPmu) X(MON_PERM, Perm)     \
-                    X(MON_NOEVENT, NoEvent) X(MON_NODEV, NoDev) X(MON_BUSY, Busy)   \
-                        X(MON_IOERR, IoErr) X(MON_BADARG, BadArg) X(MON_BADDATA, BadData)
-#define MON_SAME(mon, cpp) static_assert(mon == static_cast<unsigned>(Status::cpp));
-MON_STATUSES(MON_SAME)
-#undef MON_SAME
-#define MON_VALUE(mon, cpp) mon,
-constexpr unsigned kStatusValues[] = {MON_STATUSES(MON_VALUE)};
-#undef MON_VALUE
-#define MON_NAME(mon, cpp) #mon,
-// MON_status_name's answers: literals, so that it never allocates.
-constexpr const char* kStatusNames[] = {MON_STATUSES(MON_NAME)};
-#undef MON_NAME
-#undef MON_STATUSES
-static_assert(std::size(kStatusValues) == monitor::kStatusCount, "mon.h lists every status");
-static_assert(
-    [] {
-        for (unsigned i = 0; i < std::size(kStatusValues); ++i) {
-            if (kStatusValues[i] != i) return false;
-        }
-        return true;
-    }(),
-    "the statuses are listed in the order of their values");
+using monitor::mon::fail;
+using monitor::mon::guarded;
 
 enum class State { Uninitialized, Initialized, Running, Stopping };
 using Clock = std::chrono::steady_clock;
-
-// The one kernel group of events whose PMU has selects per counter (see perf_options).
-constexpr int kCounterSelectsGroup = 0;
 
 const char* state_name(State s) {
     switch (s) {
@@ -98,7 +62,7 @@ struct Collection {
 struct PerfState {
     std::optional<monitor::perf::EventCatalog> catalog;  // made by the first perf call
     std::optional<monitor::Runtime::RunId> run;          // the session counting, in the runtime
-    std::array<int, MON_PERF_SETS> event_of_set{};       // the session's event per set, -1 for none
+    monitor::mon::EventOfSet event_of_set{};             // the session's event per set, -1 for none
     std::optional<Collection> collection;
     std::optional<MON_perf_stats> last;  // the counts of the last session that ended
 };
@@ -131,140 +95,9 @@ Mon& mon() {
     return *m;
 }
 
-thread_local std::string last_error;
-// Said instead of last_error when even the message could not be stored (no memory).
-thread_local const char* last_error_literal = nullptr;
-
-MON_status fail(MON_status s, std::string why) {
-    last_error = std::move(why);
-    last_error_literal = nullptr;
-    return s;
-}
-
-// The status an exception thrown below a MON call stands for (without allocating).
-MON_status status_of(const std::system_error& e) noexcept {
-    if (e.code().category() != std::generic_category() &&
-        e.code().category() != std::system_category()) {
-        return MON_IOERR;
-    }
-    switch (e.code().value()) {
-        case ENOMEM:
-            return MON_ALLOCMEM;
-        case EAGAIN:  // std::thread: the limit of threads or their memory
-            return MON_TSKSPAWN;
-        case EDEADLK:
-        case EBUSY:
-            return MON_LOCKMTX;
-        case EACCES:
-        case EPERM:
-            return MON_PERM;
-        case ENOENT:
-        case ENODEV:
-            return MON_NODEV;
-        default:
-            return MON_IOERR;
-    }
-}
-
-// Records why `call` failed with `status` without letting anything out: when the message
-// cannot be made (no memory), MON_last_error says so in a fixed sentence.
-MON_status failed_by_exception(const char* call, MON_status status, const char* what) noexcept {
-    try {
-        return fail(status, std::string{call} + ": " + what);
-    } catch (...) {
-        last_error.clear();
-        last_error_literal = status == MON_ALLOCMEM ? "out of memory" : "an unexpected error";
-        return status;
-    }
-}
-
-// Runs the body of the MON call `call`. Nothing thrown below it crosses extern "C" (where it
-// would end the caller's program): a failed allocation is ALLOCMEM, a thread that could not
-// be started TSKSPAWN, a mutex LOCKMTX, anything else the closest status, and MON_last_error
-// says what happened. The body leaves MON's state as it was when it throws.
-template <class Body>
-MON_status guarded(const char* call, Body&& body) noexcept {
-    try {
-        return body();
-    } catch (const std::bad_alloc&) {
-        return failed_by_exception(call, MON_ALLOCMEM, "out of memory");
-    } catch (const std::system_error& e) {
-        return failed_by_exception(call, status_of(e), e.what());
-    } catch (const std::exception& e) {
-        return failed_by_exception(call, MON_IOERR, e.what());
-    } catch (...) {
-        return failed_by_exception(call, MON_IOERR, "an unknown exception");
-    }
-}
-
 MON_status bad_state(const char* call, State now, const char* needed) {
     return fail(MON_BADSTATE,
                 std::string{call} + ": MON is " + state_name(now) + "; it must be " + needed);
-}
-
-bool is_nice_policy(int policy) {
-    return policy == SCHED_OTHER || policy == SCHED_BATCH;
-}
-
-MON_status check_attr(const char* task, const MON_task_attr& a, bool idle) {
-    const bool rt = a.policy == SCHED_FIFO || a.policy == SCHED_RR;
-    if (idle && rt) {
-        return fail(MON_BADARG, std::string{task} +
-                                    ": a real-time policy would let the spinning IDLE task take "
-                                    "the CPU from everything else; use SCHED_IDLE");
-    }
-    if (!rt && !is_nice_policy(a.policy) && a.policy != SCHED_IDLE) {
-        return fail(MON_BADARG,
-                    std::string{task} + ": unknown scheduling policy " + std::to_string(a.policy));
-    }
-    if (rt && (a.priority < sched_get_priority_min(a.policy) ||
-               a.priority > sched_get_priority_max(a.policy))) {
-        return fail(MON_BADARG, std::string{task} + ": priority " + std::to_string(a.priority) +
-                                    " is out of range for a real-time policy (1 to 99)");
-    }
-    if (is_nice_policy(a.policy) && (a.priority < -20 || a.priority > 19)) {
-        return fail(MON_BADARG, std::string{task} + ": nice value " + std::to_string(a.priority) +
-                                    " is out of range (-20 to 19)");
-    }
-    if (a.ncpus > 0 && a.cpus == nullptr) {
-        return fail(MON_NULLPTR, std::string{task} + ": ncpus is " + std::to_string(a.ncpus) +
-                                     " but cpus is NULL");
-    }
-    for (unsigned i = 0; i < a.ncpus; ++i) {
-        if (a.cpus[i] < 0 || a.cpus[i] >= CPU_SETSIZE) {
-            return fail(MON_BADARG, std::string{task} + ": no CPU " + std::to_string(a.cpus[i]));
-        }
-    }
-    return MON_SUCCESS;
-}
-
-std::optional<std::vector<int>> cpu_list(const MON_task_attr& a) {
-    if (a.ncpus == 0) return std::nullopt;
-    return std::vector<int>(a.cpus, a.cpus + a.ncpus);
-}
-
-// Applies the POLL task's attributes to the calling thread; "" on success, else why not.
-std::string apply_poll_attr(const MON_task_attr& a) {
-    if (a.ncpus > 0) {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        for (unsigned i = 0; i < a.ncpus; ++i) CPU_SET(static_cast<std::size_t>(a.cpus[i]), &set);
-        if (int r = pthread_setaffinity_np(pthread_self(), sizeof(set), &set); r != 0) {
-            return std::string{"cannot set the POLL task's CPUs: "} + std::strerror(r);
-        }
-    }
-    sched_param p{};
-    p.sched_priority = is_nice_policy(a.policy) || a.policy == SCHED_IDLE ? 0 : a.priority;
-    if (int r = pthread_setschedparam(pthread_self(), a.policy, &p); r != 0) {
-        return std::string{"cannot set the POLL task's policy: "} + std::strerror(r) +
-               (r == EPERM ? " (a real-time policy needs CAP_SYS_NICE)" : "");
-    }
-    if (is_nice_policy(a.policy)) {
-        if (setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), a.priority) != 0) {
-            return std::string{"cannot set the POLL task's nice value: "} + std::strerror(errno);
-        }
-    }
-    return {};
 }
 
 // What remains of a counting session that ended: filling the collection's structure and
@@ -282,18 +115,6 @@ struct Ending {
         if (callback != nullptr) callback(status, filled ? out : &stats, user);
     }
 };
-
-MON_perf_stats to_stats(const monitor::perf::PerfReport& report,
-                        const std::array<int, MON_PERF_SETS>& event_of_set) {
-    MON_perf_stats stats{};
-    for (std::size_t set = 0; set < event_of_set.size(); ++set) {
-        if (event_of_set[set] < 0) continue;
-        const auto& v = report.events.at(static_cast<std::size_t>(event_of_set[set])).total;
-        stats.counts[set] = {v.count, v.enabled_ns, v.running_ns, v.scaled(), v.running_ratio()};
-    }
-    stats.duration_ns = static_cast<unsigned long long>(report.elapsed.count());
-    return stats;
-}
 
 // Ends the session: stops it unless its run finished by itself (`failure`: the reason its run
 // failed), and reads its final counts. Under m.data. Whatever happens, the session is gone
@@ -319,7 +140,7 @@ Ending end_session(Mon& m, const monitor::Error* failure = nullptr) noexcept {
             return fail(static_cast<MON_status>(finished.error().status),
                         "reading the counters: " + finished.error().message);
         }
-        e.stats = to_stats(run->totals(), p.event_of_set);
+        e.stats = monitor::mon::to_stats(run->totals(), p.event_of_set);
         p.last = e.stats;
         return MON_SUCCESS;
     });
@@ -360,82 +181,6 @@ void poll_loop(Mon& m) noexcept {
     }
 }
 
-// The process of thread `tid` (Tgid in /proc/TID/status); nullopt when that cannot be read
-// (no such thread, or no /proc).
-std::optional<pid_t> thread_group_of(pid_t tid) {
-    auto text = monitor::read_text_file("/proc/" + std::to_string(tid) + "/status");
-    if (!text) return std::nullopt;
-    const auto at = text->find("\nTgid:");
-    if (at == std::string::npos) return std::nullopt;
-    char* end = nullptr;
-    const long tgid = std::strtol(text->c_str() + at + 6, &end, 10);
-    if (end == text->c_str() + at + 6 || tgid <= 0) return std::nullopt;
-    return static_cast<pid_t>(tgid);
-}
-
-// Resolves a MON_perf_config into session options: one event per used set. Events of a PMU
-// whose counters each have selects of their own (the 750's table: MON's four sets are its four
-// PMCs) go in one kernel group, all on the counters at once, one per set; the others are
-// multiplexed by the kernel if they must be.
-monitor::Result<monitor::perf::SessionOptions> perf_options(
-    const monitor::perf::EventCatalog& catalog, const MON_perf_config& config,
-    const std::vector<int>& online, std::array<int, MON_PERF_SETS>& event_of_set) {
-    namespace perf = monitor::perf;
-    perf::SessionOptions options;
-    options.mux = perf::MuxMode::Kernel;
-    options.cpus = online;
-    event_of_set.fill(-1);
-    for (std::size_t set = 0; set < MON_PERF_SETS; ++set) {
-        const char* name = config.events[set];
-        if (name == nullptr || *name == '\0') continue;
-        auto spec = catalog.resolve(name);
-        if (!spec) {
-            return monitor::fail(spec.error().status,
-                                 "set " + std::to_string(set + 1) + ": " + spec.error().message);
-        }
-        event_of_set[set] = static_cast<int>(options.events.size());
-        options.events.push_back(
-            {name, spec->per_counter_selects ? kCounterSelectsGroup : perf::kNoGroup});
-    }
-    if (options.events.empty()) {
-        return monitor::fail(Status::BadArg,
-                             "no event to count: name one in config.events (see `monctl perf "
-                             "list`)");
-    }
-    switch (config.target) {
-        case MON_PERF_MACHINE:
-            options.target.kind = perf::TargetKind::AllCpus;
-            break;
-        case MON_PERF_CPU:
-            options.target.kind = perf::TargetKind::OneCpu;
-            options.target.cpu = config.cpu;
-            break;
-        case MON_PERF_THREAD: {
-            if (config.tid < 0) {
-                return monitor::fail(Status::BadArg, "tid " + std::to_string(config.tid) +
-                                                         ": use 0 for the calling thread");
-            }
-            // 0 and any thread of this process (its main thread, whose id is the process's,
-            // too): that thread, as MON counted a task. Another process's pid (the id of its
-            // main thread): every thread of that process, as perf stat -p counts it. Another
-            // process's other threads: that thread.
-            const pid_t tid =
-                config.tid == 0 ? static_cast<pid_t>(syscall(SYS_gettid)) : config.tid;
-            options.target.kind =
-                config.tid != 0 && tid != ::getpid() && thread_group_of(tid) == tid
-                    ? perf::TargetKind::Process
-                    : perf::TargetKind::Thread;
-            options.target.pid = tid;
-            break;
-        }
-        default:
-            return monitor::fail(Status::BadArg,
-                                 "target " + std::to_string(config.target) +
-                                     ": use MON_PERF_MACHINE, MON_PERF_CPU or MON_PERF_THREAD");
-    }
-    return options;
-}
-
 MON_status begin_perf(const char* call, const MON_perf_config* config,
                       std::optional<Collection> collection) {
     if (config == nullptr) return fail(MON_NULLPTR, std::string{call} + ": config is NULL");
@@ -461,8 +206,8 @@ MON_status begin_perf(const char* call, const MON_perf_config* config,
         }
         m.perf.catalog.emplace(std::move(*catalog));
     }
-    std::array<int, MON_PERF_SETS> event_of_set{};
-    auto options = perf_options(*m.perf.catalog, *config, online, event_of_set);
+    monitor::mon::EventOfSet event_of_set{};
+    auto options = monitor::mon::perf_options(*m.perf.catalog, *config, online, event_of_set);
     if (!options) {
         return fail(static_cast<MON_status>(options.error().status),
                     std::string{call} + ": " + options.error().message);
@@ -530,17 +275,20 @@ MON_status do_start(const MON_task_attr* idle_attr, const MON_task_attr* poll_at
     // NULL attributes: the IDLE task at SCHED_IDLE on every online CPU; the POLL task as the
     // caller runs (its policy and nice value are inherited, and need no privilege).
     const MON_task_attr idle = idle_attr ? *idle_attr : MON_task_attr{SCHED_IDLE, 0, nullptr, 0};
-    if (auto s = check_attr("MON_start: IDLE task", idle, true); s != MON_SUCCESS) return s;
+    if (auto s = monitor::mon::check_attr("MON_start: IDLE task", idle, true); s != MON_SUCCESS)
+        return s;
     if (poll_attr != nullptr) {
-        if (auto s = check_attr("MON_start: POLL task", *poll_attr, false); s != MON_SUCCESS) {
+        if (auto s = monitor::mon::check_attr("MON_start: POLL task", *poll_attr, false);
+            s != MON_SUCCESS) {
             return s;
         }
     }
 
     monitor::EngineOptions options;
     options.probe = monitor::ProbeMode::Spin;
-    options.probe_attr = {idle.policy, is_nice_policy(idle.policy) ? idle.priority : 0};
-    options.probe_cpus = cpu_list(idle);
+    options.probe_attr = {idle.policy,
+                          monitor::mon::is_nice_policy(idle.policy) ? idle.priority : 0};
+    options.probe_cpus = monitor::mon::cpu_list(idle);
     if (!m.watchdog_device.empty() && !m.watchdog) {
         m.watchdog =
             std::make_shared<monitor::watchdog::Watchdog>(monitor::watchdog::PetPolicyKind::All);
@@ -617,7 +365,7 @@ MON_status do_start(const MON_task_attr* idle_attr, const MON_task_attr* poll_at
         m.poll = std::thread([&m, poll, &started] {
             std::string why;
             try {
-                if (poll) why = apply_poll_attr(*poll);
+                if (poll) why = monitor::mon::apply_poll_attr(*poll);
             } catch (...) {
                 why = "out of memory";  // short enough to need no allocation
             }
@@ -869,16 +617,17 @@ MON_status MON_stop_perf_mon(MON_perf_stats* stats) {
 
 const char* MON_status_name(MON_status status) {
     // The C constants' names: "MON_PRFRUN". The protocol uses the bare MSG names.
-    return status < std::size(kStatusNames) ? kStatusNames[status] : "UNKNOWN";
+    const char* name = monitor::mon::status_name(status);
+    return name != nullptr ? name : "UNKNOWN";
 }
 
 const char* MON_status_message(MON_status status) {
     if (status >= monitor::kStatusCount) return "Unknown status code.";
-    return monitor::status_message(static_cast<Status>(status)).data();
+    return monitor::status_message(static_cast<monitor::Status>(status)).data();
 }
 
 const char* MON_last_error(void) {
-    return last_error_literal != nullptr ? last_error_literal : last_error.c_str();
+    return monitor::mon::last_error();
 }
 
 }  // extern "C"
