@@ -151,8 +151,8 @@ std::filesystem::path default_config_path() {
 
 Result<spdlog::level::level_enum> parse_log_level(const std::string& level) {
     if (auto l = monitor::value_named(kLogLevelNames, level)) return *l;
-    return fail(Status::BadArg, "unknown log level '" + level + "' (use " +
-                                    monitor::names_list(kLogLevelNames) + ")");
+    // The key's message adds what would work.
+    return fail(Status::BadArg, "unknown log level '" + level + "'");
 }
 
 Result<std::size_t> parse_history_seconds(long long seconds) {
