@@ -1,5 +1,7 @@
 #include "monitor/engine.hpp"
 
+#include <sched.h>
+
 #include <algorithm>
 
 #include "monitor/loading/probe_source.hpp"
@@ -43,8 +45,12 @@ Result<void> Engine::setup(const std::function<Clock::time_point()>& clock) {
         probes_ = std::make_unique<ProbeSet>(mode, options_.probe_attr, options_.probe_cpus,
                                              options_.calibration, options_.idle_sink);
     }
+    // The probes' time is accounted to user at nice 0 and below, to nice above.
+    const bool niced = options_.probe_attr.nice > 0 && (options_.probe_attr.policy == SCHED_OTHER ||
+                                                        options_.probe_attr.policy == SCHED_BATCH);
     auto procstat =
-        ProcStatSource::open(options_.proc_root, mode == ProbeMode::Spin ? probes_.get() : nullptr);
+        ProcStatSource::open(options_.proc_root, mode == ProbeMode::Spin ? probes_.get() : nullptr,
+                             0, niced ? TimeState::Nice : TimeState::User);
     if (!procstat) return std::unexpected(procstat.error());
     auto baseline = (*procstat)->sample();
     if (!baseline) return std::unexpected(baseline.error());
@@ -59,10 +65,14 @@ Result<void> Engine::setup(const std::function<Clock::time_point()>& clock) {
     if (mode == ProbeMode::Spin) {
         auto probe = std::make_unique<ProbeSource>([p = probes_.get()] { return p->read(); });
         (void)probe->sample();  // the baseline reading; never fails
-        sources_.push_back({std::move(probe), LoadHistory(options_.history_seconds), {}});
+        sources_.push_back({std::move(probe), LoadHistory(options_.history_seconds), {}, {}, {}});
     }
     procstat_ = sources_.size();
-    sources_.push_back({std::move(*procstat), LoadHistory(options_.history_seconds), {}});
+    sources_.push_back({std::move(*procstat),
+                        LoadHistory(options_.history_seconds),
+                        {},
+                        StateHistory(options_.history_seconds),
+                        {}});
     last_tick_ = clock();
     return {};
 }
@@ -106,33 +116,43 @@ Result<void> Engine::tick(Clock::time_point now) {
     }
     if (probes_ && online_ != before) probes_->set_online(online_);
 
-    for (std::size_t i = 0; i < sources_.size(); ++i) {
-        SourceState& st = sources_[i];
-        const LoadSample& sample = samples[i];
-        st.machine.push(sample.machine, seconds);
-
-        // Every online CPU gets a sample or a gap, so that all windows cover the same time;
-        // a CPU the source measured but sysfs does not list yet is recorded too.
-        auto measured = sample.cpus.begin();
-        std::vector<int> cpus = online_;
-        for (const auto& [cpu, load] : sample.cpus) cpus.push_back(cpu);
-        std::sort(cpus.begin(), cpus.end());
-        cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
-        for (int cpu : cpus) {
-            while (measured != sample.cpus.end() && measured->first < cpu) ++measured;
-            std::optional<double> load;
-            if (measured != sample.cpus.end() && measured->first == cpu) load = measured->second;
-            st.cpus.try_emplace(cpu, options_.history_seconds).first->second.push(load, seconds);
-        }
-        // CPUs that went away keep their history until it has aged out of the window.
-        for (auto it = st.cpus.begin(); it != st.cpus.end();) {
-            bool listed = std::binary_search(cpus.begin(), cpus.end(), it->first);
-            if (!listed) it->second.push(std::nullopt, seconds);
-            it = !listed && it->second.empty_of_data() ? st.cpus.erase(it) : std::next(it);
-        }
-    }
+    for (std::size_t i = 0; i < sources_.size(); ++i) record(sources_[i], samples[i], seconds);
     last_sample_wall_ = std::chrono::system_clock::now();
     return status;
+}
+
+// Every online CPU gets a sample or a gap, so that all windows cover the same time; a CPU the
+// source measured but sysfs does not list yet is recorded too.
+void Engine::record(SourceState& st, const LoadSample& sample, double seconds) {
+    st.machine.push(sample.machine, seconds);
+    if (st.machine_states) st.machine_states->push(sample.machine_states, seconds);
+    std::vector<int> cpus = online_;
+    for (const auto& [cpu, load] : sample.cpus) cpus.push_back(cpu);
+    std::sort(cpus.begin(), cpus.end());
+    cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+    std::size_t measured = 0;  // index into sample.cpus (and cpu_states)
+    for (int cpu : cpus) {
+        while (measured < sample.cpus.size() && sample.cpus[measured].first < cpu) ++measured;
+        const bool here = measured < sample.cpus.size() && sample.cpus[measured].first == cpu;
+        st.cpus.try_emplace(cpu, options_.history_seconds)
+            .first->second.push(here ? sample.cpus[measured].second : std::nullopt, seconds);
+        if (st.machine_states) {
+            const bool known = here && measured < sample.cpu_states.size();
+            st.cpu_states.try_emplace(cpu, options_.history_seconds)
+                .first->second.push(known ? sample.cpu_states[measured] : std::nullopt, seconds);
+        }
+    }
+    // CPUs that went away keep their history until it has aged out of the window.
+    for (auto it = st.cpus.begin(); it != st.cpus.end();) {
+        const bool listed = std::binary_search(cpus.begin(), cpus.end(), it->first);
+        if (!listed) it->second.push(std::nullopt, seconds);
+        it = !listed && it->second.empty_of_data() ? st.cpus.erase(it) : std::next(it);
+    }
+    for (auto it = st.cpu_states.begin(); it != st.cpu_states.end();) {
+        const bool listed = std::binary_search(cpus.begin(), cpus.end(), it->first);
+        if (!listed) it->second.push(std::nullopt, seconds);
+        it = !listed && it->second.empty_of_data() ? st.cpu_states.erase(it) : std::next(it);
+    }
 }
 
 void Engine::set_history_seconds(std::size_t seconds) {
@@ -140,6 +160,8 @@ void Engine::set_history_seconds(std::size_t seconds) {
     for (auto& st : sources_) {
         st.machine.resize(options_.history_seconds);
         for (auto& [cpu, h] : st.cpus) h.resize(options_.history_seconds);
+        if (st.machine_states) st.machine_states->resize(options_.history_seconds);
+        for (auto& [cpu, h] : st.cpu_states) h.resize(options_.history_seconds);
     }
 }
 
@@ -149,11 +171,13 @@ std::vector<std::string_view> Engine::source_names() const {
     return names;
 }
 
-SourceLoad Engine::report(const SourceState& st, const LoadHistory& h, bool history) const {
+SourceLoad Engine::report(const SourceState& st, const LoadHistory& h, const StateHistory* states,
+                          const LoadingQuery& query) const {
     SourceLoad l;
     l.source = std::string{st.source->name()};
     l.stats = h.stats();
-    if (history) l.history = h.values();
+    if (query.history) l.history = h.values();
+    if (query.states && states != nullptr) l.states = states->stats();
     return l;
 }
 
@@ -161,7 +185,10 @@ LoadingReport Engine::loading(const LoadingQuery& query) const {
     LoadingReport r;
     r.timestamp = last_sample_wall_;
     r.window_seconds = options_.history_seconds;
-    for (const auto& st : sources_) r.machine.push_back(report(st, st.machine, query.history));
+    for (const auto& st : sources_) {
+        r.machine.push_back(
+            report(st, st.machine, st.machine_states ? &*st.machine_states : nullptr, query));
+    }
     if (!query.per_cpu) return r;
 
     std::vector<int> cpus = online_;
@@ -177,7 +204,10 @@ LoadingReport Engine::loading(const LoadingQuery& query) const {
         for (const auto& st : sources_) {
             auto h = st.cpus.find(cpu);
             if (h != st.cpus.end()) {
-                c.sources.push_back(report(st, h->second, query.history));
+                auto states = st.cpu_states.find(cpu);
+                c.sources.push_back(
+                    report(st, h->second, states != st.cpu_states.end() ? &states->second : nullptr,
+                           query));
             } else {
                 c.sources.push_back(SourceLoad{std::string{st.source->name()}, std::nullopt, {}});
             }

@@ -8,27 +8,21 @@ namespace monitor {
 
 std::optional<double> load_between(const CpuTimes& before, const CpuTimes& after,
                                    double excluded_ticks) {
-    const std::uint64_t b0 = before.busy();
-    const std::uint64_t b1 = after.busy();
-    const std::uint64_t i0 = before.idle();
-    const std::uint64_t i1 = after.idle();
-    if (b1 < b0 || i1 < i0) return std::nullopt;
-    const auto busy = static_cast<double>(b1 - b0);
-    const double total = busy + static_cast<double>(i1 - i0);
-    if (total <= 0) return std::nullopt;
-    // Tick accounting and the excluded CPU time disagree by up to a tick: never below zero.
-    const double corrected = busy - std::clamp(excluded_ticks, 0.0, busy);
-    return std::clamp(100.0 * corrected / total, 0.0, 100.0);
+    auto t = state_times_between(before, after);
+    if (!t) return std::nullopt;
+    t->give_back_to_idle(excluded_ticks);
+    return t->load();
 }
 
 Result<std::unique_ptr<ProcStatSource>> ProcStatSource::open(const std::filesystem::path& proc_root,
                                                              const CpuTimeExclusion* exclude,
-                                                             double user_hz) {
+                                                             double user_hz,
+                                                             TimeState excluded_state) {
     auto reader = ProcStatReader::open(proc_root);
     if (!reader) return std::unexpected(reader.error());
     if (user_hz <= 0) user_hz = static_cast<double>(::sysconf(_SC_CLK_TCK));
     return std::unique_ptr<ProcStatSource>(
-        new ProcStatSource(std::move(*reader), exclude, user_hz));
+        new ProcStatSource(std::move(*reader), exclude, user_hz, excluded_state));
 }
 
 Result<LoadSample> ProcStatSource::sample() {
@@ -40,32 +34,39 @@ Result<LoadSample> ProcStatSource::sample() {
 LoadSample ProcStatSource::update(const ProcStatSnapshot& snap) {
     LoadSample out;
     std::map<int, Previous> next;
-    double machine_excluded = 0;  // ticks
+    // The machine is its CPUs together: the times of those measured over the interval, added
+    // up (not the kernel's "cpu" line, whose rounding and hotplug can put it outside them).
+    // A CPU that came or went during the interval is left out; one whose counters went back
+    // makes the machine's interval a gap, as it makes its own.
+    StateTimes machine;
+    bool measured = false;
+    bool unmeasurable = false;
     for (const auto& line : snap.cpus) {
         const std::uint64_t excluded_ns = exclude_ ? exclude_->excluded_cpu_ns(line.cpu) : 0;
         auto prev = cpus_.find(line.cpu);
-        std::optional<double> load;
-        if (prev != cpus_.end()) {
+        std::optional<StateTimes> times;
+        if (prev != cpus_.end()) times = state_times_between(prev->second.times, line.times);
+        if (times) {
             const double ticks =
                 excluded_ns >= prev->second.excluded_ns
                     ? static_cast<double>(excluded_ns - prev->second.excluded_ns) * user_hz_ / 1e9
                     : 0.0;
-            load = load_between(prev->second.times, line.times, ticks);
-            // The machine loses only what each CPU could give: a CPU whose excluded time
-            // exceeds its busy ticks (tick accounting is coarse) must not eat into another
-            // CPU's real work.
-            const std::uint64_t b0 = prev->second.times.busy();
-            const std::uint64_t b1 = line.times.busy();
-            const double busy = b1 >= b0 ? static_cast<double>(b1 - b0) : 0.0;
-            machine_excluded += std::clamp(ticks, 0.0, busy);
+            times->give_back_to_idle(ticks, excluded_state_);
+            machine += *times;
+            measured = true;
+        } else if (prev != cpus_.end()) {
+            unmeasurable = true;
         }
         // A CPU absent from the previous reading (just came online) is listed, without a
         // value: this reading only sets its baseline.
-        out.cpus.emplace_back(line.cpu, load);
+        out.cpus.emplace_back(line.cpu, times ? times->load() : std::nullopt);
+        out.cpu_states.push_back(times ? times->shares() : std::nullopt);
         next.emplace(line.cpu, Previous{line.times, excluded_ns});
     }
-    if (machine_) out.machine = load_between(*machine_, snap.machine, machine_excluded);
-    machine_ = snap.machine;
+    if (measured && !unmeasurable) {
+        out.machine = machine.load();
+        out.machine_states = machine.shares();
+    }
     cpus_ = std::move(next);
     return out;
 }

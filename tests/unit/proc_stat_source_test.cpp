@@ -264,8 +264,9 @@ TEST_F(ProcStatSourceTest, MissingCpuIsAbsentAndRestartsFromANewBaseline) {
     EXPECT_FALSE(has_cpu(without, 1));
     EXPECT_DOUBLE_EQ(load_of(without, 0).value_or(-1), 10.0);
     EXPECT_DOUBLE_EQ(load_of(without, 2).value_or(-1), 40.0);
-    // The machine line of these snapshots is the sum of the listed CPUs: it went backwards.
-    EXPECT_FALSE(without.machine.has_value());
+    // The machine is the CPUs measured over the whole interval: cpu0 and cpu2, 50 busy of
+    // 200 (the kernel's machine line, their sum, went backwards: it is not used).
+    EXPECT_DOUBLE_EQ(without.machine.value_or(-1), 25.0);
 
     // cpu1 comes back: its first reading only sets the baseline. Measured from its last
     // reading before it left, the load would be 180 of 300 = 60%.
@@ -296,7 +297,7 @@ TEST_F(ProcStatSourceTest, NewCpuOnlySetsItsBaseline) {
 
 TEST_F(ProcStatSourceTest, RegressingCounterGivesNoValue) {
     source_->update(snapshot({{0, simple(1000, 1000)}, {1, simple(1000, 1000)}}));
-    // cpu1's idle went backwards; the machine line (the sum) too.
+    // cpu1's idle went backwards: no value for it, nor for the machine it is part of.
     auto s = source_->update(snapshot({{0, simple(1010, 1090)}, {1, simple(1100, 900)}}));
     ASSERT_EQ(cpu_ids(s), (std::vector<int>{0, 1}));
     EXPECT_DOUBLE_EQ(load_of(s, 0).value_or(-1), 10.0);
@@ -367,8 +368,8 @@ TEST(ProcStatSourceFile, SamplesTheRewrittenFile) {
     ASSERT_TRUE(s2.has_value()) << s2.error().to_string();
     EXPECT_EQ(cpu_ids(*s2), (std::vector<int>{0}));
     EXPECT_DOUBLE_EQ(load_of(*s2, 0).value_or(-1), 10.0);
-    // The machine line dropped by cpu1's counters: no value rather than a wrong one.
-    EXPECT_FALSE(s2->machine.has_value());
+    // The machine is cpu0 alone now (the kernel's machine line dropped by cpu1's counters).
+    EXPECT_DOUBLE_EQ(s2->machine.value_or(-1), 10.0);
 }
 
 TEST(ProcStatSourceFile, OpenOnMissingRootFails) {

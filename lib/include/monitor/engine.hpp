@@ -77,12 +77,17 @@ class Engine {
         std::unique_ptr<LoadSource> source;
         LoadHistory machine;
         std::map<int, LoadHistory> cpus;
+        // Sources that know where the time went: the states' history, beside the loads'.
+        std::optional<StateHistory> machine_states;
+        std::map<int, StateHistory> cpu_states;
     };
 
     Engine(EngineOptions options, Clock::time_point now);
     Result<void> setup(const std::function<Clock::time_point()>& clock);
     Result<void> refresh_online(const LoadSample* fallback);
-    SourceLoad report(const SourceState& st, const LoadHistory& h, bool history) const;
+    SourceLoad report(const SourceState& st, const LoadHistory& h, const StateHistory* states,
+                      const LoadingQuery& query) const;
+    void record(SourceState& st, const LoadSample& sample, double seconds);
 
     EngineOptions options_;
     std::unique_ptr<ProbeSet> probes_;  // before sources_: the sources refer to it

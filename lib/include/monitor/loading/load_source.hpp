@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "monitor/loading/cpu_states.hpp"
 #include "monitor/status.hpp"
 
 namespace monitor {
@@ -17,6 +18,10 @@ namespace monitor {
 struct LoadSample {
     std::optional<double> machine;
     std::vector<std::pair<int, std::optional<double>>> cpus;  // sorted by CPU id
+    // Sources that know where the time went (procstat): each state's share, for the machine
+    // and per CPU (in the order of `cpus`); empty for the others.
+    std::optional<StateShares> machine_states;
+    std::vector<std::optional<StateShares>> cpu_states;
 };
 
 class LoadSource {
@@ -25,6 +30,8 @@ class LoadSource {
 
     // The key of this source in reports and on the wire: "procstat", "probe".
     virtual std::string_view name() const = 0;
+    // Whether its samples say where the time went (LoadSample's states).
+    virtual bool has_states() const { return false; }
 
     // Measures the interval since the previous call. The first call only sets the baseline:
     // it lists the CPUs it found, without values.

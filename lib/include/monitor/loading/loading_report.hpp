@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "monitor/loading/cpu_states.hpp"
 #include "monitor/loading/load_history.hpp"
 
 namespace monitor {
@@ -18,6 +19,8 @@ struct SourceLoad {
     std::string source;                          // "procstat", "probe"
     std::optional<LoadStats> stats;              // nullopt until the first valid sample
     std::vector<std::optional<double>> history;  // per-second loads, oldest first, if asked
+    // Where the time went (procstat), if asked; nullopt until the first valid interval.
+    std::optional<StateStats> states;
 };
 
 struct CpuLoading {
@@ -37,6 +40,7 @@ struct LoadingReport {
 struct LoadingQuery {
     bool per_cpu = false;
     bool history = false;
+    bool states = false;  // the share of each CPU state, for the sources that know it
 };
 
 // The entry of `source` in `loads`, or nullptr.

@@ -1,4 +1,6 @@
-// Loading from /proc/stat deltas: busy = total - idle - iowait over the interval.
+// Loading from /proc/stat deltas: busy = total - idle - iowait over the interval, and the share
+// of each state. The idle probes' own CPU time is given back to idle. The machine's figures are
+// those of its CPUs together (their times added up), never outside the range of the CPUs'.
 #pragma once
 
 #include <filesystem>
@@ -21,14 +23,17 @@ std::optional<double> load_between(const CpuTimes& before, const CpuTimes& after
 
 class ProcStatSource final : public LoadSource {
   public:
-    // With `exclude`, the CPU time it reports per CPU is taken out of the busy time (and the
-    // machine's); `user_hz` is the unit of /proc/stat, sysconf(_SC_CLK_TCK) when 0.
-    // `exclude` must outlive the source.
+    // With `exclude`, the CPU time it reports per CPU is taken out of the busy time, from the
+    // state the kernel accounted it to (`excluded_state`: user for the idle probes at nice 0,
+    // nice above it), and given back to idle; `user_hz` is the unit of /proc/stat,
+    // sysconf(_SC_CLK_TCK) when 0. `exclude` must outlive the source.
     static Result<std::unique_ptr<ProcStatSource>> open(const std::filesystem::path& proc_root,
                                                         const CpuTimeExclusion* exclude = nullptr,
-                                                        double user_hz = 0);
+                                                        double user_hz = 0,
+                                                        TimeState excluded_state = TimeState::User);
 
     std::string_view name() const override { return "procstat"; }
+    bool has_states() const override { return true; }
     Result<LoadSample> sample() override;
 
     // The delta step on its own, for a snapshot obtained elsewhere.
@@ -40,13 +45,17 @@ class ProcStatSource final : public LoadSource {
         std::uint64_t excluded_ns = 0;
     };
 
-    ProcStatSource(ProcStatReader reader, const CpuTimeExclusion* exclude, double user_hz)
-        : reader_(std::move(reader)), exclude_(exclude), user_hz_(user_hz) {}
+    ProcStatSource(ProcStatReader reader, const CpuTimeExclusion* exclude, double user_hz,
+                   TimeState excluded_state)
+        : reader_(std::move(reader)),
+          exclude_(exclude),
+          user_hz_(user_hz),
+          excluded_state_(excluded_state) {}
 
     ProcStatReader reader_;
     const CpuTimeExclusion* exclude_;
     double user_hz_;
-    std::optional<CpuTimes> machine_;
+    TimeState excluded_state_;
     std::map<int, Previous> cpus_;  // previous reading per CPU present in it
 };
 
