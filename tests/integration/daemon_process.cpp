@@ -121,19 +121,6 @@ std::string duty_cycle_bin() {
     return env_or_fail("DUTY_CYCLE_BIN");
 }
 
-TempDir::TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "monitord-test-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-    // Let an unprivileged daemon started by a test (as nobody) reach its files.
-    std::filesystem::permissions(path_, std::filesystem::perms::all);
-}
-
-TempDir::~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-}
-
 uid_t nobody_uid() {
     const passwd* pw = ::getpwnam("nobody");
     return pw != nullptr ? pw->pw_uid : 65534;
@@ -141,7 +128,7 @@ uid_t nobody_uid() {
 
 RunResult run(const std::vector<std::string>& argv, const SpawnOptions& opts,
               std::chrono::milliseconds timeout, bool stop_at_timeout) {
-    TempDir dir;
+    ScratchDir dir{ScratchDir::Everyone};
     pid_t pid = spawn(argv, opts, dir / "out", dir / "err");
     RunResult r;
     auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -167,7 +154,7 @@ RunResult run(const std::vector<std::string>& argv, const SpawnOptions& opts,
 
 std::unique_ptr<Daemon> Daemon::start(Options opts) {
     std::unique_ptr<Daemon> d{new Daemon};
-    d->dir_ = std::make_unique<TempDir>();
+    d->dir_ = std::make_unique<ScratchDir>(ScratchDir::Everyone);
     d->socket_ = opts.socket.empty() ? (d->dir() / "io.monitord.Monitor").string() : opts.socket;
 
     auto notify_path = d->dir() / "notify";

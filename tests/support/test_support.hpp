@@ -1,14 +1,16 @@
-// Helpers the unit tests share: a scratch directory, writing fixture files, waiting for a
-// condition, /proc/stat text made from per-CPU tick counts, a thread's context switches and
-// the hypervisor's steal time.
+// Helpers the unit and integration tests share: a scratch directory, writing fixture files,
+// waiting for a condition, /proc/stat text made from per-CPU tick counts, a thread's context
+// switches and the hypervisor's steal time.
 #pragma once
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -20,14 +22,28 @@
 namespace test_support {
 
 // A directory under gtest's temporary directory, removed with its contents at the end of the
-// scope; path() is empty when it could not be made.
+// scope: every test's scratch space. path() is empty (and the test failed) when it could not
+// be made. For Everyone it is open to all users (0777), for a test's programs that drop root
+// (a daemon or a client run as nobody); otherwise only to its owner, as mkdtemp makes it.
 class ScratchDir {
   public:
-    explicit ScratchDir(const std::string& prefix = "monitord-test") {
+    enum Access { OwnerOnly, Everyone };
+
+    explicit ScratchDir(const std::string& prefix = "monitord-test", Access access = OwnerOnly) {
         std::string tmpl =
             (std::filesystem::path(::testing::TempDir()) / (prefix + "-XXXXXX")).string();
-        if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
+        if (::mkdtemp(tmpl.data()) == nullptr) {
+            ADD_FAILURE() << "mkdtemp " << tmpl << ": " << std::strerror(errno);
+            return;
+        }
+        path_ = tmpl;
+        if (access == Everyone) {
+            std::error_code ec;
+            std::filesystem::permissions(path_, std::filesystem::perms::all, ec);
+            EXPECT_FALSE(ec) << "chmod 0777 " << path_ << ": " << ec.message();
+        }
     }
+    explicit ScratchDir(Access access) : ScratchDir("monitord-test", access) {}
     ~ScratchDir() {
         std::error_code ec;
         if (!path_.empty()) std::filesystem::remove_all(path_, ec);
@@ -36,6 +52,7 @@ class ScratchDir {
     ScratchDir& operator=(const ScratchDir&) = delete;
 
     const std::filesystem::path& path() const { return path_; }
+    std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
 
   private:
     std::filesystem::path path_;
