@@ -17,8 +17,6 @@
 #include <sstream>
 #include <thread>
 
-#include "monitor/protocol/varlink_idl.hpp"
-
 extern char** environ;
 
 namespace itest {
@@ -270,30 +268,9 @@ RunResult Daemon::monctl(std::vector<std::string> args) const {
     return run(args);
 }
 
-std::string check_reply(const std::string& method, const nlohmann::json& params) {
-    const auto* iface = monitor::varlink::builtin_interface(monitor::varlink::kMonitorInterface);
-    const auto* m = iface->method(method);
-    if (m == nullptr) return "no method " + method;
-    auto bad = iface->check(*m->output, params, monitor::varlink::Extra::Reject);
-    return bad ? bad->path + ": " + bad->reason : std::string{};
-}
-
 nlohmann::json Daemon::call(const std::string& method, const nlohmann::json& params) const {
     auto client = connect();
-    auto reply =
-        client.call(std::string{monitor::varlink::kMonitorInterface} + "." + method, params);
-    if (!reply) {
-        ADD_FAILURE() << method << ": " << reply.error().message;
-        return {};
-    }
-    if (reply->error) {
-        ADD_FAILURE() << method << " returned " << *reply->error << " " << reply->parameters.dump();
-        return {};
-    }
-    std::string bad = check_reply(method, reply->parameters);
-    EXPECT_EQ(bad, "") << method
-                       << " reply does not match the interface: " << reply->parameters.dump();
-    return reply->parameters;
+    return test_support::call_checked(client, method, params);
 }
 
 bool Daemon::wait_samples(std::size_t samples, std::chrono::milliseconds timeout) const {

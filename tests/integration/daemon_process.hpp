@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "interface_check.hpp"
 #include "monitor/protocol/varlink_client.hpp"
 #include "monitor/unique_fd.hpp"
 #include "test_support.hpp"
@@ -19,6 +20,7 @@
 namespace itest {
 
 using namespace std::chrono_literals;
+using test_support::check_reply;
 using test_support::ScratchDir;
 
 std::string monitord_bin();
@@ -104,9 +106,5 @@ class Daemon {
     monitor::UniqueFd notify_fd_;
     std::vector<std::string> notifications_;
 };
-
-// Checks a reply of io.monitord.Monitor.<method> against the interface, rejecting fields the
-// interface does not declare. Empty string when it matches, else the mismatch.
-std::string check_reply(const std::string& method, const nlohmann::json& params);
 
 }  // namespace itest
