@@ -47,6 +47,9 @@ void CounterService::setup() {
         catalog_error_ = catalog.error().message;
         spdlog::warn("Performance counters unavailable: {}", catalog_error_);
     }
+    // Its methods are io.monitord.Monitor's: served whether or not another service added it.
+    server_.add_interface(
+        *monitor::varlink::builtin_interface(monitor::varlink::kMonitorInterface));
     const std::string p(kPrefix);
     server_.add_method(p + "GetPmuInfo",
                        [this](const Call&, const Peer&) -> Response { return get_pmu_info(); });

@@ -36,6 +36,9 @@ class LoadingService {
     void forget_replies() { replies_.fill(nullptr); }
     // One line of the last second's loading per source, for the daemon's --show-loading.
     std::string loading_line() const;
+    // The GetLoading calls with "more" still served; one whose client left is dropped at the
+    // next tick. For the tests.
+    std::size_t watchers() const { return watchers_.size(); }
 
   private:
     VarlinkServer::Response status() const;

@@ -63,7 +63,7 @@ TEST(DaemonLifecycle, SigintStopsCleanly) {
 }
 
 TEST(DaemonLifecycle, MissingSocketDirectoryIsAClearError) {
-    TempDir dir;
+    ScratchDir dir{ScratchDir::Everyone};
     auto socket = (dir / "no/such/dir/io.monitord.Monitor").string();
     auto r = run({monitord_bin(), "--socket", socket});
     EXPECT_EQ(r.exit_code, 1);
@@ -72,7 +72,7 @@ TEST(DaemonLifecycle, MissingSocketDirectoryIsAClearError) {
 }
 
 TEST(DaemonLifecycle, UnwritableSocketDirectoryIsAClearError) {
-    TempDir dir;
+    ScratchDir dir{ScratchDir::Everyone};
     auto locked = dir / "locked";
     std::filesystem::create_directory(locked);
     ::chmod(locked.c_str(), 0555);
@@ -91,7 +91,7 @@ TEST(DaemonLifecycle, OverlongSocketPathIsAUsageError) {
 }
 
 TEST(DaemonLifecycle, OverlongSocketPathInTheConfigFileIsAnError) {
-    TempDir dir;
+    ScratchDir dir{ScratchDir::Everyone};
     auto conf = dir / "monitord.conf";
     std::ofstream(conf) << "[daemon]\nsocket = \"/tmp/" << std::string(120, 'x') << "\"\n";
     auto r = run({monitord_bin(), "--config", conf.string()});
@@ -128,7 +128,7 @@ TEST(DaemonLifecycle, SecondDaemonOnTheSameSocketIsRefused) {
 }
 
 TEST(DaemonLifecycle, StaleSocketFromACrashIsReplaced) {
-    TempDir dir;
+    ScratchDir dir{ScratchDir::Everyone};
     auto path = (dir / "sock").string();
     { auto fd = listening_socket(path); }  // closed, file left behind like after SIGKILL
     ASSERT_TRUE(is_socket(path));
@@ -140,7 +140,7 @@ TEST(DaemonLifecycle, StaleSocketFromACrashIsReplaced) {
 }
 
 TEST(DaemonLifecycle, PathThatIsNotASocketIsLeftAlone) {
-    TempDir dir;
+    ScratchDir dir{ScratchDir::Everyone};
     auto path = dir / "regular-file";
     write_file(path, "keep me");
     auto r = run({monitord_bin(), "--socket", path.string()});
@@ -153,7 +153,7 @@ TEST(DaemonLifecycle, PathThatIsNotASocketIsLeftAlone) {
 }
 
 TEST(DaemonLifecycle, ConfigFileSettingsApplyAndFlagsOverrideThem) {
-    TempDir dir;
+    ScratchDir dir{ScratchDir::Everyone};
     write_file(dir / "monitord.conf", "[loading]\nhistory-seconds = 5\n");
     Daemon::Options o;
     o.args = {"--config", (dir / "monitord.conf").string()};
@@ -169,7 +169,7 @@ TEST(DaemonLifecycle, ConfigFileSettingsApplyAndFlagsOverrideThem) {
 }
 
 TEST(DaemonLifecycle, BadConfigFileNamesFileLineAndKey) {
-    TempDir dir;
+    ScratchDir dir{ScratchDir::Everyone};
     auto conf = dir / "monitord.conf";
     write_file(conf, "[loading]\n\nhistory-seconds = 0\n");
     auto r = run({monitord_bin(), "--config", conf.string(), "--socket", (dir / "s").string()});
@@ -181,14 +181,14 @@ TEST(DaemonLifecycle, BadConfigFileNamesFileLineAndKey) {
 }
 
 TEST(DaemonLifecycle, MissingConfigFileIsAnError) {
-    TempDir dir;
+    ScratchDir dir{ScratchDir::Everyone};
     auto r = run({monitord_bin(), "--config", (dir / "absent.conf").string()});
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("absent.conf"), std::string::npos) << r.err;
 }
 
 TEST(DaemonLifecycle, CheckConfigValidatesWithoutStarting) {
-    TempDir dir;
+    ScratchDir dir{ScratchDir::Everyone};
     write_file(dir / "good.conf", "[daemon]\nlog-level = \"debug\"\n");
     write_file(dir / "bad.conf", "[daemon]\nlog-level = \"loud\"\n");
     auto good = run({monitord_bin(), "--check-config", "--config", (dir / "good.conf").string()});
@@ -201,7 +201,7 @@ TEST(DaemonLifecycle, CheckConfigValidatesWithoutStarting) {
 }
 
 TEST(DaemonLifecycle, SighupReloadsAndABadFileKeepsTheRunningSettings) {
-    TempDir dir;
+    ScratchDir dir{ScratchDir::Everyone};
     auto conf = dir / "monitord.conf";
     write_file(conf, "[loading]\nhistory-seconds = 5\n");
     Daemon::Options o;
@@ -232,7 +232,7 @@ TEST(DaemonLifecycle, SighupReloadsAndABadFileKeepsTheRunningSettings) {
 }
 
 TEST(DaemonLifecycle, DefaultSocketOfAnUnprivilegedUserIsUnderXdgRuntimeDir) {
-    TempDir runtime;
+    ScratchDir runtime{ScratchDir::Everyone};
     Daemon::Options o;
     o.pass_socket = false;
     o.socket = (runtime / "monitord/io.monitord.Monitor").string();
@@ -252,7 +252,7 @@ TEST(DaemonLifecycle, DefaultSocketOfAnUnprivilegedUserIsUnderXdgRuntimeDir) {
 }
 
 TEST(DaemonLifecycle, SocketActivationUsesThePassedSocketAndLeavesItInPlace) {
-    TempDir dir;
+    ScratchDir dir{ScratchDir::Everyone};
     auto path = (dir / "activated.sock").string();
     auto listener = listening_socket(path);
     Daemon::Options o;
@@ -300,7 +300,7 @@ TEST(DaemonLifecycle, AStallDoesNotFireTheMissedTicksBackToBack) {
 
 TEST(DaemonLifecycle, ADefaultDirectoryPreparedBySomeoneElseIsRefused) {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root to create a directory owned by another user";
-    TempDir runtime;
+    ScratchDir runtime{ScratchDir::Everyone};
     auto planted = runtime / "monitord";
     std::filesystem::create_directory(planted);
     ::chmod(planted.c_str(), 0777);

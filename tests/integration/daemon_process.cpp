@@ -17,8 +17,6 @@
 #include <sstream>
 #include <thread>
 
-#include "monitor/protocol/varlink_idl.hpp"
-
 extern char** environ;
 
 namespace itest {
@@ -121,19 +119,6 @@ std::string duty_cycle_bin() {
     return env_or_fail("DUTY_CYCLE_BIN");
 }
 
-TempDir::TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "monitord-test-XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-    // Let an unprivileged daemon started by a test (as nobody) reach its files.
-    std::filesystem::permissions(path_, std::filesystem::perms::all);
-}
-
-TempDir::~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-}
-
 uid_t nobody_uid() {
     const passwd* pw = ::getpwnam("nobody");
     return pw != nullptr ? pw->pw_uid : 65534;
@@ -141,7 +126,7 @@ uid_t nobody_uid() {
 
 RunResult run(const std::vector<std::string>& argv, const SpawnOptions& opts,
               std::chrono::milliseconds timeout, bool stop_at_timeout) {
-    TempDir dir;
+    ScratchDir dir{ScratchDir::Everyone};
     pid_t pid = spawn(argv, opts, dir / "out", dir / "err");
     RunResult r;
     auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -167,7 +152,7 @@ RunResult run(const std::vector<std::string>& argv, const SpawnOptions& opts,
 
 std::unique_ptr<Daemon> Daemon::start(Options opts) {
     std::unique_ptr<Daemon> d{new Daemon};
-    d->dir_ = std::make_unique<TempDir>();
+    d->dir_ = std::make_unique<ScratchDir>(ScratchDir::Everyone);
     d->socket_ = opts.socket.empty() ? (d->dir() / "io.monitord.Monitor").string() : opts.socket;
 
     auto notify_path = d->dir() / "notify";
@@ -283,30 +268,9 @@ RunResult Daemon::monctl(std::vector<std::string> args) const {
     return run(args);
 }
 
-std::string check_reply(const std::string& method, const nlohmann::json& params) {
-    const auto* iface = monitor::varlink::builtin_interface(monitor::varlink::kMonitorInterface);
-    const auto* m = iface->method(method);
-    if (m == nullptr) return "no method " + method;
-    auto bad = iface->check(*m->output, params, monitor::varlink::Extra::Reject);
-    return bad ? bad->path + ": " + bad->reason : std::string{};
-}
-
 nlohmann::json Daemon::call(const std::string& method, const nlohmann::json& params) const {
     auto client = connect();
-    auto reply =
-        client.call(std::string{monitor::varlink::kMonitorInterface} + "." + method, params);
-    if (!reply) {
-        ADD_FAILURE() << method << ": " << reply.error().message;
-        return {};
-    }
-    if (reply->error) {
-        ADD_FAILURE() << method << " returned " << *reply->error << " " << reply->parameters.dump();
-        return {};
-    }
-    std::string bad = check_reply(method, reply->parameters);
-    EXPECT_EQ(bad, "") << method
-                       << " reply does not match the interface: " << reply->parameters.dump();
-    return reply->parameters;
+    return test_support::call_checked(client, method, params);
 }
 
 bool Daemon::wait_samples(std::size_t samples, std::chrono::milliseconds timeout) const {

@@ -12,31 +12,21 @@
 #include <string>
 #include <vector>
 
+#include "interface_check.hpp"
 #include "monitor/protocol/varlink_client.hpp"
 #include "monitor/unique_fd.hpp"
+#include "test_support.hpp"
 
 namespace itest {
 
 using namespace std::chrono_literals;
+using test_support::check_reply;
+using test_support::ScratchDir;
 
 std::string monitord_bin();
 std::string monctl_bin();
 // bench-duty-cycle: LOAD_PERCENT SECONDS [MEAN_PERIOD_MS], on every CPU.
 std::string duty_cycle_bin();
-
-// A directory removed with its contents at the end of the scope.
-class TempDir {
-  public:
-    TempDir();
-    ~TempDir();
-    TempDir(const TempDir&) = delete;
-    TempDir& operator=(const TempDir&) = delete;
-    const std::filesystem::path& path() const { return path_; }
-    std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-
-  private:
-    std::filesystem::path path_;
-};
 
 struct RunResult {
     int exit_code = -1;  // -N when killed by signal N
@@ -80,7 +70,7 @@ class Daemon {
 
     const std::string& socket() const { return socket_; }
     pid_t pid() const { return pid_; }
-    const TempDir& dir() const { return *dir_; }
+    const ScratchDir& dir() const { return *dir_; }
 
     // Waits until a notification containing `needle` arrives (or was already seen).
     bool wait_notification(const std::string& needle, std::chrono::milliseconds timeout = 10s);
@@ -109,16 +99,12 @@ class Daemon {
     Daemon() = default;
     void drain_notifications(int timeout_ms);
 
-    std::unique_ptr<TempDir> dir_;
+    std::unique_ptr<ScratchDir> dir_;
     std::string socket_;
     pid_t pid_ = -1;
     std::optional<int> exit_code_;
     monitor::UniqueFd notify_fd_;
     std::vector<std::string> notifications_;
 };
-
-// Checks a reply of io.monitord.Monitor.<method> against the interface, rejecting fields the
-// interface does not declare. Empty string when it matches, else the mismatch.
-std::string check_reply(const std::string& method, const nlohmann::json& params);
 
 }  // namespace itest

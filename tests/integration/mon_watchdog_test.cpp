@@ -32,7 +32,7 @@ class MonWatchdog : public testing::Test {
         ASSERT_EQ(MON_start(nullptr, nullptr), MON_SUCCESS) << MON_last_error();
         ASSERT_TRUE(wait_pets(w, 2, 10s)) << "pets: " << w.pets();
     }
-    TempDir dir_;
+    ScratchDir dir_{ScratchDir::Everyone};
 };
 
 // At 95 % every CPU has 500 ms of idle time per 10 s: the IDLE task earns a credit on each

@@ -114,7 +114,7 @@ TEST_F(Monctl, MonitordSocketVariableIsUsed) {
 }
 
 TEST(MonctlWithoutDaemon, SaysWhereItLookedAndHowToStartIt) {
-    TempDir dir;
+    ScratchDir dir{ScratchDir::Everyone};
     auto path = (dir / "nothing-here").string();
     auto r = run({monctl_bin(), "--socket", path, "status"});
     EXPECT_EQ(r.exit_code, 1);
@@ -123,7 +123,7 @@ TEST(MonctlWithoutDaemon, SaysWhereItLookedAndHowToStartIt) {
 }
 
 TEST(MonctlWithoutDaemon, DefaultPlacesAreListed) {
-    TempDir dir;
+    ScratchDir dir{ScratchDir::Everyone};
     SpawnOptions o;
     o.env = {"XDG_RUNTIME_DIR=" + dir.path().string()};
     o.unset_env = {"MONITORD_SOCKET"};
@@ -167,7 +167,7 @@ TEST_P(MonctlFindsTheUsersOwnDaemon, WithoutSocket) {
     const auto c = GetParam();
     if (::geteuid() != 0) GTEST_SKIP() << "needs root to run as root and as nobody";
     const uid_t uid = c.as_nobody ? nobody_uid() : 0;
-    TempDir runtime;
+    ScratchDir runtime{ScratchDir::Everyone};
     SpawnOptions spawn;
     spawn.unset_env = {"MONITORD_SOCKET"};
     std::string place = "/tmp/monitord-" + std::to_string(uid) + "/io.monitord.Monitor";
@@ -209,7 +209,7 @@ INSTANTIATE_TEST_SUITE_P(Users, MonctlFindsTheUsersOwnDaemon,
 
 // A socket left behind by a daemon of one's own that died does not hide the next place.
 TEST(MonctlFindsTheDaemon, PastAStaleSocketOfItsOwnPlace) {
-    TempDir runtime;
+    ScratchDir runtime{ScratchDir::Everyone};
     std::filesystem::create_directory(runtime / "monitord");
     ::chmod((runtime / "monitord").c_str(), 0700);
     const std::string stale = (runtime / "monitord/io.monitord.Monitor").string();
@@ -287,7 +287,7 @@ class FakeServer {
         }
     }
 
-    TempDir dir_;
+    ScratchDir dir_{ScratchDir::Everyone};
     std::string path_;
     std::string reply_;
     monitor::UniqueFd fd_;
@@ -348,7 +348,7 @@ TEST(MonctlAgainstAStrangeServer, ErrorRepliesAreNamed) {
 
 TEST(MonctlDefaults, ADirectoryPreparedBySomeoneElseIsNotUsed) {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root to create a directory owned by another user";
-    TempDir runtime;
+    ScratchDir runtime{ScratchDir::Everyone};
     auto planted = runtime / "monitord";
     std::filesystem::create_directory(planted);
     ASSERT_EQ(::chown(planted.c_str(), nobody_uid(), static_cast<gid_t>(-1)), 0);

@@ -311,7 +311,7 @@ class PerfAccess : public ::testing::Test {
         args.insert(args.begin(), {monctl_bin(), "--socket", d.socket()});
         return run(args, SpawnOptions{.uid = uid});
     }
-    TempDir conf_;
+    ScratchDir conf_{ScratchDir::Everyone};
 };
 
 TEST_F(PerfAccess, TheSocketGroupMayLookButNotCount) {

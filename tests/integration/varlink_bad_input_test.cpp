@@ -26,7 +26,7 @@ class BadInput : public ::testing::Test {
   protected:
     static void SetUpTestSuite() {
         // nobody's group may connect, for the test of the connections per user.
-        conf_ = new TempDir;
+        conf_ = new ScratchDir(ScratchDir::Everyone);
         std::ofstream(*conf_ / "monitord.conf") << "[access]\nsocket-group = \"nogroup\"\n";
         daemon_ =
             Daemon::start({.args = {"--config", (*conf_ / "monitord.conf").string()}}).release();
@@ -61,10 +61,10 @@ class BadInput : public ::testing::Test {
     }
 
     static Daemon* daemon_;
-    static TempDir* conf_;
+    static ScratchDir* conf_;
 };
 Daemon* BadInput::daemon_ = nullptr;
-TempDir* BadInput::conf_ = nullptr;
+ScratchDir* BadInput::conf_ = nullptr;
 
 TEST_F(BadInput, MalformedJsonGetsInvalidMessageAndTheConnectionStaysUsable) {
     auto c = client();

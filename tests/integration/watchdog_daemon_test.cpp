@@ -26,7 +26,7 @@ Daemon::Options with_watchdog(const FifoWatchdog& w, std::vector<std::string> mo
 
 class WatchdogDaemon : public testing::Test {
   protected:
-    TempDir dir_;
+    ScratchDir dir_{ScratchDir::Everyone};
 };
 
 TEST_F(WatchdogDaemon, TheProbesPetAndSigtermDisarms) {

@@ -1,14 +1,19 @@
-// Helpers the unit tests share: a scratch directory, writing fixture files, waiting for a
-// condition, /proc/stat text made from per-CPU tick counts, a thread's context switches and
-// the hypervisor's steal time.
+// Helpers the unit and integration tests share: a scratch directory, writing fixture files,
+// a child process run as nobody, waiting for a condition, /proc/stat text made from per-CPU
+// tick counts, a thread's context switches and the hypervisor's steal time.
 #pragma once
 
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -20,14 +25,28 @@
 namespace test_support {
 
 // A directory under gtest's temporary directory, removed with its contents at the end of the
-// scope; path() is empty when it could not be made.
+// scope: every test's scratch space. path() is empty (and the test failed) when it could not
+// be made. For Everyone it is open to all users (0777), for a test's programs that drop root
+// (a daemon or a client run as nobody); otherwise only to its owner, as mkdtemp makes it.
 class ScratchDir {
   public:
-    explicit ScratchDir(const std::string& prefix = "monitord-test") {
+    enum Access { OwnerOnly, Everyone };
+
+    explicit ScratchDir(const std::string& prefix = "monitord-test", Access access = OwnerOnly) {
         std::string tmpl =
             (std::filesystem::path(::testing::TempDir()) / (prefix + "-XXXXXX")).string();
-        if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
+        if (::mkdtemp(tmpl.data()) == nullptr) {
+            ADD_FAILURE() << "mkdtemp " << tmpl << ": " << std::strerror(errno);
+            return;
+        }
+        path_ = tmpl;
+        if (access == Everyone) {
+            std::error_code ec;
+            std::filesystem::permissions(path_, std::filesystem::perms::all, ec);
+            EXPECT_FALSE(ec) << "chmod 0777 " << path_ << ": " << ec.message();
+        }
     }
+    explicit ScratchDir(Access access) : ScratchDir("monitord-test", access) {}
     ~ScratchDir() {
         std::error_code ec;
         if (!path_.empty()) std::filesystem::remove_all(path_, ec);
@@ -36,6 +55,7 @@ class ScratchDir {
     ScratchDir& operator=(const ScratchDir&) = delete;
 
     const std::filesystem::path& path() const { return path_; }
+    std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
 
   private:
     std::filesystem::path path_;
@@ -72,6 +92,56 @@ class DescribedMachine {
 inline constexpr const char* kPpc750CxeCpuinfo =
     "processor\t: 0\ncpu\t\t: 750CXe\nclock\t\t: 400.000000MHz\n"
     "revision\t: 2.2 (pvr 0008 2214)\nbogomips\t: 33.20\n";
+
+// nobody and nogroup, as Debian numbers them: the unprivileged user tests switch to.
+inline constexpr uid_t kNobody = 65534;
+inline constexpr gid_t kNogroup = 65534;
+
+// What a child process of run_as_nobody() did: its exit code (-1 when it did not exit) and
+// what it wrote to its `out`.
+struct ChildResult {
+    int code = -1;
+    std::string out;
+};
+
+// Runs `body` in a child process that first drops root for nobody (uid kNobody, gid kNogroup,
+// no supplementary groups) when it runs as root; code 100 when it could not. The child exits
+// with what `body` returns, after handing what it put in `out` to the parent.
+inline ChildResult run_as_nobody(const std::function<int(std::string& out)>& body) {
+    int fds[2];
+    if (::pipe(fds) != 0) {
+        ADD_FAILURE() << "pipe: " << std::strerror(errno);
+        return {};
+    }
+    const pid_t child = ::fork();
+    if (child == 0) {
+        ::close(fds[0]);
+        if (::geteuid() == 0 &&
+            (::setgroups(0, nullptr) != 0 || ::setgid(kNogroup) != 0 || ::setuid(kNobody) != 0)) {
+            ::_exit(100);
+        }
+        std::string out;
+        const int code = body(out);
+        for (std::size_t done = 0; done < out.size();) {
+            const ssize_t n = ::write(fds[1], out.data() + done, out.size() - done);
+            if (n <= 0) break;
+            done += static_cast<std::size_t>(n);
+        }
+        ::_exit(code);
+    }
+    ::close(fds[1]);
+    ChildResult r;
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) r.out.append(buf, std::size_t(n));
+    ::close(fds[0]);
+    int status = 0;
+    if (child < 0 || ::waitpid(child, &status, 0) != child || !WIFEXITED(status)) {
+        ADD_FAILURE() << "the child died, status " << status;
+        return r;
+    }
+    r.code = WEXITSTATUS(status);
+    return r;
+}
 
 // Polls `done` every 5 ms until it holds or `timeout` passed; returns its last value.
 inline bool wait_until(const std::function<bool()>& done, std::chrono::milliseconds timeout) {

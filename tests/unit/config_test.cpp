@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "test_support.hpp"
+
 namespace monitord {
 namespace {
 
@@ -23,16 +25,7 @@ using monitor::Status;
 
 class ConfigTest : public ::testing::Test {
   protected:
-    void SetUp() override {
-        std::string tmpl = (fs::path{::testing::TempDir()} / "monitord-config-XXXXXX").string();
-        ASSERT_NE(::mkdtemp(tmpl.data()), nullptr) << "mkdtemp " << tmpl;
-        dir_ = tmpl;
-    }
-
-    void TearDown() override {
-        std::error_code ec;
-        if (!dir_.empty()) fs::remove_all(dir_, ec);
-    }
+    void SetUp() override { ASSERT_FALSE(dir_.empty()); }
 
     fs::path write(const std::string& name, const std::string& text) {
         fs::path p = dir_ / name;
@@ -66,7 +59,8 @@ class ConfigTest : public ::testing::Test {
         return s.find(part) != std::string::npos;
     }
 
-    fs::path dir_;
+    test_support::ScratchDir scratch_{"monitord-config"};
+    const fs::path dir_ = scratch_.path();
     std::string last_path_;
 };
 

@@ -2,7 +2,6 @@
 // root whose online list the tests write, including CPUs this machine does not have.
 #include <gtest/gtest.h>
 #include <sched.h>
-#include <stdlib.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -13,11 +12,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <system_error>
 #include <thread>
 #include <vector>
 
 #include "monitor/engine.hpp"
+#include "test_support.hpp"
 
 namespace monitor {
 namespace {
@@ -84,15 +83,9 @@ class EngineProbeTest : public ::testing::Test {
         if (::sysconf(_SC_NPROCESSORS_CONF) > 2) {
             GTEST_SKIP() << "needs a machine without cpu2 and cpu3";
         }
-        std::string tmpl = (fs::path(::testing::TempDir()) / "engine_probe-XXXXXX").string();
-        ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-        sys_ = tmpl;
+        ASSERT_FALSE(sys_.empty());
     }
-    void TearDown() override {
-        engine_.reset();
-        std::error_code ec;
-        if (!sys_.empty()) fs::remove_all(sys_, ec);
-    }
+    void TearDown() override { engine_.reset(); }
 
     void write_online(const std::string& list) {
         const fs::path path = sys_ / "devices/system/cpu/online";
@@ -123,7 +116,8 @@ class EngineProbeTest : public ::testing::Test {
         return engine_->loading(LoadingQuery{.per_cpu = true, .history = true});
     }
 
-    fs::path sys_;
+    test_support::ScratchDir scratch_{"engine_probe"};
+    const fs::path sys_ = scratch_.path();
     std::unique_ptr<Engine> engine_;
 };
 

@@ -3,7 +3,6 @@
 #include "monitor/engine.hpp"
 
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <chrono>
 #include <cstdint>
@@ -12,7 +11,6 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <system_error>
 #include <vector>
 
 #include "test_support.hpp"
@@ -52,19 +50,11 @@ std::vector<int> reported_cpus(const LoadingReport& r) {
 class EngineTest : public ::testing::Test {
   protected:
     void SetUp() override {
-        std::string tmpl = (fs::path(::testing::TempDir()) / "engine-XXXXXX").string();
-        ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-        root_ = tmpl;
-        proc_ = root_ / "proc";
-        sys_ = root_ / "sys";
+        ASSERT_FALSE(root_.path().empty());
         fs::create_directories(proc_);
         fs::create_directories(sys_);
     }
-    void TearDown() override {
-        engine_.reset();
-        std::error_code ec;
-        if (!root_.empty()) fs::remove_all(root_, ec);
-    }
+    void TearDown() override { engine_.reset(); }
 
     void write_stat(const Cpus& cpus) { write_file(proc_ / "stat", stat_text(cpus)); }
     void write_stat_raw(const std::string& text) { write_file(proc_ / "stat", text); }
@@ -121,9 +111,9 @@ class EngineTest : public ::testing::Test {
         }
     }
 
-    fs::path root_;
-    fs::path proc_;
-    fs::path sys_;
+    test_support::ScratchDir root_{"engine"};
+    const fs::path proc_ = root_ / "proc";
+    const fs::path sys_ = root_ / "sys";
     const Engine::Clock::time_point t0_ = Engine::Clock::time_point{} + 1000s;
     Engine::Clock::time_point now_ = t0_;
     std::unique_ptr<Engine> engine_;

@@ -1,7 +1,6 @@
 // Tests of the /proc/stat figures with the idle probes' CPU time taken out: load_between's
 // excluded ticks, and ProcStatSource over a temporary proc root with a made-up exclusion.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <cstdint>
 #include <filesystem>
@@ -10,7 +9,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <system_error>
 
 #include "monitor/loading/cpu_time_exclusion.hpp"
 #include "monitor/loading/proc_stat_source.hpp"
@@ -86,15 +84,7 @@ TEST(LoadBetweenExcluded, NoIntervalStaysNullopt) {
 
 class ProcStatCorrectionTest : public ::testing::Test {
   protected:
-    void SetUp() override {
-        std::string tmpl = (fs::path(::testing::TempDir()) / "procstat_correction-XXXXXX").string();
-        ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-        root_ = tmpl;
-    }
-    void TearDown() override {
-        std::error_code ec;
-        if (!root_.empty()) fs::remove_all(root_, ec);
-    }
+    void SetUp() override { ASSERT_FALSE(root_.empty()); }
 
     // Rewrites <root>/stat in place, as procfs changes under an open descriptor.
     void write_stat(const std::map<int, Ticks>& cpus) {
@@ -114,7 +104,8 @@ class ProcStatCorrectionTest : public ::testing::Test {
         return s ? *s : LoadSample{};
     }
 
-    fs::path root_;
+    test_support::ScratchDir scratch_{"procstat_correction"};
+    const fs::path root_ = scratch_.path();
 };
 
 TEST_F(ProcStatCorrectionTest, CorrectedPerCpuAndMachine) {

@@ -14,6 +14,7 @@
 #include <filesystem>
 
 #include "monitor/unique_fd.hpp"
+#include "test_support.hpp"
 
 namespace monitor::protocol {
 namespace {
@@ -22,12 +23,7 @@ namespace fs = std::filesystem;
 
 class SocketDirectory : public ::testing::Test {
   protected:
-    void SetUp() override {
-        std::string tmpl = (fs::temp_directory_path() / "monitord-sockdir-XXXXXX").string();
-        ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-        root_ = tmpl;
-    }
-    void TearDown() override { fs::remove_all(root_); }
+    void SetUp() override { ASSERT_FALSE(root_.empty()); }
 
     std::string socket_in(const fs::path& dir) { return (dir / kSocketName).string(); }
     fs::path make_dir(const char* name, mode_t mode) {
@@ -37,7 +33,8 @@ class SocketDirectory : public ::testing::Test {
         return d;
     }
 
-    fs::path root_;
+    test_support::ScratchDir scratch_{"monitord-sockdir"};
+    const fs::path root_ = scratch_.path();
 };
 
 TEST_F(SocketDirectory, APrivateDirectoryOfOurOwnIsTrusted) {

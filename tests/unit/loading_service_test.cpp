@@ -1,0 +1,258 @@
+// Tests of the LoadingService on the daemon's components (DaemonComponents): GetStatus (the
+// daemon's version and state, the machine's CPUs, the probes, the watchdog once one is armed)
+// and GetLoading, once and per CPU, with figures computed from the fixture's /proc/stat
+// between two ticks, and with "more" a reply after every tick to each caller still there. The
+// ticks come from tick() (what the timer does at the next tick), except where the timer's own
+// ticks are the point.
+#include "loading_service.hpp"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "daemon_components.hpp"
+#include "interface_check.hpp"
+#include "monitord-config.h"
+#include "test_support.hpp"
+
+namespace monitord {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+using test_support::call_checked;
+using test_support::ComponentOptions;
+using test_support::Ticks;
+
+// The fixture's /proc/stat at each tick, starting from the harness's {100, 900}, {200, 800}:
+// (busy, idle) ticks since boot per CPU.
+const std::map<int, Ticks> kSecond1 = {{0, {130, 970}}, {1, {290, 810}}};   // 30 %, 90 %
+const std::map<int, Ticks> kSecond2 = {{0, {180, 1020}}, {1, {300, 900}}};  // 50 %, 10 %
+// The machine: both CPUs' ticks added up.
+constexpr double kMachine1 = 60.0;  // (30 + 90) / 200
+constexpr double kMachine2 = 30.0;  // (50 + 10) / 200
+
+// The reply's figures are rounded for the wire.
+constexpr double kRounding = 0.01;
+
+monitor::varlink::Call loading_call(json params, bool more) {
+    return test_support::make_call("io.monitord.Monitor.GetLoading", std::move(params), more);
+}
+
+// The procstat statistics of one CPU of a per-CPU reply (null when absent).
+json cpu_procstat(json loading, int cpu) {
+    for (auto& c : loading["cpus"]) {
+        if (c["cpu"] == cpu) return c["procstat"];
+    }
+    ADD_FAILURE() << "no cpu" << cpu << " in " << loading.dump();
+    return nullptr;
+}
+
+// Statistics of the window: the last second, and the mean, lowest and highest of the seconds.
+void ExpectStats(json stats, double last, double avg, double min, double max, int samples) {
+    ASSERT_TRUE(stats.is_object()) << stats.dump();
+    EXPECT_NEAR(stats["avg_prev_sec"].get<double>(), last, kRounding) << stats.dump();
+    EXPECT_NEAR(stats["avg_prev_min"].get<double>(), avg, kRounding) << stats.dump();
+    EXPECT_NEAR(stats["min_prev_min"].get<double>(), min, kRounding) << stats.dump();
+    EXPECT_NEAR(stats["max_prev_min"].get<double>(), max, kRounding) << stats.dump();
+    EXPECT_EQ(stats["samples"], samples) << stats.dump();
+}
+
+class LoadingServiceTest : public ::testing::Test {
+  protected:
+    void start(ComponentOptions o = {}) {
+        o.loading_service = true;
+        components_.emplace(std::move(o));
+        ASSERT_TRUE(components_->ok()) << components_->error();
+        client_.emplace(components_->connect());
+    }
+    void start_with_manual_ticks() {
+        ComponentOptions o;
+        o.manual_ticks = true;
+        start(std::move(o));
+    }
+    std::size_t watchers() {
+        return components_->on_loop([&] { return components_->loading().watchers(); });
+    }
+
+    // A watchdog's FIFO and its reader outlive the components, whose probes write to it
+    // until they stop.
+    test_support::ScratchDir scratch_;
+    monitor::UniqueFd fifo_reader_;
+    std::optional<test_support::DaemonComponents> components_;
+    std::optional<monitor::varlink::Client> client_;
+};
+
+TEST_F(LoadingServiceTest, GetStatusSaysWhatTheDaemonAndTheMachineAre) {
+    start_with_manual_ticks();
+    json s = call_checked(*client_, "GetStatus");
+    EXPECT_EQ(s["version"], MONITORD_VERSION);
+    EXPECT_EQ(s["state"], "starting");
+    EXPECT_EQ(s["pid"], ::getpid());
+    EXPECT_GE(s["uptime"].get<double>(), 0.0);
+    EXPECT_EQ(s["cpus"], json::array({0, 1}));
+    EXPECT_EQ(s["sources"], json::array({"procstat"}));
+    EXPECT_EQ(s["probe_mode"], "off");
+    EXPECT_EQ(s["probes"], json::array());
+    EXPECT_EQ(s["history_seconds"], 60);
+    EXPECT_TRUE(s["watchdog"].is_null()) << s["watchdog"].dump();
+
+    components_->on_loop([&] { components_->loading().set_state("running"); });
+    EXPECT_EQ(call_checked(*client_, "GetStatus")["state"], "running");
+}
+
+TEST_F(LoadingServiceTest, GetStatusShowsTheWatchdogOnceItIsArmed) {
+    // A FIFO stands in for /dev/watchdog: its reader lets the watchdog open it.
+    const auto fifo = scratch_ / "watchdog";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    fifo_reader_.reset(::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+    ASSERT_TRUE(fifo_reader_);
+    ComponentOptions o;
+    o.manual_ticks = true;
+    // As the daemon has it: a watchdog, given to the runtime unarmed, petted by probes that
+    // sleep (they measure nothing).
+    o.probe = monitor::ProbeMode::Sleep;
+    o.watchdog =
+        std::make_shared<monitor::watchdog::Watchdog>(monitor::watchdog::PetPolicyKind::All);
+    start(std::move(o));
+
+    json s = call_checked(*client_, "GetStatus");
+    EXPECT_EQ(s["probe_mode"], "sleep");
+    EXPECT_EQ(s["probes"].size(), 2u) << s["probes"].dump();
+    EXPECT_TRUE(s["watchdog"].is_null()) << "a watchdog never armed: " << s["watchdog"].dump();
+
+    components_->on_loop(
+        [&] { ASSERT_TRUE(components_->runtime().arm_watchdog(fifo.string(), 10s)); });
+    s = call_checked(*client_, "GetStatus");
+    ASSERT_TRUE(s["watchdog"].is_object()) << s.dump();
+    EXPECT_EQ(s["watchdog"]["device"], fifo.string());
+    EXPECT_EQ(s["watchdog"]["armed"], true);
+    EXPECT_EQ(s["watchdog"]["policy"], "all");
+    EXPECT_EQ(s["watchdog"]["on_stop"], "disarm");
+
+    components_->on_loop(
+        [&] { components_->loading().set_watchdog_on_stop(monitor::watchdog::OnStop::KeepArmed); });
+    EXPECT_EQ(call_checked(*client_, "GetStatus")["watchdog"]["on_stop"], "keep_armed");
+}
+
+TEST_F(LoadingServiceTest, GetLoadingReportsTheStatBetweenTicksForTheMachineAndEachCpu) {
+    start_with_manual_ticks();
+    // Before the first tick there is nothing to say yet.
+    json l = call_checked(*client_, "GetLoading");
+    EXPECT_TRUE(l["timestamp"].is_null());
+    EXPECT_EQ(l["window_seconds"], 60);
+    EXPECT_TRUE(l["machine"]["procstat"].is_null()) << l.dump();
+    EXPECT_FALSE(l["machine"].contains("probe")) << "no probes run";
+    EXPECT_FALSE(l.contains("cpus"));
+
+    components_->write_stat(kSecond1);
+    components_->tick();
+    l = call_checked(*client_, "GetLoading", {{"per_cpu", true}});
+    EXPECT_TRUE(l["timestamp"].is_number_integer());
+    ExpectStats(l["machine"]["procstat"], kMachine1, kMachine1, kMachine1, kMachine1, 1);
+    ASSERT_EQ(l["cpus"].size(), 2u) << l.dump();
+    for (auto& c : l["cpus"]) EXPECT_EQ(c["online"], true) << c.dump();
+    ExpectStats(cpu_procstat(l, 0), 30, 30, 30, 30, 1);
+    ExpectStats(cpu_procstat(l, 1), 90, 90, 90, 90, 1);
+
+    components_->write_stat(kSecond2);
+    components_->tick();
+    l = call_checked(*client_, "GetLoading", {{"per_cpu", true}, {"history", true}});
+    ExpectStats(l["machine"]["procstat"], kMachine2, 45, kMachine2, kMachine1, 2);
+    ExpectStats(cpu_procstat(l, 0), 50, 40, 30, 50, 2);
+    ExpectStats(cpu_procstat(l, 1), 10, 50, 10, 90, 2);
+    const auto history = l["machine"]["procstat"]["history"];
+    ASSERT_EQ(history.size(), 2u) << history.dump();
+    EXPECT_NEAR(history[0].get<double>(), kMachine1, kRounding);
+    EXPECT_NEAR(history[1].get<double>(), kMachine2, kRounding);
+    // Without the history, none is sent.
+    EXPECT_FALSE(call_checked(*client_, "GetLoading")["machine"]["procstat"].contains("history"));
+}
+
+TEST_F(LoadingServiceTest, GetLoadingWithMoreRepliesAfterEveryTick) {
+    start_with_manual_ticks();
+    auto per_cpu = components_->connect();
+    auto first = client_->call(loading_call(json::object(), true));
+    ASSERT_TRUE(first) << first.error().message;
+    EXPECT_TRUE(first->continues);
+    EXPECT_TRUE(first->parameters["machine"]["procstat"].is_null());
+    auto first_per_cpu = per_cpu.call(loading_call({{"per_cpu", true}}, true));
+    ASSERT_TRUE(first_per_cpu) << first_per_cpu.error().message;
+    EXPECT_EQ(watchers(), 2u);
+    EXPECT_TRUE(test_support::NoReplyWithin(*client_, 200ms)) << "a reply before any tick";
+
+    const std::pair<const std::map<int, Ticks>*, double> seconds[] = {{&kSecond1, kMachine1},
+                                                                      {&kSecond2, kMachine2}};
+    for (const auto& [stat, machine] : seconds) {
+        components_->write_stat(*stat);
+        components_->tick();
+        auto r = client_->receive();
+        ASSERT_TRUE(r) << r.error().message;
+        EXPECT_TRUE(r->continues);
+        EXPECT_EQ(test_support::check_reply("GetLoading", r->parameters), "");
+        EXPECT_NEAR(r->parameters["machine"]["procstat"]["avg_prev_sec"].get<double>(), machine,
+                    kRounding);
+        EXPECT_FALSE(r->parameters.contains("cpus"));
+        auto c = per_cpu.receive();
+        ASSERT_TRUE(c) << c.error().message;
+        EXPECT_EQ(c->parameters["cpus"].size(), 2u);
+        EXPECT_TRUE(test_support::NoReplyWithin(*client_, 50ms)) << "more than a reply a tick";
+    }
+}
+
+TEST_F(LoadingServiceTest, AWatcherThatLeftIsDroppedAtTheNextTick) {
+    start_with_manual_ticks();
+    {
+        auto leaving = components_->connect();
+        ASSERT_TRUE(leaving.call(loading_call(json::object(), true)));
+        ASSERT_TRUE(client_->call(loading_call(json::object(), true)));
+        EXPECT_EQ(watchers(), 2u);
+    }  // the first watcher's client closes
+    components_->write_stat(kSecond1);
+    components_->tick();
+    EXPECT_EQ(watchers(), 1u);
+    auto r = client_->receive();
+    ASSERT_TRUE(r) << r.error().message;
+    EXPECT_NEAR(r->parameters["machine"]["procstat"]["avg_prev_sec"].get<double>(), kMachine1,
+                kRounding);
+}
+
+// The runtime's timer, as the daemon sets it, ticks by itself a second apart: a watcher's
+// replies come without tick().
+TEST_F(LoadingServiceTest, TheTimerTicksASecondApart) {
+    start();
+    auto first = client_->call(loading_call(json::object(), true));
+    ASSERT_TRUE(first) << first.error().message;
+    components_->write_stat(kSecond1);
+    // The first sample that has a figure reads kSecond1 (a tick before the write, on a slow
+    // machine, saw no change: a gap).
+    std::optional<double> last;
+    std::optional<std::int64_t> timestamp;
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!last && std::chrono::steady_clock::now() < deadline) {
+        auto r = client_->receive();
+        ASSERT_TRUE(r) << r.error().message;
+        auto procstat = r->parameters["machine"]["procstat"];
+        if (procstat.is_object() && procstat["avg_prev_sec"].is_number()) {
+            last = procstat["avg_prev_sec"].get<double>();
+            timestamp = r->parameters["timestamp"].get<std::int64_t>();
+        }
+    }
+    ASSERT_TRUE(last) << "no sample within 10 s";
+    EXPECT_NEAR(*last, kMachine1, kRounding);
+    // And the next tick comes by itself, about a second later.
+    auto next = client_->receive();
+    ASSERT_TRUE(next) << next.error().message;
+    EXPECT_GT(next->parameters["timestamp"].get<std::int64_t>(), *timestamp);
+}
+
+}  // namespace
+}  // namespace monitord
