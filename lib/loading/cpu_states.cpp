@@ -96,7 +96,7 @@ std::optional<StateTimes> state_times_between(const CpuTimes& before, const CpuT
     return t;
 }
 
-StateHistory::StateHistory(std::size_t capacity) : ring_(std::max<std::size_t>(capacity, 1)) {}
+StateHistory::StateHistory(std::size_t capacity) : ring_(capacity) {}
 
 void StateHistory::push(const std::optional<StateShares>& shares, double seconds) {
     Sample s;
@@ -109,25 +109,11 @@ void StateHistory::push(const std::optional<StateShares>& shares, double seconds
         }
     }
     s.seconds = std::isfinite(seconds) && seconds > 0 ? static_cast<float>(seconds) : 0.0F;
-    ring_[next_] = s;
-    next_ = (next_ + 1) % ring_.size();
-    size_ = std::min(size_ + 1, ring_.size());
+    ring_.push(s);
 }
 
 void StateHistory::resize(std::size_t capacity) {
-    capacity = std::max<std::size_t>(capacity, 1);
-    if (capacity == ring_.size()) return;
-    std::vector<Sample> kept;
-    const std::size_t keep = std::min(size_, capacity);
-    for (std::size_t i = size_ - keep; i < size_; ++i) kept.push_back(at(i));
-    ring_.assign(capacity, Sample{});
-    std::copy(kept.begin(), kept.end(), ring_.begin());
-    size_ = keep;
-    next_ = keep % capacity;
-}
-
-const StateHistory::Sample& StateHistory::at(std::size_t i) const {
-    return ring_[(next_ + ring_.size() - size_ + i) % ring_.size()];
+    ring_.resize(capacity);
 }
 
 std::optional<StateStats> StateHistory::stats() const {
@@ -135,8 +121,8 @@ std::optional<StateStats> StateHistory::stats() const {
     std::array<double, kTimeStateCount> weighted{};
     std::array<double, kTimeStateCount> plain{};
     double weight = 0;
-    for (std::size_t i = 0; i < size_; ++i) {
-        const Sample& s = at(i);
+    for (std::size_t i = 0; i < ring_.size(); ++i) {
+        const Sample& s = ring_[i];
         if (!s.valid) continue;
         for (std::size_t k = 0; k < kTimeStateCount; ++k) {
             weighted[k] += static_cast<double>(s.percent[k]) * static_cast<double>(s.seconds);
@@ -151,7 +137,7 @@ std::optional<StateStats> StateHistory::stats() const {
         st.avg.percent[k] =
             weight > 0 ? weighted[k] / weight : plain[k] / static_cast<double>(st.samples);
     }
-    const Sample& newest = at(size_ - 1);
+    const Sample& newest = ring_.newest();
     if (newest.valid) {
         StateShares last;
         for (std::size_t k = 0; k < kTimeStateCount; ++k) {
@@ -163,8 +149,8 @@ std::optional<StateStats> StateHistory::stats() const {
 }
 
 bool StateHistory::empty_of_data() const {
-    for (std::size_t i = 0; i < size_; ++i) {
-        if (at(i).valid) return false;
+    for (std::size_t i = 0; i < ring_.size(); ++i) {
+        if (ring_[i].valid) return false;
     }
     return true;
 }

@@ -5,7 +5,7 @@
 
 namespace monitor {
 
-LoadHistory::LoadHistory(std::size_t capacity) : ring_(std::max<std::size_t>(capacity, 1)) {}
+LoadHistory::LoadHistory(std::size_t capacity) : ring_(capacity) {}
 
 void LoadHistory::push(std::optional<double> load, double seconds) {
     Sample s;
@@ -14,25 +14,11 @@ void LoadHistory::push(std::optional<double> load, double seconds) {
         s.valid = true;
     }
     s.seconds = std::isfinite(seconds) && seconds > 0 ? seconds : 0;
-    ring_[next_] = s;
-    next_ = (next_ + 1) % ring_.size();
-    size_ = std::min(size_ + 1, ring_.size());
+    ring_.push(s);
 }
 
 void LoadHistory::resize(std::size_t capacity) {
-    capacity = std::max<std::size_t>(capacity, 1);
-    if (capacity == ring_.size()) return;
-    std::vector<Sample> kept;
-    const std::size_t keep = std::min(size_, capacity);
-    for (std::size_t i = size_ - keep; i < size_; ++i) kept.push_back(at(i));
-    ring_.assign(capacity, Sample{});
-    std::copy(kept.begin(), kept.end(), ring_.begin());
-    size_ = keep;
-    next_ = keep % capacity;
-}
-
-const LoadHistory::Sample& LoadHistory::at(std::size_t i) const {
-    return ring_[(next_ + ring_.size() - size_ + i) % ring_.size()];
+    ring_.resize(capacity);
 }
 
 std::optional<LoadStats> LoadHistory::stats() const {
@@ -40,8 +26,8 @@ std::optional<LoadStats> LoadHistory::stats() const {
     double weighted = 0;
     double weight = 0;
     double plain = 0;
-    for (std::size_t i = 0; i < size_; ++i) {
-        const Sample& s = at(i);
+    for (std::size_t i = 0; i < ring_.size(); ++i) {
+        const Sample& s = ring_[i];
         if (!s.valid) continue;
         if (st.samples == 0) {
             st.min_prev_min = st.max_prev_min = s.load;
@@ -58,24 +44,24 @@ std::optional<LoadStats> LoadHistory::stats() const {
     // Zero-length intervals carry no weight; if all are, fall back to the plain mean.
     st.avg_prev_min = weight > 0 ? weighted / weight : plain / static_cast<double>(st.samples);
     st.avg_prev_min = std::clamp(st.avg_prev_min, st.min_prev_min, st.max_prev_min);
-    const Sample& newest = at(size_ - 1);
+    const Sample& newest = ring_.newest();
     if (newest.valid) st.avg_prev_sec = newest.load;
     return st;
 }
 
 std::vector<std::optional<double>> LoadHistory::values() const {
     std::vector<std::optional<double>> out;
-    out.reserve(size_);
-    for (std::size_t i = 0; i < size_; ++i) {
-        const Sample& s = at(i);
+    out.reserve(ring_.size());
+    for (std::size_t i = 0; i < ring_.size(); ++i) {
+        const Sample& s = ring_[i];
         out.push_back(s.valid ? std::optional<double>{s.load} : std::nullopt);
     }
     return out;
 }
 
 bool LoadHistory::empty_of_data() const {
-    for (std::size_t i = 0; i < size_; ++i) {
-        if (at(i).valid) return false;
+    for (std::size_t i = 0; i < ring_.size(); ++i) {
+        if (ring_[i].valid) return false;
     }
     return true;
 }

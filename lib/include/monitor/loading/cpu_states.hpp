@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "monitor/loading/proc_stat.hpp"
+#include "monitor/loading/window_ring.hpp"
 
 namespace monitor {
 
@@ -98,11 +99,7 @@ class StateHistory {
         float seconds = 0;
         bool valid = false;
     };
-    const Sample& at(std::size_t i) const;  // i = 0 is the oldest
-
-    std::vector<Sample> ring_;
-    std::size_t next_ = 0;
-    std::size_t size_ = 0;
+    WindowRing<Sample> ring_;
 };
 
 }  // namespace monitor

@@ -5,6 +5,8 @@
 #include <optional>
 #include <vector>
 
+#include "monitor/loading/window_ring.hpp"
+
 namespace monitor {
 
 // Statistics over the window, in percent (0-100).
@@ -39,8 +41,8 @@ class LoadHistory {
     // The samples, oldest first; gaps are nullopt.
     std::vector<std::optional<double>> values() const;
 
-    std::size_t size() const { return size_; }
-    std::size_t capacity() const { return ring_.size(); }
+    std::size_t size() const { return ring_.size(); }
+    std::size_t capacity() const { return ring_.capacity(); }
     // True when every sample in the window is a gap (or there is none).
     bool empty_of_data() const;
 
@@ -51,11 +53,7 @@ class LoadHistory {
         bool valid = false;
     };
 
-    const Sample& at(std::size_t i) const;  // i = 0 is the oldest
-
-    std::vector<Sample> ring_;
-    std::size_t next_ = 0;  // where the next sample goes
-    std::size_t size_ = 0;
+    WindowRing<Sample> ring_;
 };
 
 }  // namespace monitor
