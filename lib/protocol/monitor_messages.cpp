@@ -18,6 +18,45 @@ json optional_number(const std::optional<double>& v) {
     return v ? json(rounded(*v)) : json(nullptr);
 }
 
+json shares_json(const StateShares& shares) {
+    json j = json::object();
+    const auto names = time_state_names();
+    for (std::size_t i = 0; i < kTimeStateCount; ++i) {
+        j[std::string{names[i]}] = rounded(shares.percent[i]);
+    }
+    return j;
+}
+
+json states_json(const StateStats& s) {
+    return json{
+        {"last", s.last ? shares_json(*s.last) : json(nullptr)},
+        {"avg", shares_json(s.avg)},
+        {"samples", s.samples},
+    };
+}
+
+// Keys this version does not know are skipped; a state missing from a peer's reply reads 0.
+StateShares shares_from_json(const json& j) {
+    StateShares shares;
+    const auto names = time_state_names();
+    for (std::size_t i = 0; i < kTimeStateCount; ++i) {
+        auto it = j.find(names[i]);
+        if (it != j.end() && it->is_number()) shares.percent[i] = it->get<double>();
+    }
+    return shares;
+}
+
+StateStats states_from_json(const json& j) {
+    StateStats s;
+    if (auto last = j.find("last"); last != j.end() && last->is_object()) {
+        s.last = shares_from_json(*last);
+    }
+    s.avg = shares_from_json(j.at("avg"));
+    s.samples =
+        static_cast<std::size_t>(std::max<std::int64_t>(0, j.at("samples").get<std::int64_t>()));
+    return s;
+}
+
 json stats_json(const SourceLoad& l) {
     if (!l.stats) return nullptr;
     const LoadStats& s = *l.stats;
@@ -33,6 +72,7 @@ json stats_json(const SourceLoad& l) {
         for (const auto& v : l.history) h.push_back(optional_number(v));
         j["history"] = std::move(h);
     }
+    if (l.states) j["states"] = states_json(*l.states);
     return j;
 }
 
@@ -64,6 +104,9 @@ SourceLoad source_from_json(const std::string& name, const json& j) {
             l.history.push_back(v.is_null() ? std::nullopt
                                             : std::optional<double>{v.get<double>()});
         }
+    }
+    if (auto st = j.find("states"); st != j.end() && st->is_object()) {
+        l.states = states_from_json(*st);
     }
     return l;
 }
@@ -272,6 +315,7 @@ LoadingQuery loading_query_from_json(const json& params) {
     };
     q.per_cpu = flag("per_cpu");
     q.history = flag("history");
+    q.states = flag("states");
     return q;
 }
 
@@ -279,6 +323,7 @@ json to_json(const LoadingQuery& q) {
     json j = json::object();
     if (q.per_cpu) j["per_cpu"] = true;
     if (q.history) j["history"] = true;
+    if (q.states) j["states"] = true;
     return j;
 }
 

@@ -2,12 +2,14 @@
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "daemon_process.hpp"
 
@@ -24,10 +26,14 @@ double cpu_load(const nlohmann::json& loading, int cpu, const char* source = "pr
     return -1;
 }
 
-// Keeps one CPU busy from a normal-priority thread pinned to it.
+// Keeps one CPU busy from a normal-priority thread pinned to it: in user space, or with
+// system calls that spend their time in the kernel (reads of /dev/zero, which the kernel
+// fills).
 class Spinner {
   public:
-    explicit Spinner(int cpu) : thread_([this, cpu] { spin(cpu); }) {}
+    enum class Mode { User, SystemCalls };
+    explicit Spinner(int cpu, Mode mode = Mode::User)
+        : mode_(mode), thread_([this, cpu] { spin(cpu); }) {}
     ~Spinner() {
         stop_ = true;
         thread_.join();
@@ -40,10 +46,22 @@ class Spinner {
         CPU_ZERO(&set);
         CPU_SET(cpu, &set);
         pinned_ = pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
+        if (mode_ == Mode::SystemCalls) {
+            std::vector<char> buffer(64 * 1024);
+            std::FILE* zero = std::fopen("/dev/zero", "rb");
+            if (zero == nullptr) return;
+            const int fd = ::fileno(zero);
+            while (!stop_.load(std::memory_order_relaxed)) {
+                if (::read(fd, buffer.data(), buffer.size()) < 0) break;
+            }
+            std::fclose(zero);
+            return;
+        }
         volatile unsigned long n = 0;
         while (!stop_.load(std::memory_order_relaxed)) n = n + 1;
     }
 
+    const Mode mode_;
     std::atomic<bool> stop_{false};
     std::atomic<bool> pinned_{false};
     std::thread thread_;
@@ -257,6 +275,98 @@ TEST(LoadingLive, AWatcherThatGoesAwayIsForgotten) {
     std::this_thread::sleep_for(1500ms);  // a tick sends to none of them
     EXPECT_TRUE(d->alive());
     EXPECT_EQ(d->call("GetStatus")["state"], "running");
+}
+
+}  // namespace
+}  // namespace itest
+
+namespace itest {
+namespace {
+
+// The share of `state` in `cpu`'s last second (procstat), or -1 when there is none.
+double cpu_state(const nlohmann::json& loading, int cpu, const char* state) {
+    for (const auto& c : loading["cpus"]) {
+        if (c["cpu"] != cpu || !c["procstat"].is_object()) continue;
+        const auto& st = c["procstat"]["states"];
+        if (st.is_object() && st["last"].is_object()) return st["last"][state].get<double>();
+    }
+    return -1;
+}
+
+// The states of a CPU's last second, for the failure messages.
+std::string states_text(const nlohmann::json& loading, int cpu) {
+    for (const auto& c : loading["cpus"]) {
+        if (c["cpu"] == cpu && c["procstat"].is_object()) return c["procstat"].dump();
+    }
+    return "none";
+}
+
+// One CPU busy in user space, one busy with system calls (or the same CPU in turn on a
+// machine with one): the states tell them apart, and the other CPU reads idle.
+TEST(LoadingLive, StatesTellUserTimeFromSystemTimeAndIdle) {
+    auto d = Daemon::start();
+    ASSERT_TRUE(d);
+    auto cpus = d->call("GetStatus")["cpus"];
+    if (cpus.size() < 2) GTEST_SKIP() << "needs two CPUs, this machine has " << cpus.size();
+    const int busy_cpu = cpus.back();
+    const int idle_cpu = cpus.front();
+    ASSERT_TRUE(d->wait_samples(1));
+    const nlohmann::json query{{"per_cpu", true}, {"states", true}};
+
+    nlohmann::json user;
+    {
+        Spinner spinner(busy_cpu);
+        std::this_thread::sleep_for(2200ms);
+        ASSERT_TRUE(spinner.pinned());
+        user = d->call("GetLoading", query);
+    }
+    std::printf("user spinner on cpu%d: %s\nother cpu%d: %s\n", busy_cpu,
+                states_text(user, busy_cpu).c_str(), idle_cpu, states_text(user, idle_cpu).c_str());
+    EXPECT_GE(cpu_state(user, busy_cpu, "user"), 90.0) << states_text(user, busy_cpu);
+    EXPECT_GE(cpu_state(user, idle_cpu, "idle"), 80.0) << states_text(user, idle_cpu);
+
+    nlohmann::json system;
+    {
+        Spinner spinner(busy_cpu, Spinner::Mode::SystemCalls);
+        std::this_thread::sleep_for(2200ms);
+        ASSERT_TRUE(spinner.pinned());
+        system = d->call("GetLoading", query);
+    }
+    std::printf("system-call loop on cpu%d: %s\n", busy_cpu, states_text(system, busy_cpu).c_str());
+    EXPECT_GE(cpu_state(system, busy_cpu, "system"), 60.0) << states_text(system, busy_cpu);
+    EXPECT_GT(cpu_state(system, busy_cpu, "system"), cpu_state(system, busy_cpu, "user"))
+        << states_text(system, busy_cpu);
+
+    // Every share of every row lies in 0-100 and the ten add up to 100.
+    for (const auto& c : system["cpus"]) {
+        const auto& st = c["procstat"]["states"];
+        if (!st.is_object()) continue;
+        for (const char* interval : {"last", "avg"}) {
+            if (!st[interval].is_object()) continue;
+            double sum = 0;
+            for (const auto& [name, v] : st[interval].items()) {
+                EXPECT_GE(v.get<double>(), 0.0) << name;
+                EXPECT_LE(v.get<double>(), 100.0) << name;
+                sum += v.get<double>();
+            }
+            EXPECT_NEAR(sum, 100.0, 0.05) << st.dump();
+        }
+    }
+}
+
+TEST(LoadingLive, StatesComeOnlyWhenAskedFor) {
+    auto d = Daemon::start();
+    ASSERT_TRUE(d);
+    ASSERT_TRUE(d->wait_samples(1));
+    auto plain = d->call("GetLoading", {{"per_cpu", true}});
+    EXPECT_FALSE(plain["machine"]["procstat"].contains("states")) << plain.dump();
+    auto asked = d->call("GetLoading", {{"states", true}});
+    ASSERT_TRUE(asked["machine"]["procstat"]["states"].is_object()) << asked.dump();
+    EXPECT_GE(asked["machine"]["procstat"]["states"]["samples"].get<int>(), 1);
+    // The probe source does not know where the time went.
+    if (asked["machine"]["probe"].is_object()) {
+        EXPECT_FALSE(asked["machine"]["probe"].contains("states")) << asked.dump();
+    }
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <sstream>
 #include <thread>
 
 #include "daemon_process.hpp"
@@ -97,6 +98,68 @@ TEST_F(Monctl, HistoryShowsOneRowPerSample) {
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("procstat:all"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("    0s"), std::string::npos) << r.out;
+}
+
+TEST_F(Monctl, StatesShowMpstatColumnsPerCpu) {
+    auto status = daemon_->call("GetStatus");
+    auto r = daemon_->monctl({"loading", "--states", "--per-cpu"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (const char* title : {"%usr", "%nice", "%sys", "%irq", "%soft", "%iowait", "%steal",
+                              "%guest", "%gnice", "%idle"}) {
+        EXPECT_NE(r.out.find(title), std::string::npos) << title << " in\n" << r.out;
+    }
+    EXPECT_NE(r.out.find("The average of the last"), std::string::npos) << r.out;
+    for (int cpu : status["cpus"]) {
+        EXPECT_NE(r.out.find("\ncpu" + std::to_string(cpu) + " "), std::string::npos) << r.out;
+    }
+    auto j = nlohmann::json::parse(daemon_->monctl({"loading", "--states", "--json"}).out);
+    EXPECT_EQ(check_reply("GetLoading", j), "");
+    ASSERT_TRUE(j["machine"]["procstat"]["states"]["avg"].is_object()) << j.dump();
+}
+
+// Every CSV starts with a time column: the sample's time in UTC, the same on every line of a
+// sample.
+TEST_F(Monctl, CsvHasATimeColumn) {
+    auto loading = daemon_->monctl({"loading", "--csv", "--per-cpu"});
+    ASSERT_EQ(loading.exit_code, 0) << loading.err;
+    EXPECT_EQ(loading.out.rfind("time,cpu,source,last,avg,min,max,samples\n", 0), 0u)
+        << loading.out;
+    EXPECT_NE(loading.out.find(",all,procstat,"), std::string::npos) << loading.out;
+    EXPECT_NE(loading.out.find(",0,procstat,"), std::string::npos) << loading.out;
+    std::istringstream lines(loading.out);
+    std::string line;
+    std::getline(lines, line);  // the header
+    std::string first_time;
+    while (std::getline(lines, line)) {
+        const std::string time = line.substr(0, line.find(','));
+        // 2026-11-24T16:55:01.123Z
+        EXPECT_EQ(time.size(), 24u) << line;
+        EXPECT_EQ(time.back(), 'Z') << line;
+        EXPECT_EQ(time[10], 'T') << line;
+        if (first_time.empty()) first_time = time;
+        EXPECT_EQ(time, first_time) << "one sample, one time";
+    }
+
+    auto states = daemon_->monctl({"loading", "--csv", "--states"});
+    ASSERT_EQ(states.exit_code, 0) << states.err;
+    EXPECT_EQ(states.out.rfind("time,cpu,source,interval,user,nice,system,irq,softirq,iowait,"
+                               "steal,guest,guest_nice,idle\n",
+                               0),
+              0u)
+        << states.out;
+    EXPECT_NE(states.out.find(",all,procstat,last,"), std::string::npos) << states.out;
+    EXPECT_NE(states.out.find(",all,procstat,avg,"), std::string::npos) << states.out;
+
+    auto history = daemon_->monctl({"loading", "--csv", "--history"});
+    ASSERT_EQ(history.exit_code, 0) << history.err;
+    EXPECT_EQ(history.out.rfind("time,cpu,source,load\n", 0), 0u) << history.out;
+
+    auto both = daemon_->monctl({"loading", "--csv", "--json"});
+    EXPECT_EQ(both.exit_code, 2);
+    EXPECT_NE(both.err.find("exclude each other"), std::string::npos) << both.err;
+    auto two_tables = daemon_->monctl({"loading", "--csv", "--history", "--states"});
+    EXPECT_EQ(two_tables.exit_code, 2);
+    EXPECT_NE(two_tables.err.find("not both"), std::string::npos) << two_tables.err;
 }
 
 TEST_F(Monctl, GlobalOptionsWorkAfterTheSubcommand) {

@@ -157,9 +157,9 @@ TEST_F(PerfCommands, IntervalsStreamPerPeriodCounts) {
     auto r = daemon_->monctl(
         {"perf", "collect", "-e", "perf::TASK-CLOCK", "-d", "1s", "-i", "250ms", "--csv"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_NE(r.out.find("period,event,cpu,count"), std::string::npos) << r.out;
-    for (auto p : {"\n1,perf::TASK-CLOCK,all,", "\n4,perf::TASK-CLOCK,all,",
-                   "\ntotal,perf::TASK-CLOCK,all,"}) {
+    EXPECT_NE(r.out.find("time,period,event,cpu,count"), std::string::npos) << r.out;
+    for (auto p : {"Z,1,perf::TASK-CLOCK,all,", "Z,4,perf::TASK-CLOCK,all,",
+                   "Z,total,perf::TASK-CLOCK,all,"}) {
         EXPECT_NE(r.out.find(p), std::string::npos) << p << " in\n" << r.out;
     }
 }

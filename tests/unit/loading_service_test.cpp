@@ -177,6 +177,36 @@ TEST_F(LoadingServiceTest, GetLoadingReportsTheStatBetweenTicksForTheMachineAndE
     EXPECT_FALSE(call_checked(*client_, "GetLoading")["machine"]["procstat"].contains("history"));
 }
 
+// The states come with their own query: a reply made for a query without them is not served
+// to one with them, nor the other way round.
+TEST_F(LoadingServiceTest, GetLoadingWithStatesSaysWhereTheTimeWent) {
+    start_with_manual_ticks();
+    components_->write_stat(kSecond1);
+    components_->tick();
+    components_->write_stat(kSecond2);
+    components_->tick();
+    EXPECT_FALSE(
+        call_checked(*client_, "GetLoading", {{"per_cpu", true}})["machine"]["procstat"].contains(
+            "states"));
+    json l = call_checked(*client_, "GetLoading", {{"per_cpu", true}, {"states", true}});
+    // cpu0's second 2: busy 130 -> 180 (the fixture puts a quarter of the busy ticks since
+    // boot in system: 32 -> 45, the rest in user: 98 -> 135), idle 970 -> 1020.
+    const json last = cpu_procstat(l, 0)["states"]["last"];
+    ASSERT_TRUE(last.is_object()) << l.dump();
+    EXPECT_NEAR(last["user"].get<double>(), 37.0, kRounding);
+    EXPECT_NEAR(last["system"].get<double>(), 13.0, kRounding);
+    EXPECT_NEAR(last["idle"].get<double>(), 50.0, kRounding);
+    EXPECT_EQ(cpu_procstat(l, 0)["states"]["samples"], 2);
+    // The machine: both CPUs' times added up, so its idle share is the mean of theirs.
+    const json machine = l["machine"]["procstat"]["states"];
+    EXPECT_NEAR(machine["last"]["idle"].get<double>(), 100.0 - kMachine2, kRounding);
+    EXPECT_NEAR(machine["avg"]["idle"].get<double>(), 100.0 - 45.0, kRounding);
+    // And the reply without states is still the one without.
+    EXPECT_FALSE(
+        call_checked(*client_, "GetLoading", {{"per_cpu", true}})["machine"]["procstat"].contains(
+            "states"));
+}
+
 TEST_F(LoadingServiceTest, GetLoadingWithMoreRepliesAfterEveryTick) {
     start_with_manual_ticks();
     auto per_cpu = components_->connect();

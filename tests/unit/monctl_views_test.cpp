@@ -259,5 +259,117 @@ TEST(FormatHistory, NoHistoryGivesOnlyTheHeader) {
     EXPECT_EQ(words(lines[0]), (std::vector<std::string>{"age", "procstat:all"}));
 }
 
+// ---- states and CSV ----
+
+monitor::StateShares shares_with(double user, double system) {
+    monitor::StateShares s;
+    s[monitor::TimeState::User] = user;
+    s[monitor::TimeState::System] = system;
+    s[monitor::TimeState::Idle] = 100.0 - user - system;
+    return s;
+}
+
+LoadingReport states_report() {
+    LoadingReport r;
+    // 2026-11-24T16:55:01.123Z
+    r.timestamp = std::chrono::system_clock::time_point{std::chrono::milliseconds{1795539301123}};
+    r.window_seconds = 60;
+    SourceLoad machine{"procstat", stats(50.0, 40.0, 30.0, 60.0), {}};
+    machine.states = monitor::StateStats{shares_with(45.0, 5.0), shares_with(35.0, 5.0), 60};
+    r.machine = {machine};
+    SourceLoad cpu0{"procstat", stats(90.0, 80.0, 70.0, 95.0), {}};
+    cpu0.states = monitor::StateStats{shares_with(88.0, 2.0), shares_with(78.5, 1.5), 60};
+    SourceLoad cpu1{"procstat", stats(std::nullopt, 3.0, 1.0, 5.0), {}};
+    cpu1.states = monitor::StateStats{std::nullopt, shares_with(2.0, 1.0), 30};
+    r.cpus = {CpuLoading{0, true, {cpu0}}, CpuLoading{1, false, {cpu1}}};
+    return r;
+}
+
+TEST(CsvTime, UtcWithMilliseconds) {
+    EXPECT_EQ(
+        csv_time(std::chrono::system_clock::time_point{std::chrono::milliseconds{1795539301123}}),
+        "2026-11-24T16:55:01.123Z");
+    EXPECT_EQ(csv_time(std::chrono::system_clock::time_point{}), "1970-01-01T00:00:00.000Z");
+}
+
+TEST(FormatStates, MpstatColumnsLastSecondThenTheAverage) {
+    const std::string out = format_states(states_report());
+    auto lines = lines_of(out);
+    const auto header = line_starting(out, "CPU");
+    EXPECT_EQ(words(header),
+              (std::vector<std::string>{"CPU", "%usr", "%nice", "%sys", "%irq", "%soft", "%iowait",
+                                        "%steal", "%guest", "%gnice", "%idle"}))
+        << out;
+    // The first "all" and "cpu0" rows are the last second, the second ones the average.
+    std::vector<std::vector<std::string>> all, cpu0, cpu1;
+    for (const auto& l : lines) {
+        if (starts_with(l, "all ")) all.push_back(words(l));
+        if (starts_with(l, "cpu0 ")) cpu0.push_back(words(l));
+        if (starts_with(l, "cpu1* ")) cpu1.push_back(words(l));
+    }
+    ASSERT_EQ(all.size(), 2u) << out;
+    ASSERT_EQ(cpu0.size(), 2u) << out;
+    ASSERT_EQ(cpu1.size(), 2u) << out;
+    EXPECT_EQ(all[0], (std::vector<std::string>{"all", "45.0", "0.0", "5.0", "0.0", "0.0", "0.0",
+                                                "0.0", "0.0", "0.0", "50.0"}));
+    EXPECT_EQ(all[1][1], "35.0");
+    EXPECT_EQ(cpu0[1][1], "78.5");
+    EXPECT_EQ(cpu0[1][10], "20.0");
+    // No last second for a CPU that was offline: dashes; its average stays.
+    EXPECT_EQ(cpu1[0][1], "-");
+    EXPECT_EQ(cpu1[1][1], "2.0");
+    EXPECT_NE(out.find("offline now"), std::string::npos);
+    // Rows line up under the header.
+    for (const auto& l : lines) {
+        if (starts_with(l, "all ") || starts_with(l, "cpu")) {
+            EXPECT_EQ(l.size(), header.size());
+        }
+    }
+}
+
+TEST(FormatStates, NothingYetSaysWhen) {
+    LoadingReport r;
+    r.machine = {SourceLoad{"procstat", std::nullopt, {}}};
+    EXPECT_NE(format_states(r).find("one second after the daemon starts"), std::string::npos);
+}
+
+TEST(FormatCsv, LoadingOneLinePerRowAndSource) {
+    auto lines = lines_of(format_loading_csv(states_report(), true));
+    ASSERT_EQ(lines.size(), 4u);
+    EXPECT_EQ(lines[0], "time,cpu,source,last,avg,min,max,samples");
+    EXPECT_EQ(lines[1], "2026-11-24T16:55:01.123Z,all,procstat,50.000,40.000,30.000,60.000,60");
+    EXPECT_EQ(lines[3], "2026-11-24T16:55:01.123Z,1,procstat,,3.000,1.000,5.000,60");
+    EXPECT_EQ(lines_of(format_loading_csv(states_report(), false)).size(), 3u);
+}
+
+TEST(FormatCsv, StatesLastAndAverage) {
+    auto lines = lines_of(format_states_csv(states_report(), true));
+    ASSERT_EQ(lines.size(), 7u);
+    EXPECT_EQ(lines[0],
+              "time,cpu,source,interval,user,nice,system,irq,softirq,iowait,steal,guest,"
+              "guest_nice,idle");
+    EXPECT_EQ(lines[1],
+              "2026-11-24T16:55:01.123Z,all,procstat,last,45.000,0.000,5.000,0.000,0.000,0.000,"
+              "0.000,0.000,0.000,50.000");
+    // An offline CPU's last second is empty fields.
+    EXPECT_EQ(lines[5], "2026-11-24T16:55:01.123Z,1,procstat,last,,,,,,,,,,");
+}
+
+TEST(FormatCsv, HistoryEverySecondItsOwnTime) {
+    LoadingReport r = states_report();
+    r.machine[0].history = {10.0, std::nullopt, 30.0};
+    r.cpus.clear();
+    auto lines = lines_of(format_history_csv(r, true));
+    ASSERT_EQ(lines.size(), 4u);
+    EXPECT_EQ(lines[0], "time,cpu,source,load");
+    EXPECT_EQ(lines[1], "2026-11-24T16:54:59.123Z,all,procstat,10.000");
+    EXPECT_EQ(lines[2], "2026-11-24T16:55:00.123Z,all,procstat,");
+    EXPECT_EQ(lines[3], "2026-11-24T16:55:01.123Z,all,procstat,30.000");
+    // A watch adds only the newest second.
+    auto newest = lines_of(format_history_csv(r, false, true));
+    ASSERT_EQ(newest.size(), 1u);
+    EXPECT_EQ(newest[0], lines[3]);
+}
+
 }  // namespace
 }  // namespace monctl

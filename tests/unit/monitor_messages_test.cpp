@@ -92,6 +92,38 @@ void expect_same_source(const SourceLoad& a, const SourceLoad& b) {
         EXPECT_EQ(a.stats->samples, b.stats->samples);
     }
     EXPECT_EQ(a.history, b.history);
+    ASSERT_EQ(a.states.has_value(), b.states.has_value()) << a.source;
+    if (a.states) {
+        EXPECT_EQ(a.states->samples, b.states->samples);
+        ASSERT_EQ(a.states->last.has_value(), b.states->last.has_value());
+        for (std::size_t k = 0; k < kTimeStateCount; ++k) {
+            EXPECT_DOUBLE_EQ(a.states->avg.percent[k], b.states->avg.percent[k]) << k;
+            if (a.states->last) {
+                EXPECT_DOUBLE_EQ(a.states->last->percent[k], b.states->last->percent[k]) << k;
+            }
+        }
+    }
+}
+
+// States that add up to 100, each distinct so that a swapped key shows.
+StateShares shares(double base) {
+    StateShares s;
+    double sum = 0;
+    for (std::size_t k = 0; k + 1 < kTimeStateCount; ++k) {
+        s.percent[k] = base + static_cast<double>(k);
+        sum += s.percent[k];
+    }
+    s[TimeState::Idle] = 100.0 - sum;
+    return s;
+}
+
+LoadingReport with_states() {
+    LoadingReport r = per_cpu_with_history();
+    r.machine[0].states = StateStats{shares(1.0), shares(2.0), 3};
+    r.cpus[0].sources[0].states = StateStats{shares(0.5), shares(1.5), 3};
+    // Offline for the last second: no last interval.
+    r.cpus[1].sources[0].states = StateStats{std::nullopt, shares(0.25), 2};
+    return r;
 }
 
 void expect_same_report(const LoadingReport& a, const LoadingReport& b) {
@@ -270,6 +302,26 @@ TEST(LoadingReportJson, ConformsToGetLoading) {
     }
 }
 
+TEST(LoadingReportJson, StatesRoundTripAndConform) {
+    const LoadingReport r = with_states();
+    expect_same_report(loading_from_json(to_json(r)), r);
+    expect_conforms("GetLoading", to_json(r));
+}
+
+TEST(LoadingReportJson, StatesShape) {
+    json j = to_json(with_states());
+    const json& m = j["machine"]["procstat"]["states"];
+    ASSERT_TRUE(m.is_object()) << j.dump();
+    EXPECT_EQ(m["samples"], 3);
+    EXPECT_DOUBLE_EQ(m["last"]["user"].get<double>(), 1.0);
+    EXPECT_DOUBLE_EQ(m["last"]["guest_nice"].get<double>(), 9.0);
+    EXPECT_DOUBLE_EQ(m["avg"]["nice"].get<double>(), 3.0);
+    EXPECT_EQ(m["last"].size(), kTimeStateCount);
+    EXPECT_TRUE(j["cpus"][1]["procstat"]["states"]["last"].is_null());
+    // Not asked for: no key at all.
+    EXPECT_FALSE(to_json(machine_only())["machine"]["procstat"].contains("states"));
+}
+
 TEST(LoadingReportJson, LoadsAreRoundedToThreeDecimals) {
     LoadingReport r = machine_only();
     r.machine[0] = procstat(stats(33.33349, 66.6666, 0.0004, 99.99951, 5), {12.34567, {}});
@@ -311,13 +363,16 @@ TEST(LoadingQueryJson, RoundTripAndConformsToGetLoadingInput) {
     ASSERT_NE(m, nullptr);
     for (bool per_cpu : {false, true}) {
         for (bool history : {false, true}) {
-            LoadingQuery q{per_cpu, history};
-            json j = to_json(q);
-            auto mm = iface->check(*m->input, j, Extra::Reject);
-            EXPECT_FALSE(mm) << j.dump() << ": " << mm->path << ": " << mm->reason;
-            LoadingQuery back = loading_query_from_json(j);
-            EXPECT_EQ(back.per_cpu, per_cpu);
-            EXPECT_EQ(back.history, history);
+            for (bool states : {false, true}) {
+                LoadingQuery q{per_cpu, history, states};
+                json j = to_json(q);
+                auto mm = iface->check(*m->input, j, Extra::Reject);
+                EXPECT_FALSE(mm) << j.dump() << ": " << mm->path << ": " << mm->reason;
+                LoadingQuery back = loading_query_from_json(j);
+                EXPECT_EQ(back.per_cpu, per_cpu);
+                EXPECT_EQ(back.history, history);
+                EXPECT_EQ(back.states, states);
+            }
         }
     }
     EXPECT_EQ(to_json(LoadingQuery{}), json::object());

@@ -22,6 +22,8 @@ struct Options {
     bool json = false;
     bool per_cpu = false;
     bool history = false;
+    bool states = false;
+    bool csv = false;
     bool watch = false;
 };
 
@@ -61,19 +63,42 @@ int cmd_watchdog_status(const Options& o) {
 }
 
 int cmd_loading(const Options& o) {
+    if (o.json && o.csv) {
+        std::fprintf(stderr, "monctl: --json and --csv exclude each other; choose one\n");
+        return kExitUsage;
+    }
+    if (o.csv && o.history && o.states) {
+        std::fprintf(stderr,
+                     "monctl: --csv writes one table: the history (--history) or the states "
+                     "(--states), not both\n");
+        return kExitUsage;
+    }
     auto c = connect(o);
     if (!c) return report(c.error());
-    monitor::LoadingQuery q{.per_cpu = o.per_cpu, .history = o.history};
+    monitor::LoadingQuery q{.per_cpu = o.per_cpu, .history = o.history, .states = o.states};
+    bool first = true;
     auto show = [&](const nlohmann::json& reply) {
         if (o.json) {
             // One object per line while watching, so that scripts can read them one by one.
             std::cout << (o.watch ? reply.dump() : reply.dump(2)) << std::endl;
-            return true;
+            return static_cast<bool>(std::cout);
         }
         auto r = monitor::protocol::loading_from_json(reply);
-        if (o.watch && ::isatty(STDOUT_FILENO)) std::cout << "\x1b[H\x1b[2J";  // redraw in place
-        std::cout << (o.history ? monctl::format_history(r) : monctl::format_loading(r));
-        if (o.watch) std::cout << std::endl;
+        std::string text;
+        if (o.csv) {
+            // One header, then the rows of every sample.
+            text = o.history  ? monctl::format_history_csv(r, first, !first)
+                   : o.states ? monctl::format_states_csv(r, first)
+                              : monctl::format_loading_csv(r, first);
+        } else {
+            if (o.watch && ::isatty(STDOUT_FILENO)) text += "\x1b[H\x1b[2J";  // redraw in place
+            if (o.history) text += monctl::format_history(r);
+            if (o.states) text += (o.history ? "\n" : "") + monctl::format_states(r);
+            if (!o.history && !o.states) text += monctl::format_loading(r);
+            if (o.watch) text += '\n';
+        }
+        first = false;
+        std::cout << text << std::flush;
         return static_cast<bool>(std::cout);
     };
     if (o.watch) {
@@ -106,6 +131,10 @@ int main(int argc, char** argv) {
                                        "minimum and maximum over the window");
     loading->add_flag("-p,--per-cpu", o.per_cpu, "Add a row per CPU");
     loading->add_flag("-H,--history", o.history, "Show the per-second values of the window");
+    loading->add_flag("-S,--states", o.states,
+                      "Show where the time went: user, nice, system, irq, softirq, iowait, "
+                      "steal, guest, guest_nice, idle");
+    loading->add_flag("--csv", o.csv, "Comma-separated values with a time column");
     loading->add_flag("-w,--watch", o.watch,
                       "Show the figures again after every sample, until interrupted");
 

@@ -128,7 +128,7 @@ void show_report(const PerfOptions& o, const json& reply, bool first, std::ostre
     }
     auto report = protocol::counter_report_from_json(reply.at("report"));
     if (o.csv) {
-        out << format_counter_csv(report, first) << std::flush;
+        out << format_counter_csv(report, first, std::chrono::system_clock::now()) << std::flush;
     } else {
         out << format_counter_report(report, target_text(o, report.threads)) << std::endl;
     }
@@ -351,7 +351,7 @@ int perf_stat(const PerfOptions& o) {
     if (o.json) {
         std::cerr << protocol::to_json(message).dump(2) << '\n';
     } else if (o.csv) {
-        std::cerr << format_counter_csv(message, true);
+        std::cerr << format_counter_csv(message, true, std::chrono::system_clock::now());
     } else {
         std::string what = "command '" + o.command[0] + "'";
         std::cerr << '\n' << format_counter_report(message, what);

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <locale>
 
+#include "views.hpp"
+
 namespace monctl {
 namespace {
 
@@ -74,10 +76,12 @@ std::string format_counter_report(const monitor::protocol::CounterReport& r,
     return out;
 }
 
-std::string format_counter_csv(const monitor::protocol::CounterReport& r, bool header) {
+std::string format_counter_csv(const monitor::protocol::CounterReport& r, bool header,
+                               std::chrono::system_clock::time_point time) {
     std::string out;
-    if (header) out += "period,event,cpu,count,enabled_ns,running_ns,scaled,running\n";
-    const std::string period = r.period ? std::to_string(*r.period) : "total";
+    if (header) out += "time,period,event,cpu,count,enabled_ns,running_ns,scaled,running\n";
+    const std::string period =
+        csv_time(time) + "," + (r.period ? std::to_string(*r.period) : "total");
     auto line = [&](const std::string& name, const std::string& cpu,
                     const monitor::protocol::Count& c) {
         out += fmt::format("{},{},{},{},{},{},{:.0f},{:.4f}\n", period, name, cpu, c.count,

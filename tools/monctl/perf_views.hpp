@@ -2,6 +2,7 @@
 // scaled estimates in brackets with the running percentage) and to spreadsheets (CSV).
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -17,9 +18,11 @@ std::string format_count(std::uint64_t n);
 std::string format_counter_report(const monitor::protocol::CounterReport& report,
                                   const std::string& what);
 
-// A header line (when `header`), then one line per event (and CPU): period, event, cpu,
-// count, enabled_ns, running_ns, scaled, running.
-std::string format_counter_csv(const monitor::protocol::CounterReport& report, bool header);
+// A header line (when `header`), then one line per event (and CPU): time (when the report
+// was shown, as csv_time writes it), period, event, cpu, count, enabled_ns, running_ns, scaled,
+// running.
+std::string format_counter_csv(const monitor::protocol::CounterReport& report, bool header,
+                               std::chrono::system_clock::time_point time);
 
 std::string format_plan(const monitor::protocol::CounterPlan& plan);
 std::string format_pmus(const std::vector<monitor::perf::PmuInfo>& pmus,

@@ -33,6 +33,55 @@ std::string row_label(const monitor::CpuLoading& c) {
     return fmt::format("cpu{}{}", c.cpu, c.online ? "" : "*");
 }
 
+// The rows of a report: the machine ("all"), then each CPU, with their sources.
+struct Row {
+    std::string cpu;  // "all", or the CPU's number
+    std::string label;
+    const std::vector<monitor::SourceLoad>* sources;
+};
+
+std::vector<Row> rows(const monitor::LoadingReport& r) {
+    std::vector<Row> out{{"all", "all", &r.machine}};
+    for (const auto& c : r.cpus) out.push_back({std::to_string(c.cpu), row_label(c), &c.sources});
+    return out;
+}
+
+std::string csv_number(const std::optional<double>& v) {
+    return v ? fmt::format("{:.3f}", *v) : std::string{};
+}
+
+// The sources that report states, in report order.
+std::vector<std::string> state_sources(const monitor::LoadingReport& r) {
+    std::vector<std::string> names;
+    for (const auto& l : r.machine) {
+        if (l.states) names.push_back(l.source);
+    }
+    return names;
+}
+
+// mpstat's column titles, in TimeState order.
+constexpr std::string_view kStateTitles[] = {"%usr",    "%nice",  "%sys",   "%irq",   "%soft",
+                                             "%iowait", "%steal", "%guest", "%gnice", "%idle"};
+static_assert(std::size(kStateTitles) == monitor::kTimeStateCount);
+
+std::string state_cells(const std::optional<monitor::StateShares>& shares) {
+    std::string out;
+    for (std::size_t i = 0; i < monitor::kTimeStateCount; ++i) {
+        const int width = static_cast<int>(std::max<std::size_t>(kStateTitles[i].size(), 6)) + 1;
+        out += shares ? fmt::format("{:>{}.1f}", shares->percent[i], width)
+                      : fmt::format("{:>{}}", "-", width);
+    }
+    return out;
+}
+
+std::string state_header() {
+    std::string out;
+    for (auto t : kStateTitles) {
+        out += fmt::format("{:>{}}", t, static_cast<int>(std::max<std::size_t>(t.size(), 6)) + 1);
+    }
+    return out;
+}
+
 }  // namespace
 
 std::string format_cpu_list(const std::vector<int>& cpus) {
@@ -200,6 +249,114 @@ std::string format_history(const monitor::LoadingReport& r) {
         }
         out += '\n';
     }
+    return out;
+}
+
+}  // namespace monctl
+
+namespace monctl {
+
+std::string csv_time(std::chrono::system_clock::time_point t) {
+    const auto seconds = std::chrono::floor<std::chrono::seconds>(t);
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t - seconds).count();
+    return fmt::format("{:%Y-%m-%dT%H:%M:%S}.{:03}Z", seconds, ms);
+}
+
+std::string format_loading_csv(const monitor::LoadingReport& r, bool header) {
+    std::string out;
+    if (header) out += "time,cpu,source,last,avg,min,max,samples\n";
+    const std::string time = r.timestamp ? csv_time(*r.timestamp) : std::string{};
+    for (const auto& row : rows(r)) {
+        for (const auto& l : *row.sources) {
+            out += fmt::format("{},{},{},", time, row.cpu, l.source);
+            if (l.stats) {
+                const auto& s = *l.stats;
+                out += fmt::format("{},{:.3f},{:.3f},{:.3f},{}\n", csv_number(s.avg_prev_sec),
+                                   s.avg_prev_min, s.min_prev_min, s.max_prev_min, s.samples);
+            } else {
+                out += ",,,,0\n";
+            }
+        }
+    }
+    return out;
+}
+
+std::string format_history_csv(const monitor::LoadingReport& r, bool header, bool newest_only) {
+    std::string out;
+    if (header) out += "time,cpu,source,load\n";
+    if (!r.timestamp) return out;
+    for (const auto& row : rows(r)) {
+        for (const auto& l : *row.sources) {
+            // The newest value is the sample's own second; each one before it a second older.
+            const std::size_t n = l.history.size();
+            for (std::size_t i = newest_only && n > 0 ? n - 1 : 0; i < n; ++i) {
+                const auto t = *r.timestamp - std::chrono::seconds(n - 1 - i);
+                out += fmt::format("{},{},{},{}\n", csv_time(t), row.cpu, l.source,
+                                   csv_number(l.history[i]));
+            }
+        }
+    }
+    return out;
+}
+
+std::string format_states_csv(const monitor::LoadingReport& r, bool header) {
+    std::string out;
+    if (header) {
+        out += "time,cpu,source,interval";
+        for (auto name : monitor::time_state_names()) out += fmt::format(",{}", name);
+        out += '\n';
+    }
+    const std::string time = r.timestamp ? csv_time(*r.timestamp) : std::string{};
+    auto line = [&](const Row& row, const std::string& source, std::string_view interval,
+                    const std::optional<monitor::StateShares>& shares) {
+        out += fmt::format("{},{},{},{}", time, row.cpu, source, interval);
+        for (std::size_t i = 0; i < monitor::kTimeStateCount; ++i) {
+            out += ',';
+            if (shares) out += fmt::format("{:.3f}", shares->percent[i]);
+        }
+        out += '\n';
+    };
+    for (const auto& row : rows(r)) {
+        for (const auto& l : *row.sources) {
+            if (!l.states) continue;
+            line(row, l.source, "last", l.states->last);
+            line(row, l.source, "avg", l.states->avg);
+        }
+    }
+    return out;
+}
+
+std::string format_states(const monitor::LoadingReport& r) {
+    const auto sources = state_sources(r);
+    if (!r.timestamp || sources.empty()) {
+        return "No figures by state yet: the first are taken one second after the daemon "
+               "starts, from /proc/stat (the procstat source).\n";
+    }
+    std::string out;
+    auto t = std::chrono::system_clock::to_time_t(*r.timestamp);
+    bool offline = false;
+    for (const auto& source : sources) {
+        for (bool last : {true, false}) {
+            if (last) {
+                out += fmt::format(
+                    "Where the time went ({}), in percent, in the second to {:%H:%M:%S}\n", source,
+                    fmt::localtime(t));
+            } else {
+                out += fmt::format("\nThe average of the last {} s\n", r.window_seconds);
+            }
+            out += fmt::format("{:<6}{}\n", "CPU", state_header());
+            for (const auto& row : rows(r)) {
+                const auto* l = monitor::find_source(*row.sources, source);
+                std::optional<monitor::StateShares> shares;
+                if (l != nullptr && l->states) {
+                    shares = last ? l->states->last : std::optional{l->states->avg};
+                }
+                out += fmt::format("{:<6}{}\n", row.label, state_cells(shares));
+                offline = offline || row.label.ends_with('*');
+            }
+        }
+    }
+    if (offline) out += "* offline now; figures from the time it was online\n";
     return out;
 }
 

@@ -1,6 +1,7 @@
 // How monctl shows replies to people. Scripts use --json instead.
 #pragma once
 
+#include <chrono>
 #include <string>
 
 #include "monitor/loading/loading_report.hpp"
@@ -23,5 +24,21 @@ std::string format_loading(const monitor::LoadingReport& report);
 
 // The per-second values, newest last: one row per second, one column per CPU and source.
 std::string format_history(const monitor::LoadingReport& report);
+
+// Where the time went, as mpstat shows it: a column per state, a row for the machine (and one
+// per CPU when present); the last second, then the window's average.
+std::string format_states(const monitor::LoadingReport& report);
+
+// The time column of every CSV monctl writes: UTC, RFC 3339 with milliseconds
+// ("2026-11-24T16:55:01.123Z").
+std::string csv_time(std::chrono::system_clock::time_point t);
+
+// The same figures as comma-separated values, a line per row and source, after a header line
+// when `header`. The time is the sample's: for the history, each second's own, and only the
+// newest second with `newest_only` (the rows a watch adds each tick).
+std::string format_loading_csv(const monitor::LoadingReport& report, bool header);
+std::string format_history_csv(const monitor::LoadingReport& report, bool header,
+                               bool newest_only = false);
+std::string format_states_csv(const monitor::LoadingReport& report, bool header);
 
 }  // namespace monctl
