@@ -193,6 +193,18 @@ TEST(TopFrame, ManyCpusScrollIn80x24AndTheTopStays) {
     EXPECT_EQ(build_frame(m, size(80, 24)).first_row, 0);
 }
 
+TEST(TopFrame, ATinyTerminalGetsWhatFits) {
+    auto m = model_of(snapshot(4));
+    for (auto [w, h] : {std::pair{20, 3}, {1, 1}, {0, 0}, {10, 6}, {30, 5}}) {
+        const auto f = build_frame(m, size(w, h));
+        if (h > 0) {
+            EXPECT_LE(f.lines.size(), static_cast<std::size_t>(h)) << w << "x" << h;
+        }
+        for (const auto& l : f.lines) EXPECT_LE(l.size(), static_cast<std::size_t>(w));
+        EXPECT_GE(f.page, 0);
+    }
+}
+
 TEST(TopFrame, OnceShowsEveryRowWithoutTheKeys) {
     auto m = model_of(snapshot(256));
     const auto f = build_frame(m, size(80, 0));
@@ -436,8 +448,8 @@ TEST(TopFrame, AGoneDaemonIsSaidAndItsReturnClearsIt) {
     o.interval = 0.5;
     auto f = build_frame(m, o);
     EXPECT_EQ(line_text(f.lines.back()),
-              "daemon gone (the daemon at /run/x closed the connection); reconnecting every 0.5 s, "
-              "q quits");
+              "daemon gone, reconnecting every 0.5 s (q quits): the daemon at /run/x closed the "
+              "connection");
     EXPECT_NE(line_text(f.lines[0]).find("(stale)"), std::string::npos);
     EXPECT_EQ(cpu_labels(f).size(), 2u) << "the last figures stay";
     m.update(snapshot(2));

@@ -100,21 +100,24 @@ int live(DaemonClient client, top::TopModel& model, top::FrameOptions fo,
         }
         const auto now = std::chrono::steady_clock::now();
         if (now >= next) {
-            // A daemon that went away is looked for again every interval, where it was.
-            if (!link) {
-                if (auto c = DaemonClient::connect(path); c) {
+            // A daemon that went away is looked for again every interval, where it was. A
+            // connection that fails is tried once more at once: a daemon restarted since the
+            // last interval is there already.
+            for (int attempt = link ? 2 : 1; attempt > 0; --attempt) {
+                if (!link) {
+                    auto c = DaemonClient::connect(path);
+                    if (!c) break;
                     c->set_timeout(kCallTimeout);
                     link.emplace(std::move(*c));
                 }
-            }
-            if (link) {
-                if (auto snapshot = fetch(*link); snapshot) {
+                auto snapshot = fetch(*link);
+                if (snapshot) {
                     model.update(std::move(*snapshot));
-                } else {
-                    // The first reason stays: why it went, not that it is still away.
-                    if (!model.stale()) model.lost(first_line(snapshot.error().message));
-                    link.reset();
+                    break;
                 }
+                // The first reason stays: why it went, not that it is still away.
+                if (!model.stale()) model.lost(first_line(snapshot.error().message));
+                link.reset();
             }
             next += interval;
             if (next <= now) next = now + interval;

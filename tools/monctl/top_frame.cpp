@@ -323,8 +323,8 @@ Line row_line(const Row& r, Style label_style, const Columns& c, const FrameOpti
 Line footer_line(const TopModel& m, const Frame& f, const FrameOptions& o) {
     LineBuilder b(o.width, o.utf8);
     if (m.stale()) {
-        b.text(fmt::format("daemon gone ({}); reconnecting every {:g} s, q quits", m.lost_reason(),
-                           o.interval),
+        b.text(fmt::format("daemon gone, reconnecting every {:g} s (q quits): {}", o.interval,
+                           m.lost_reason()),
                Style::Warning);
         return b.take();
     }
