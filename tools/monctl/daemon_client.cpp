@@ -43,6 +43,19 @@ Result<nlohmann::json> DaemonClient::call(const std::string& method,
         client_.call(std::string{monitor::varlink::kMonitorInterface} + "." + method, parameters));
 }
 
+Result<std::optional<nlohmann::json>> DaemonClient::call_unless(const std::string& method,
+                                                                std::string_view absent,
+                                                                const nlohmann::json& parameters) {
+    const std::string prefix = std::string{monitor::varlink::kMonitorInterface} + ".";
+    auto reply = client_.call(prefix + method, parameters);
+    if (reply && reply->error && *reply->error == prefix + std::string{absent}) {
+        return std::nullopt;
+    }
+    auto params = checked(method, std::move(reply));
+    if (!params) return std::unexpected(params.error());
+    return std::optional{std::move(*params)};
+}
+
 Result<void> DaemonClient::stream(const std::string& method, const nlohmann::json& parameters,
                                   const std::function<bool(const nlohmann::json&)>& on_reply) {
     monitor::varlink::Call c;

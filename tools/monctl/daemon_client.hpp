@@ -26,6 +26,12 @@ class DaemonClient {
     monitor::Result<nlohmann::json> call(
         const std::string& method, const nlohmann::json& parameters = nlohmann::json::object());
 
+    // The same, where the daemon's error `absent` ("PerfNotRunning") says there is nothing to
+    // show rather than that something failed: nullopt then.
+    monitor::Result<std::optional<nlohmann::json>> call_unless(
+        const std::string& method, std::string_view absent,
+        const nlohmann::json& parameters = nlohmann::json::object());
+
     // Calls io.monitord.Monitor.<method> with "more" and hands each reply to `on_reply`
     // until the daemon ends the stream, closes the connection, or `on_reply` returns false.
     monitor::Result<void> stream(const std::string& method, const nlohmann::json& parameters,

@@ -9,6 +9,7 @@
 #include "monitor/protocol/monitor_messages.hpp"
 #include "monitord-config.h"
 #include "perf_commands.hpp"
+#include "top_command.hpp"
 #include "views.hpp"
 
 namespace {
@@ -143,6 +144,19 @@ int main(int argc, char** argv) {
     auto* watchdog_status = watchdog->add_subcommand(
         "status", "Show the device, its timeout, time left, the last pet and the pets so far");
 
+    monctl::TopOptions to;
+    auto* top = app.add_subcommand(
+        "top",
+        "A full-screen live view: a bar per CPU by state with its figures and history, the "
+        "watchdog, a running counter session");
+    top->add_flag("--once", to.once, "Print one frame as plain text and exit (for scripts)");
+    top->add_option("-i,--interval", to.interval,
+                    "Seconds between updates, 0.1 to 60 (default 1; 500ms works too)")
+        ->type_name("SECONDS");
+    top->footer(
+        "Keys: q quit (as do Ctrl-C and SIGTERM), s switch the source (procstat, probe), "
+        "o order by CPU or by load, Up/Down PgUp/PgDn Home/End scroll. See monctl(1).\n");
+
     monctl::PerfOptions po;
     auto* perf = app.add_subcommand("perf", "Performance counters: list, plan, count");
     perf->require_subcommand(1);
@@ -209,6 +223,16 @@ int main(int argc, char** argv) {
         if (status->parsed()) return cmd_status(o);
         if (loading->parsed()) return cmd_loading(o);
         if (watchdog_status->parsed()) return cmd_watchdog_status(o);
+        if (top->parsed()) {
+            if (o.json) {
+                std::fprintf(stderr,
+                             "monctl: top shows a screen; for JSON after every sample, use "
+                             "loading --watch --json\n");
+                return kExitUsage;
+            }
+            to.socket = o.socket;
+            return monctl::run_top(to);
+        }
         po.socket = o.socket;
         po.json = o.json;
         if (perf_info->parsed()) return monctl::perf_info(po);

@@ -29,10 +29,6 @@ void stats_cells(std::string& out, const monitor::SourceLoad* l) {
         cell(s.avg_prev_sec) + cell(s.avg_prev_min) + cell(s.min_prev_min) + cell(s.max_prev_min);
 }
 
-std::string row_label(const monitor::CpuLoading& c) {
-    return fmt::format("cpu{}{}", c.cpu, c.online ? "" : "*");
-}
-
 // The rows of a report: the machine ("all"), then each CPU, with their sources.
 struct Row {
     std::string cpu;  // "all", or the CPU's number
@@ -42,7 +38,9 @@ struct Row {
 
 std::vector<Row> rows(const monitor::LoadingReport& r) {
     std::vector<Row> out{{"all", "all", &r.machine}};
-    for (const auto& c : r.cpus) out.push_back({std::to_string(c.cpu), row_label(c), &c.sources});
+    for (const auto& c : r.cpus) {
+        out.push_back({std::to_string(c.cpu), format_cpu_label(c), &c.sources});
+    }
     return out;
 }
 
@@ -94,6 +92,10 @@ std::string format_cpu_list(const std::vector<int>& cpus) {
         i = j + 1;
     }
     return s;
+}
+
+std::string format_cpu_label(const monitor::CpuLoading& c) {
+    return fmt::format("cpu{}{}", c.cpu, c.online ? "" : "*");
 }
 
 std::string format_duration(double seconds) {
@@ -205,7 +207,7 @@ std::string format_loading(const monitor::LoadingReport& r) {
     out += '\n';
     bool offline = false;
     for (const auto& c : r.cpus) {
-        out += fmt::format("{:<6}", row_label(c));
+        out += fmt::format("{:<6}", format_cpu_label(c));
         offline = offline || !c.online;
         for (const auto& s : sources) {
             out += "  ";
@@ -229,7 +231,7 @@ std::string format_history(const monitor::LoadingReport& r) {
         }
         for (const auto& c : r.cpus) {
             if (const auto* l = monitor::find_source(c.sources, s)) {
-                cols.push_back({s + ":" + row_label(c), &l->history});
+                cols.push_back({s + ":" + format_cpu_label(c), &l->history});
             }
         }
     }

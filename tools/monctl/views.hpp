@@ -13,6 +13,8 @@ namespace monctl {
 std::string format_cpu_list(const std::vector<int>& cpus);
 // "1d 02:03:04", "02:03:04", "42.0 s".
 std::string format_duration(double seconds);
+// "cpu3", or "cpu3*" for a CPU that went offline within the window.
+std::string format_cpu_label(const monitor::CpuLoading& cpu);
 
 std::string format_status(const monitor::protocol::DaemonStatus& status, const std::string& socket);
 // The watchdog part of GetStatus; "no watchdog" and why when there is none.

@@ -1,0 +1,438 @@
+// monctl top against the real daemon: --once as text, and the live view in a real terminal,
+// tmux's, driven with send-keys and read with capture-pane: every CPU, the keys, a smaller
+// window, the daemon's restart, quitting, the terminal restored; 256 CPUs from a fixture
+// /proc/stat scrolled through in 80x24.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "daemon_process.hpp"
+
+namespace itest {
+namespace {
+
+using test_support::write_file;
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in{text};
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+// Whether a line of `text` starts with `prefix` followed by a blank.
+bool has_row(const std::string& text, const std::string& prefix) {
+    for (const auto& l : lines_of(text)) {
+        if (l.rfind(prefix + " ", 0) == 0) return true;
+    }
+    return false;
+}
+
+// Columns of a line: its characters, UTF-8 encoded.
+std::size_t columns(const std::string& line) {
+    std::size_t n = 0;
+    for (unsigned char c : line) n += (c & 0xC0) != 0x80 ? 1 : 0;
+    return n;
+}
+
+// The key line's "cpu 20-38 of 256" for a page of 19 rows from `first`.
+std::string rows_shown(int first) {
+    return "cpu " + std::to_string(first) + "-" + std::to_string(first + 18) + " of 256";
+}
+
+// The machine's row with its four figures.
+const std::regex kMachineFigures{R"((^|\n)all +\[[^\]]*\] +\d+\.\d +\d+\.\d +\d+\.\d +\d+\.\d)"};
+
+std::string quoted(const std::string& s) {
+    std::string out = "'";
+    for (char c : s) out += c == '\'' ? std::string{"'\\''"} : std::string(1, c);
+    return out + "'";
+}
+
+std::optional<std::string> find_tmux() {
+    const char* path = std::getenv("PATH");
+    std::istringstream dirs{path != nullptr ? path : "/usr/bin:/bin"};
+    for (std::string dir; std::getline(dirs, dir, ':');) {
+        const auto candidate = std::filesystem::path{dir} / "tmux";
+        if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+    }
+    return std::nullopt;
+}
+
+// A tmux server of the test's own (its socket in a scratch directory, no configuration file)
+// with one window running `command` in a UTF-8 locale.
+class Tmux {
+  public:
+    Tmux(std::string tmux, const std::string& command, int width, int height)
+        : tmux_(std::move(tmux)) {
+        auto r = tmux_run({"new-session", "-d", "-s", "top", "-x", std::to_string(width), "-y",
+                           std::to_string(height), command});
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+    }
+    ~Tmux() { tmux_run({"kill-server"}); }
+
+    RunResult tmux_run(std::vector<std::string> args) const {
+        args.insert(args.begin(), {tmux_, "-S", (dir_ / "tmux").string(), "-f", "/dev/null"});
+        SpawnOptions o;
+        o.env = {"LC_ALL=C.UTF-8"};
+        return run(args, o, 10s);
+    }
+    void keys(const std::string& key) const {
+        auto r = tmux_run({"send-keys", "-t", "top", key});
+        EXPECT_EQ(r.exit_code, 0) << key << ": " << r.err;
+    }
+    std::string capture() const { return tmux_run({"capture-pane", "-p", "-t", "top"}).out; }
+    // A tmux format of the pane: #{pane_dead}, #{alternate_on}, ...
+    std::string show(const std::string& format) const {
+        auto out = tmux_run({"display-message", "-p", "-t", "top", format}).out;
+        while (!out.empty() && out.back() == '\n') out.pop_back();
+        return out;
+    }
+    // Waits until the screen satisfies `ok`; the last screen is in `screen`.
+    bool wait_screen(const std::function<bool(const std::string&)>& ok, std::string& screen,
+                     std::chrono::milliseconds timeout = 10s) const {
+        return test_support::wait_until(
+            [&] {
+                screen = capture();
+                return ok(screen);
+            },
+            timeout);
+    }
+    bool wait_text(const std::string& needle, std::string& screen,
+                   std::chrono::milliseconds timeout = 10s) const {
+        return wait_screen(
+            [&](const std::string& s) { return s.find(needle) != std::string::npos; }, screen,
+            timeout);
+    }
+
+  private:
+    std::string tmux_;
+    ScratchDir dir_{ScratchDir::Everyone};
+};
+
+class TopInTmux : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        auto t = find_tmux();
+        if (!t) GTEST_SKIP() << "tmux is not installed (scripts/bootstrap --test installs it)";
+        tmux_ = *t;
+    }
+    // monctl top in a shell that says how it ended and stays, to see the terminal monctl
+    // leaves behind. (tmux's own #{pane_dead_status} is not used: tmux 3.3a may mark a pane
+    // dead and leave its process unreaped, without a status, for seconds.)
+    static std::string top_command(const Daemon& d, const std::string& extra = "") {
+        return quoted(monctl_bin()) + " --socket " + quoted(d.socket()) + " top" + extra +
+               "; echo \"monctl exited with $?\"; exec sleep 60";
+    }
+    // After q or a signal: monctl ended with 0 and gave the terminal back (the alternate
+    // screen left, the cursor shown again).
+    static void expect_clean_exit(const Tmux& t) {
+        std::string screen;
+        EXPECT_TRUE(t.wait_text("monctl exited with 0", screen)) << screen;
+        EXPECT_EQ(t.show("#{alternate_on} #{cursor_flag}"), "0 1");
+    }
+    std::string tmux_;
+};
+
+// ---- --once and the options ---------------------------------------------------------------
+
+TEST(Top, OncePrintsEveryCpuAndTheMachineAsPlainText) {
+    auto d = Daemon::start();
+    ASSERT_TRUE(d);
+    ASSERT_TRUE(d->wait_samples(2));
+    const auto status = d->call("GetStatus");
+    SpawnOptions ascii;
+    ascii.env = {"LC_ALL=C", "COLUMNS=80"};
+    auto r = run({monctl_bin(), "--socket", d->socket(), "top", "--once"}, ascii);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out.rfind("monitord ", 0), 0u) << r.out;
+    EXPECT_NE(r.out.find("source procstat, by cpu"), std::string::npos) << r.out;
+    EXPECT_TRUE(std::regex_search(r.out, kMachineFigures)) << r.out;
+    for (int cpu : status["cpus"])
+        EXPECT_TRUE(has_row(r.out, "cpu" + std::to_string(cpu))) << r.out;
+    for (const auto& l : lines_of(r.out)) EXPECT_LE(columns(l), 80u) << l;
+    // Text for scripts: no escape sequences, no colour, and ASCII in the C locale.
+    for (char c : r.out) {
+        const auto u = static_cast<unsigned char>(c);
+        EXPECT_TRUE(c == '\n' || (u >= 0x20 && u < 0x7F)) << "byte " << int(u) << " in\n" << r.out;
+    }
+    EXPECT_EQ(r.out.find("q quit"), std::string::npos) << "no keys in a printed frame";
+
+    // Wider with $COLUMNS; the sparkline's column grows with it.
+    ascii.env = {"LC_ALL=C", "COLUMNS=160"};
+    auto wide = run({monctl_bin(), "--socket", d->socket(), "top", "--once"}, ascii);
+    ASSERT_EQ(wide.exit_code, 0) << wide.err;
+    std::size_t longest = 0;
+    for (const auto& l : lines_of(wide.out)) longest = std::max(longest, columns(l));
+    EXPECT_GT(longest, 80u) << wide.out;
+    EXPECT_LE(longest, 160u) << wide.out;
+}
+
+TEST(Top, ABadIntervalIsAUsageError) {
+    for (const char* bad : {"0", "0.05", "61", "abc", "-1", ""}) {
+        auto r = run({monctl_bin(), "--socket", "/nonexistent", "top", "--interval", bad});
+        EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.err;
+        EXPECT_NE(r.err.find("--interval takes seconds from 0.1 to 60"), std::string::npos)
+            << bad << ": " << r.err;
+    }
+    // A good one gets as far as looking for the daemon.
+    auto r = run({monctl_bin(), "--socket", "/nonexistent", "top", "--interval", "250ms"});
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find("cannot reach monitord"), std::string::npos) << r.err;
+    EXPECT_EQ(run({monctl_bin(), "--json", "top", "--once"}).exit_code, 2);
+}
+
+TEST(Top, WithoutATerminalOnlyOnceWorks) {
+    auto d = Daemon::start();
+    ASSERT_TRUE(d);
+    auto r = run({monctl_bin(), "--socket", d->socket(), "top"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("top needs a terminal"), std::string::npos) << r.err;
+}
+
+// ---- the live view ------------------------------------------------------------------------
+
+TEST_F(TopInTmux, ShowsEveryCpuReactsToKeysShrinksSurvivesARestartAndQuits) {
+    auto d = Daemon::start();
+    ASSERT_TRUE(d);
+    ASSERT_TRUE(d->wait_samples(2));
+    const auto status = d->call("GetStatus");
+    ASSERT_EQ(status["sources"].size(), 2u) << status.dump();
+    Tmux t(tmux_, top_command(*d, " --interval 0.5"), 100, 30);
+    std::string screen;
+
+    auto every_cpu = [&](const std::string& s) {
+        if (!std::regex_search(s, kMachineFigures)) return false;
+        for (int cpu : status["cpus"]) {
+            if (!has_row(s, "cpu" + std::to_string(cpu))) return false;
+        }
+        return true;
+    };
+    ASSERT_TRUE(t.wait_screen(every_cpu, screen)) << screen;
+    EXPECT_NE(screen.find("source procstat, by cpu"), std::string::npos) << screen;
+    EXPECT_EQ(t.show("#{alternate_on}"), "1") << "curses has the screen";
+
+    t.keys("s");
+    EXPECT_TRUE(t.wait_text("source probe, by cpu", screen)) << screen;
+    EXPECT_NE(screen.find("[load"), std::string::npos) << screen;
+    t.keys("s");
+    EXPECT_TRUE(t.wait_text("source procstat, by cpu", screen)) << screen;
+    t.keys("o");
+    EXPECT_TRUE(t.wait_text("source procstat, by load", screen)) << screen;
+    t.keys("o");
+    EXPECT_TRUE(t.wait_text("source procstat, by cpu", screen)) << screen;
+
+    // 80x24: narrower, every figure still there.
+    auto r = t.tmux_run({"resize-window", "-t", "top", "-x", "80", "-y", "24"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    ASSERT_TRUE(t.wait_screen(
+        [&](const std::string& s) {
+            const auto lines = lines_of(s);
+            return lines.size() == 24 && every_cpu(s) &&
+                   std::regex_search(s, std::regex{R"(\nCPU +\[.*\] +last +avg +min +max)"});
+        },
+        screen))
+        << screen;
+    EXPECT_EQ(t.show("#{window_width}x#{window_height}"), "80x24");
+    EXPECT_EQ(screen.rfind("monitord ", 0), 0u) << screen;
+    EXPECT_NE(screen.find("source procstat, by cpu"), std::string::npos) << screen;
+
+    // The daemon goes away: said on screen, the last figures kept.
+    const std::string socket = d->socket();
+    ASSERT_EQ(d->stop(SIGTERM), 0);
+    EXPECT_TRUE(t.wait_screen(
+        [](const std::string& s) {
+            return s.find("daemon gone") != std::string::npos &&
+                   s.find("reconnecting every 0.5 s") != std::string::npos;
+        },
+        screen))
+        << screen;
+    EXPECT_NE(screen.find("(stale)"), std::string::npos) << screen;
+
+    // It comes back on the same socket: new figures (a younger daemon), no warning.
+    Daemon::Options again;
+    again.socket = socket;
+    auto d2 = Daemon::start(again);
+    ASSERT_TRUE(d2);
+    EXPECT_TRUE(t.wait_screen(
+        [&](const std::string& s) {
+            return s.find("daemon gone") == std::string::npos &&
+                   s.find("(stale)") == std::string::npos && every_cpu(s);
+        },
+        screen))
+        << screen;
+
+    t.keys("q");
+    expect_clean_exit(t);
+}
+
+// Ctrl-C and SIGTERM leave as q does: the screen is given back (the alternate screen left, the
+// cursor shown again) and the exit status is 0.
+TEST_F(TopInTmux, CtrlCAndSigtermRestoreTheTerminal) {
+    auto d = Daemon::start();
+    ASSERT_TRUE(d);
+    for (bool ctrl_c : {true, false}) {
+        SCOPED_TRACE(ctrl_c ? "Ctrl-C" : "SIGTERM");
+        Tmux t(tmux_, top_command(*d), 100, 30);
+        std::string screen;
+        ASSERT_TRUE(t.wait_text("source procstat", screen)) << screen;
+        ASSERT_EQ(t.show("#{alternate_on} #{cursor_flag}"), "1 0");
+        if (ctrl_c) {
+            t.keys("C-c");
+        } else {
+            // monctl is the shell's child.
+            const pid_t shell = std::stoi(t.show("#{pane_pid}"));
+            pid_t monctl = -1;
+            for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+                std::ifstream stat(e.path() / "stat");
+                std::string pid, comm, state;
+                pid_t ppid = 0;
+                if (stat >> pid >> comm >> state >> ppid && ppid == shell) monctl = std::stoi(pid);
+            }
+            ASSERT_GT(monctl, 0);
+            ASSERT_EQ(::kill(monctl, SIGTERM), 0);
+        }
+        expect_clean_exit(t);
+    }
+}
+
+// ---- 256 CPUs -----------------------------------------------------------------------------
+
+// A machine of 256 CPUs: /proc/stat and /sys/devices/system/cpu of a fixture tree, cpu200 busy
+// all the time and cpu N N % 50 percent of it, the counters advanced every 100 ms by a thread.
+class Machine256 {
+  public:
+    static constexpr int kCpus = 256;
+    Machine256() {
+        for (const char* f : {"online", "possible", "present"}) {
+            write_file(dir_ / ("sys/devices/system/cpu/" + std::string{f}), "0-255\n");
+        }
+        write_file(dir_ / "proc/stat", stat());
+        stat_fd_.reset(::open((dir_ / "proc/stat").c_str(), O_WRONLY | O_CLOEXEC));
+        EXPECT_TRUE(stat_fd_) << std::strerror(errno);
+        thread_ = std::thread([this] {
+            while (!stop_) {
+                std::this_thread::sleep_for(100ms);
+                elapsed_ += 10;  // USER_HZ ticks per CPU
+                // The daemon keeps the file open and reads it again each second: rewritten in
+                // place, in one write of the same length (the numbers have a fixed width), so
+                // that it never reads a file cut short.
+                const auto text = stat();
+                if (::pwrite(stat_fd_.get(), text.data(), text.size(), 0) !=
+                    static_cast<ssize_t>(text.size())) {
+                    ADD_FAILURE() << "write the fixture's /proc/stat: " << std::strerror(errno);
+                    return;
+                }
+            }
+        });
+    }
+    ~Machine256() {
+        stop_ = true;
+        thread_.join();
+    }
+    std::string proc() const { return (dir_ / "proc").string(); }
+    std::string sys() const { return (dir_ / "sys").string(); }
+
+  private:
+    // Busy time split three to one between user and system, as test_support::stat_text does.
+    std::string stat() const {
+        auto line = [](const std::string& label, std::uint64_t busy, std::uint64_t idle) {
+            return fmt::format("{} {:012} 0 {:012} {:012} 0 0 0 0 0 0\n", label, busy - busy / 4,
+                               busy / 4, idle);
+        };
+        std::string cpus;
+        std::uint64_t busy_sum = 0;
+        for (int c = 0; c < kCpus; ++c) {
+            const std::uint64_t busy =
+                c == 200 ? elapsed_ : elapsed_ * static_cast<std::uint64_t>(c % 50) / 100;
+            busy_sum += busy;
+            cpus += line(fmt::format("cpu{}", c), busy, elapsed_ - busy);
+        }
+        return line("cpu ", busy_sum, kCpus * elapsed_ - busy_sum) + cpus +
+               "intr 1234567 0 0\nctxt 7654321\nbtime 1718102754\nprocesses 4242\n";
+    }
+
+    ScratchDir dir_{ScratchDir::Everyone};
+    std::uint64_t elapsed_ = 1'000'000;  // the thread's, once it runs
+    monitor::UniqueFd stat_fd_;
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
+};
+
+TEST_F(TopInTmux, TwoHundredFiftySixCpusScrollIn80x24) {
+    Machine256 machine;
+    Daemon::Options o;
+    o.args = {"--proc-root", machine.proc(), "--sys-root", machine.sys(), "--probe", "off"};
+    auto d = Daemon::start(o);
+    ASSERT_TRUE(d);
+    ASSERT_TRUE(d->wait_samples(2));
+    ASSERT_EQ(d->call("GetStatus")["cpus"].size(), 256u);
+
+    // --once: every CPU, each line within 80 columns.
+    SpawnOptions narrow;
+    narrow.env = {"COLUMNS=80"};
+    auto once = run({monctl_bin(), "--socket", d->socket(), "top", "--once"}, narrow);
+    ASSERT_EQ(once.exit_code, 0) << once.err;
+    for (int cpu = 0; cpu < 256; ++cpu) {
+        EXPECT_TRUE(has_row(once.out, "cpu" + std::to_string(cpu))) << cpu;
+    }
+    for (const auto& l : lines_of(once.out)) EXPECT_LE(columns(l), 80u) << l;
+    // cpu200, all busy: three quarters user, one system (as stat_text splits it).
+    EXPECT_TRUE(std::regex_search(once.out, std::regex{R"(\ncpu200 +\[u{15}s{5}\] +100\.0)"}))
+        << once.out;
+
+    Tmux t(tmux_, top_command(*d), 80, 24);
+    std::string screen;
+    ASSERT_TRUE(t.wait_text("cpu 1-19 of 256", screen)) << screen;
+    EXPECT_TRUE(has_row(screen, "cpu0"));
+    EXPECT_FALSE(has_row(screen, "cpu255"));
+    // The top stays while scrolling; PgDn reaches the last CPU.
+    auto top_stays = [](const std::string& s) {
+        const auto lines = lines_of(s);
+        return lines.size() >= 4 && lines[0].rfind("monitord ", 0) == 0 &&
+               lines[2].rfind("CPU ", 0) == 0 && lines[3].rfind("all ", 0) == 0;
+    };
+    int presses = 0;
+    while (!has_row(screen, "cpu255") && presses < 20) {
+        t.keys("NPage");
+        ++presses;
+        const std::string expected = rows_shown(std::min(19 * presses, 256 - 19) + 1);
+        ASSERT_TRUE(t.wait_text(expected, screen)) << expected << " in\n" << screen;
+        EXPECT_TRUE(top_stays(screen)) << screen;
+    }
+    EXPECT_TRUE(has_row(screen, "cpu255")) << screen;
+    EXPECT_EQ(presses, 13);  // 256 rows, 19 a page
+    t.keys("Home");
+    EXPECT_TRUE(t.wait_text("cpu 1-19 of 256", screen)) << screen;
+    t.keys("End");
+    EXPECT_TRUE(t.wait_text("cpu 238-256 of 256", screen)) << screen;
+    EXPECT_TRUE(has_row(screen, "cpu255")) << screen;
+
+    // By load: the busiest first.
+    t.keys("Home");
+    t.keys("o");
+    EXPECT_TRUE(t.wait_screen(
+        [](const std::string& s) {
+            const auto lines = lines_of(s);
+            return lines.size() > 4 && lines[4].rfind("cpu200 ", 0) == 0;
+        },
+        screen))
+        << screen;
+    t.keys("q");
+    expect_clean_exit(t);
+}
+
+}  // namespace
+}  // namespace itest

@@ -1,0 +1,162 @@
+#include "top_command.hpp"
+
+#include <langinfo.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <clocale>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+
+#include "daemon_client.hpp"
+#include "perf_commands.hpp"
+#include "top_frame.hpp"
+#include "top_model.hpp"
+#include "top_screen.hpp"
+
+namespace monctl {
+namespace {
+
+using namespace std::chrono_literals;
+using monitor::Result;
+namespace protocol = monitor::protocol;
+
+constexpr int kExitOk = 0;
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
+constexpr std::chrono::milliseconds kMinInterval{100};
+constexpr std::chrono::milliseconds kMaxInterval{60'000};
+// How long a call may take before the daemon counts as gone: it answers in milliseconds.
+constexpr std::chrono::milliseconds kCallTimeout{3'000};
+
+int report(const monitor::Error& e) {
+    std::fprintf(stderr, "monctl: %s\n", e.message.c_str());
+    return kExitError;
+}
+
+// The first line of a message (the rest says how to start a daemon: not for the screen).
+std::string first_line(const std::string& s) {
+    return s.substr(0, s.find('\n'));
+}
+
+// Everything one interval shows, in three calls.
+Result<top::Snapshot> fetch(DaemonClient& c) {
+    auto status = c.call("GetStatus");
+    if (!status) return std::unexpected(status.error());
+    auto loading = c.call("GetLoading", protocol::to_json(monitor::LoadingQuery{
+                                            .per_cpu = true, .history = true, .states = true}));
+    if (!loading) return std::unexpected(loading.error());
+    auto counters = c.call_unless("ReadCounters", "PerfNotRunning");
+    if (!counters) return std::unexpected(counters.error());
+    top::Snapshot s;
+    s.status = protocol::status_from_json(*status);
+    s.loading = protocol::loading_from_json(*loading);
+    if (*counters) s.counters = protocol::counter_report_from_json((*counters)->at("report"));
+    return s;
+}
+
+// The width --once lays its frame out for: the terminal's, else $COLUMNS, else 80.
+int text_width() {
+    winsize ws{};
+    if (::isatty(STDOUT_FILENO) != 0 && ::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 &&
+        ws.ws_col > 0) {
+        return ws.ws_col;
+    }
+    if (const char* c = std::getenv("COLUMNS"); c != nullptr) {
+        char* end = nullptr;
+        const long n = std::strtol(c, &end, 10);
+        if (end != c && *end == '\0' && n > 0 && n <= 1000) return static_cast<int>(n);
+    }
+    return 80;
+}
+
+int live(DaemonClient client, top::TopModel& model, top::FrameOptions fo,
+         std::chrono::milliseconds interval) {
+    auto screen = top::TopScreen::open();
+    if (!screen) return report(screen.error());
+    auto& s = **screen;
+    const std::string path = client.path();
+    std::optional<DaemonClient> link{std::move(client)};
+    int page = 1;
+    auto redraw = [&] {
+        fo.width = s.width();
+        fo.height = s.height();
+        fo.colour = s.colour();
+        const auto frame = top::build_frame(model, fo);
+        model.clamp_scroll(frame.rows, frame.page);
+        page = frame.page;
+        s.draw(frame);
+    };
+    redraw();
+    auto next = std::chrono::steady_clock::now() + interval;
+    for (;;) {
+        const auto in = s.wait(next);
+        bool dirty = in.resized;
+        for (auto a : in.actions) {
+            if (!model.apply(a, page)) return kExitOk;
+            dirty = true;
+        }
+        const auto now = std::chrono::steady_clock::now();
+        if (now >= next) {
+            // A daemon that went away is looked for again every interval, where it was. A
+            // connection that fails is tried once more at once: a daemon restarted since the
+            // last interval is there already.
+            for (int attempt = link ? 2 : 1; attempt > 0; --attempt) {
+                if (!link) {
+                    auto c = DaemonClient::connect(path);
+                    if (!c) break;
+                    c->set_timeout(kCallTimeout);
+                    link.emplace(std::move(*c));
+                }
+                auto snapshot = fetch(*link);
+                if (snapshot) {
+                    model.update(std::move(*snapshot));
+                    break;
+                }
+                // The first reason stays: why it went, not that it is still away.
+                if (!model.stale()) model.lost(first_line(snapshot.error().message));
+                link.reset();
+            }
+            next += interval;
+            if (next <= now) next = now + interval;
+            dirty = true;
+        }
+        if (dirty) redraw();
+    }
+}
+
+}  // namespace
+
+int run_top(const TopOptions& o) {
+    auto interval = parse_duration_ms(o.interval);
+    if (!interval || *interval < kMinInterval.count() || *interval > kMaxInterval.count()) {
+        std::fprintf(stderr,
+                     "monctl: --interval takes seconds from 0.1 to 60 (0.5, 2, 250ms), not '%s'\n",
+                     o.interval.c_str());
+        return kExitUsage;
+    }
+    // The terminal's character set: block characters for the sparklines when it is UTF-8.
+    std::setlocale(LC_CTYPE, "");
+    top::FrameOptions fo;
+    fo.utf8 = std::strcmp(::nl_langinfo(CODESET), "UTF-8") == 0;
+    fo.interval = static_cast<double>(*interval) / 1000;
+
+    auto c = DaemonClient::connect(o.socket);
+    if (!c) return report(c.error());
+    c->set_timeout(kCallTimeout);
+    top::TopModel model;
+    auto snapshot = fetch(*c);
+    if (!snapshot) return report(snapshot.error());
+    model.update(std::move(*snapshot));
+    if (o.once) {
+        fo.width = text_width();
+        fo.height = 0;
+        std::cout << top::frame_text(top::build_frame(model, fo)) << std::flush;
+        return std::cout ? kExitOk : kExitError;
+    }
+    return live(std::move(*c), model, fo, std::chrono::milliseconds(*interval));
+}
+
+}  // namespace monctl

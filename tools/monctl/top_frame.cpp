@@ -1,0 +1,489 @@
+#include "top_frame.hpp"
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cwchar>
+
+#include "perf_views.hpp"
+#include "views.hpp"
+
+namespace monctl::top {
+namespace {
+
+using monitor::TimeState;
+
+// The states a bar draws, in order, and what each is the sum of.
+struct DrawnState {
+    Style style;
+    std::initializer_list<TimeState> states;
+    std::string_view word;   // in the column title, with colours
+    std::string_view abbr;   // the same, shorter (top(1)'s)
+    std::string_view named;  // without colours: what the letter stands for
+};
+const DrawnState kDrawnStates[] = {
+    {Style::User, {TimeState::User}, "user", "us", "user"},
+    {Style::Nice, {TimeState::Nice}, "nice", "ni", "nice"},
+    {Style::System, {TimeState::System}, "sys", "sy", "system"},
+    {Style::Irq, {TimeState::Irq, TimeState::SoftIrq}, "irq", "hi", "irq+softirq"},
+    {Style::Guest, {TimeState::Guest, TimeState::GuestNice}, "guest", "gu", "guest"},
+    {Style::Steal, {TimeState::Steal}, "steal", "st", "steal"},
+    {Style::IoWait, {TimeState::IoWait}, "io", "wa", "iowait"},
+};
+
+constexpr std::string_view kUtf8Levels[] = {" ", "▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+constexpr std::string_view kAsciiLevels[] = {" ", ".", ":", "-", "=", "+", "*", "#", "@"};
+
+// The number of bytes of the UTF-8 sequence starting at s[i] when it is a complete, valid one
+// for a character of one column this locale can show; 0 otherwise.
+std::size_t printable_utf8(std::string_view s, std::size_t i) {
+    const auto lead = static_cast<unsigned char>(s[i]);
+    std::size_t n = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : lead >= 0xC2 ? 2 : 0;
+    if (n == 0 || lead > 0xF4 || i + n > s.size()) return 0;
+    char32_t cp = lead & (0x7F >> n);
+    for (std::size_t k = 1; k < n; ++k) {
+        const auto c = static_cast<unsigned char>(s[i + k]);
+        if ((c & 0xC0) != 0x80) return 0;
+        cp = (cp << 6) | (c & 0x3F);
+    }
+    if (cp < 0xA0 || (cp >= 0xD800 && cp < 0xE000)) return 0;  // C1 controls, surrogates
+    return ::wcwidth(static_cast<wchar_t>(cp)) == 1 ? n : 0;
+}
+
+// Puts cells on a line, no further than its width.
+class LineBuilder {
+  public:
+    LineBuilder(int width, bool utf8) : width_(std::max(width, 0)), utf8_(utf8) {}
+
+    int column() const { return static_cast<int>(line_.size()); }
+    int room() const { return width_ - column(); }
+
+    void glyph(std::string_view g, Style style) {
+        if (column() < width_) line_.push_back(Cell{std::string{g}, style});
+    }
+    // A cell per character. Control characters, and what the locale cannot show in one
+    // column, are '?': a reply never moves the cursor or changes the terminal.
+    void text(std::string_view s, Style style) {
+        for (std::size_t i = 0; i < s.size() && column() < width_;) {
+            const auto c = static_cast<unsigned char>(s[i]);
+            if (c >= 0x20 && c < 0x7F) {
+                glyph(s.substr(i, 1), style);
+                ++i;
+            } else if (std::size_t n = utf8_ && c >= 0x80 ? printable_utf8(s, i) : 0; n > 0) {
+                glyph(s.substr(i, n), style);
+                i += n;
+            } else {
+                glyph("?", style);
+                // Skip the rest of a multi-byte sequence.
+                for (++i; i < s.size() && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80;) ++i;
+            }
+        }
+    }
+    void pad_to(int col, Style style = Style::Plain) {
+        while (column() < std::min(col, width_)) glyph(" ", style);
+    }
+
+    Line take() { return std::move(line_); }
+
+  private:
+    int width_;
+    bool utf8_;
+    Line line_;
+};
+
+// How many cells a plain text takes (each character one).
+int text_cells(std::string_view s) {
+    int n = 0;
+    for (unsigned char c : s) n += (c & 0xC0) != 0x80 ? 1 : 0;
+    return n;
+}
+
+std::string figure(const std::optional<double>& v) {
+    return v ? fmt::format("{:>{}.1f}", *v, kFigureWidth)
+             : fmt::format("{:>{}}", "-", kFigureWidth);
+}
+
+std::string title_left(const TopModel& m) {
+    const auto* s = m.snapshot();
+    if (s == nullptr) return "monitord: no reply yet";
+    const auto& st = s->status;
+    std::string out =
+        fmt::format("monitord {}, up {}, {} CPU{}", st.version, format_duration(st.uptime),
+                    st.cpus.size(), st.cpus.size() == 1 ? "" : "s");
+    if (s->loading.timestamp) {
+        const auto t = std::chrono::system_clock::to_time_t(*s->loading.timestamp);
+        out += fmt::format(", {:%H:%M:%S}", fmt::localtime(t));
+    } else {
+        out += ", no sample yet";
+    }
+    if (m.stale()) out += " (stale)";
+    return out;
+}
+
+Line title_line(const TopModel& m, const FrameOptions& o) {
+    LineBuilder b(o.width, o.utf8);
+    const std::string left = title_left(m);
+    const std::string right = fmt::format("source {}, by {}", m.source(), sort_name(m.sort()));
+    const int right_cells = text_cells(right);
+    if (o.width >= right_cells + 2 + 20) {
+        // The choices at the right end, the rest cut to make room.
+        b.text(left.substr(0, static_cast<std::size_t>(o.width - right_cells - 2)), Style::Title);
+        b.pad_to(o.width - right_cells, Style::Title);
+        b.text(right, Style::Title);
+    } else {
+        b.text(left + "; " + right, Style::Title);
+    }
+    return b.take();
+}
+
+Line watchdog_line(const TopModel& m, const FrameOptions& o) {
+    LineBuilder b(o.width, o.utf8);
+    const auto* s = m.snapshot();
+    if (s == nullptr || !s->status.watchdog) {
+        b.text("watchdog: none", Style::Plain);
+        return b.take();
+    }
+    const auto& w = *s->status.watchdog;
+    std::string text = fmt::format("watchdog {}: {}", w.device, w.armed ? "armed" : "disarmed");
+    if (w.timeout) text += fmt::format(", timeout {} s", *w.timeout);
+    if (w.armed && w.time_left) text += fmt::format(", {} s left", *w.time_left);
+    text += w.since_last_pet ? fmt::format(", last pet {:.2f} s ago", *w.since_last_pet)
+                             : std::string{", no pet yet"};
+    text += fmt::format(", {} pets", format_count(w.pets));
+    if (w.pet_errors > 0) text += fmt::format(", {} failed", format_count(w.pet_errors));
+    b.text(text, w.pet_errors > 0 ? Style::Warning : Style::Plain);
+    return b.take();
+}
+
+// The counter session: a title, then a line per event, in at most `max_lines` lines.
+void counter_lines(const TopModel& m, const FrameOptions& o, std::size_t max_lines,
+                   std::vector<Line>& out) {
+    const auto* s = m.snapshot();
+    if (s == nullptr || !s->counters || max_lines == 0) return;
+    const auto& r = *s->counters;
+    {
+        LineBuilder b(o.width, o.utf8);
+        b.text(fmt::format(
+                   "counters, {:.1f} s{}: count, and per second over the last {}", r.elapsed,
+                   r.slots > 1 ? fmt::format(" ({} sets taking turns)", r.slots) : std::string{},
+                   o.interval == 1 ? std::string{"second"} : fmt::format("{:g} s", o.interval)),
+               Style::Heading);
+        out.push_back(b.take());
+    }
+    const auto& rates = m.rates();
+    std::size_t name_width = 0;
+    std::size_t count_width = 0;
+    std::vector<std::string> counts;
+    for (const auto& e : rates) {
+        name_width = std::max<std::size_t>(name_width, std::min<int>(text_cells(e.name), 32));
+        // An estimate in brackets when the event was not counted all the time, as elsewhere.
+        counts.push_back(e.running < 1
+                             ? fmt::format("[{}]", format_count(static_cast<std::uint64_t>(
+                                                       std::max(0.0, e.scaled))))
+                             : format_count(e.count));
+        count_width = std::max(count_width, counts.back().size());
+    }
+    const std::size_t room = max_lines - 1;
+    const bool cut = rates.size() > room;
+    const std::size_t shown = cut ? room - std::min<std::size_t>(room, 1) : rates.size();
+    for (std::size_t i = 0; i < shown; ++i) {
+        const auto& e = rates[i];
+        LineBuilder b(o.width, o.utf8);
+        b.text("  ", Style::Plain);
+        b.text(e.name.substr(0, 32), Style::Plain);
+        b.pad_to(static_cast<int>(2 + name_width + 2));
+        b.text(fmt::format("{:>{}}  {:>15}/s", counts[i], count_width,
+                           format_count(static_cast<std::uint64_t>(std::llround(e.per_second)))),
+               Style::Plain);
+        if (e.running < 1) b.text(fmt::format("  ({:.1f}% counted)", e.running * 100), Style::Dim);
+        out.push_back(b.take());
+    }
+    if (cut && room > 0) {
+        LineBuilder b(o.width, o.utf8);
+        b.text(fmt::format("  and {} more: monctl perf read shows them all", rates.size() - shown),
+               Style::Dim);
+        out.push_back(b.take());
+    }
+}
+
+// The legend over the bars: the states in their colours, or their letters.
+void bar_legend(LineBuilder& b, bool states, int cells, const FrameOptions& o) {
+    if (!states) {
+        b.text(std::string_view{"load"}.substr(0, static_cast<std::size_t>(cells)), Style::Load);
+        return;
+    }
+    auto width = [](auto word) {
+        int n = -1;
+        for (const auto& d : kDrawnStates) n += static_cast<int>(word(d).size()) + 1;
+        return n;
+    };
+    auto put = [&](auto word) {
+        for (const auto& d : kDrawnStates) {
+            if (&d != kDrawnStates) b.glyph(" ", Style::Heading);
+            b.text(word(d), o.colour ? d.style : Style::Heading);
+        }
+    };
+    if (o.colour) {
+        const auto full = [](const DrawnState& d) { return d.word; };
+        const auto abbr = [](const DrawnState& d) { return d.abbr; };
+        if (width(full) <= cells) {
+            put(full);
+        } else if (width(abbr) <= cells) {
+            put(abbr);
+        }
+        return;
+    }
+    // u=user n=nice ...
+    std::string full, abbr;
+    for (const auto& d : kDrawnStates) {
+        if (!full.empty()) full += ' ', abbr += ' ';
+        full += fmt::format("{}={}", style_letter(d.style), d.word);
+        abbr += fmt::format("{}={}", style_letter(d.style), d.abbr);
+    }
+    if (text_cells(full) <= cells) {
+        b.text(full, Style::Heading);
+    } else if (text_cells(abbr) <= cells) {
+        b.text(abbr, Style::Heading);
+    }
+}
+
+Line heading_line(const Columns& c, bool states, const FrameOptions& o) {
+    LineBuilder b(o.width, o.utf8);
+    b.text("CPU", Style::Heading);
+    b.pad_to(c.label + 1, Style::Heading);
+    if (c.bar > 0) {
+        const int start = b.column();
+        b.glyph("[", Style::Heading);
+        bar_legend(b, states, c.bar, o);
+        b.pad_to(start + 1 + c.bar, Style::Heading);
+        b.glyph("]", Style::Heading);
+    }
+    for (auto t : {"last", "avg", "min", "max"}) {
+        b.text(fmt::format("{:>{}}", t, kFigureWidth), Style::Heading);
+    }
+    if (c.spark > 0) {
+        const auto title = fmt::format("last {} s", c.spark);
+        b.text(fmt::format(" {:<{}}",
+                           title.size() <= static_cast<std::size_t>(c.spark)
+                               ? title
+                               : title.substr(0, static_cast<std::size_t>(c.spark)),
+                           c.spark),
+               Style::Heading);
+    }
+    return b.take();
+}
+
+void bar_cells(LineBuilder& b, const monitor::SourceLoad* load, int cells, const FrameOptions& o) {
+    std::vector<Segment> segments;
+    if (load != nullptr && load->states && load->states->last) {
+        segments = state_segments(*load->states->last, cells);
+    } else if (load != nullptr && load->stats && load->stats->avg_prev_sec) {
+        const double share = std::clamp(*load->stats->avg_prev_sec, 0.0, 100.0);
+        segments.push_back({Style::Load, static_cast<int>(std::lround(share / 100 * cells))});
+    }
+    const int start = b.column();
+    for (const auto& s : segments) {
+        const std::string glyph =
+            o.colour ? std::string{"|"} : std::string(1, style_letter(s.style));
+        for (int i = 0; i < s.cells; ++i) b.glyph(glyph, s.style);
+    }
+    b.pad_to(start + cells);
+}
+
+Line row_line(const Row& r, Style label_style, const Columns& c, const FrameOptions& o) {
+    LineBuilder b(o.width, o.utf8);
+    b.text(r.label, label_style);
+    b.pad_to(c.label + 1);
+    if (c.bar > 0) {
+        b.glyph("[", Style::Plain);
+        bar_cells(b, r.load, c.bar, o);
+        b.glyph("]", Style::Plain);
+    }
+    const auto* stats = r.load != nullptr && r.load->stats ? &*r.load->stats : nullptr;
+    if (stats != nullptr) {
+        b.text(figure(stats->avg_prev_sec) + figure(stats->avg_prev_min) +
+                   figure(stats->min_prev_min) + figure(stats->max_prev_min),
+               Style::Plain);
+    } else {
+        b.text(figure({}) + figure({}) + figure({}) + figure({}), Style::Plain);
+    }
+    if (c.spark > 0) {
+        b.glyph(" ", Style::Plain);
+        static const std::vector<std::optional<double>> kNone;
+        for (const auto& g :
+             sparkline(r.load != nullptr ? r.load->history : kNone, c.spark, o.utf8)) {
+            b.glyph(g, Style::Plain);
+        }
+    }
+    return b.take();
+}
+
+Line footer_line(const TopModel& m, const Frame& f, const FrameOptions& o) {
+    LineBuilder b(o.width, o.utf8);
+    if (m.stale()) {
+        b.text(fmt::format("daemon gone, reconnecting every {:g} s (q quits): {}", o.interval,
+                           m.lost_reason()),
+               Style::Warning);
+        return b.take();
+    }
+    const std::string where =
+        f.rows == 0 ? std::string{"no CPUs"}
+                    : fmt::format("cpu {}-{} of {}", f.rows > 0 && f.page > 0 ? f.first_row + 1 : 0,
+                                  f.first_row + std::min(f.page, f.rows), f.rows);
+    b.text(where, Style::Dim);
+    b.text(fmt::format("   q quit  s source  o order  {} PgUp PgDn Home End",
+                       o.utf8 ? "↑↓" : "Up Down"),
+           Style::Dim);
+    return b.take();
+}
+
+}  // namespace
+
+char style_letter(Style s) {
+    switch (s) {
+        case Style::User:
+            return 'u';
+        case Style::Nice:
+            return 'n';
+        case Style::System:
+            return 's';
+        case Style::Irq:
+            return 'i';
+        case Style::Guest:
+            return 'g';
+        case Style::Steal:
+            return 't';
+        case Style::IoWait:
+            return 'w';
+        case Style::Load:
+            return '#';
+        default:
+            return ' ';
+    }
+}
+
+Columns fit_columns(int width, int label, std::size_t history) {
+    Columns c;
+    c.label = label;
+    const int rest = width - label - 1 - 4 * kFigureWidth;
+    if (rest < kMinBar + 2) return c;  // the figures only
+    c.bar = std::clamp(rest / 2 - 2, kMinBar, kMaxBar);
+    const int room = rest - (c.bar + 2) - 1;
+    if (room >= kMinSpark && history > 0) {
+        c.spark = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(room), history));
+    }
+    const int left = rest - (c.bar + 2) - (c.spark > 0 ? c.spark + 1 : 0);
+    c.bar = std::min(kMaxBar, c.bar + left);
+    return c;
+}
+
+std::vector<Segment> state_segments(const monitor::StateShares& shares, int cells) {
+    std::vector<Segment> out;
+    double sum = 0;
+    int drawn = 0;
+    for (const auto& d : kDrawnStates) {
+        for (auto s : d.states) sum += std::max(0.0, shares[s]);
+        const int end = static_cast<int>(std::lround(std::min(sum, 100.0) / 100 * cells));
+        out.push_back({d.style, end - drawn});
+        drawn = end;
+    }
+    return out;
+}
+
+std::vector<std::string> sparkline(const std::vector<std::optional<double>>& values, int cells,
+                                   bool utf8) {
+    const auto& levels = utf8 ? kUtf8Levels : kAsciiLevels;
+    std::vector<std::string> out;
+    const std::size_t n = static_cast<std::size_t>(std::max(cells, 0));
+    const std::size_t shown = std::min(n, values.size());
+    out.assign(n - shown, " ");
+    for (std::size_t i = values.size() - shown; i < values.size(); ++i) {
+        std::size_t level = 0;
+        if (const auto& v = values[i]; v && *v > 0) {
+            level = static_cast<std::size_t>(std::clamp(std::ceil(*v / 12.5), 1.0, 8.0));
+        }
+        out.emplace_back(levels[level]);
+    }
+    return out;
+}
+
+Frame build_frame(const TopModel& m, const FrameOptions& o) {
+    Frame f;
+    const auto machine = m.machine();
+    const auto rows = m.rows();
+    f.rows = static_cast<int>(rows.size());
+
+    int label = 3;
+    for (const auto& r : rows) label = std::max(label, text_cells(r.label));
+    std::size_t history = machine.load != nullptr ? machine.load->history.size() : 0;
+    for (const auto& r : rows) {
+        if (r.load != nullptr) history = std::max(history, r.load->history.size());
+    }
+    const auto* snapshot = m.snapshot();
+    if (snapshot != nullptr) history = std::max(history, snapshot->loading.window_seconds);
+    f.columns = fit_columns(o.width, label, history);
+
+    f.lines.push_back(title_line(m, o));
+    f.lines.push_back(watchdog_line(m, o));
+    if (snapshot != nullptr && snapshot->counters) {
+        const std::size_t events = snapshot->counters->events.size();
+        // Leave the CPUs at least five rows below the panel.
+        const int room = o.height - static_cast<int>(f.lines.size()) - 2 - 1 - 5;
+        counter_lines(m, o,
+                      o.height == 0 ? events + 1 : static_cast<std::size_t>(std::max(room, 0)),
+                      f.lines);
+    }
+    const bool states = machine.load != nullptr && machine.load->states.has_value();
+    f.lines.push_back(heading_line(f.columns, states, o));
+    f.lines.push_back(row_line(machine, Style::Machine, f.columns, o));
+
+    const int top = static_cast<int>(f.lines.size());
+    f.page = o.height == 0 ? f.rows : std::clamp(o.height - top - 1, 0, f.rows);
+    f.first_row = std::clamp(m.scroll(), 0, f.rows - f.page);
+    for (int i = f.first_row; i < f.first_row + f.page; ++i) {
+        const auto& r = rows[static_cast<std::size_t>(i)];
+        f.lines.push_back(row_line(r, r.online ? Style::Plain : Style::Offline, f.columns, o));
+    }
+    if (o.height > 0) {
+        // The keys (or the daemon's absence) on the last line, whatever else has to go.
+        if (static_cast<int>(f.lines.size()) >= o.height) {
+            f.lines.resize(static_cast<std::size_t>(o.height - 1));
+        }
+        f.lines.push_back(footer_line(m, f, o));
+    } else {
+        // Printed once: what the letters of the bars stand for, and what offline means.
+        if (!o.colour && states) {
+            std::string legend = "bar:";
+            for (const auto& d : kDrawnStates) {
+                legend += fmt::format(" {} {}{}", style_letter(d.style), d.named,
+                                      &d == std::end(kDrawnStates) - 1 ? "" : ",");
+            }
+            LineBuilder b(o.width, o.utf8);
+            b.text(legend, Style::Dim);
+            f.lines.push_back(b.take());
+        }
+        if (std::ranges::any_of(rows, [](const Row& r) { return !r.online; })) {
+            LineBuilder b(o.width, o.utf8);
+            b.text("* offline now; figures from the time it was online", Style::Dim);
+            f.lines.push_back(b.take());
+        }
+    }
+    return f;
+}
+
+std::string line_text(const Line& line) {
+    std::string out;
+    for (const auto& c : line) out += c.glyph;
+    while (!out.empty() && out.back() == ' ') out.pop_back();
+    return out;
+}
+
+std::string frame_text(const Frame& frame) {
+    std::string out;
+    for (const auto& l : frame.lines) out += line_text(l) + '\n';
+    return out;
+}
+
+}  // namespace monctl::top

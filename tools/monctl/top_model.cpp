@@ -1,0 +1,149 @@
+#include "top_model.hpp"
+
+#include <algorithm>
+#include <climits>
+
+#include "views.hpp"
+
+namespace monctl::top {
+namespace {
+
+constexpr std::string_view kDefaultSource = "procstat";
+
+// The last second's load of a row, or nullopt.
+std::optional<double> last_load(const Row& r) {
+    if (r.load == nullptr || !r.load->stats) return std::nullopt;
+    return r.load->stats->avg_prev_sec;
+}
+
+// The rates of `now`'s events against `before`, the previous read: of the same session when
+// it has the same events and has not counted for less time since.
+std::vector<EventRate> rates_of(const monitor::protocol::CounterReport& now,
+                                const monitor::protocol::CounterReport* before) {
+    const bool same_session =
+        before != nullptr && before->events.size() == now.events.size() &&
+        now.elapsed > before->elapsed &&
+        std::equal(now.events.begin(), now.events.end(), before->events.begin(),
+                   [](const auto& a, const auto& b) { return a.name == b.name; });
+    std::vector<EventRate> out;
+    out.reserve(now.events.size());
+    for (std::size_t i = 0; i < now.events.size(); ++i) {
+        const auto& e = now.events[i];
+        EventRate r{e.name, e.value.count, e.value.scaled, e.value.running, 0};
+        if (same_session) {
+            const double delta = e.value.scaled - before->events[i].value.scaled;
+            r.per_second = std::max(0.0, delta) / (now.elapsed - before->elapsed);
+        } else if (now.elapsed > 0) {
+            r.per_second = e.value.scaled / now.elapsed;
+        }
+        out.push_back(std::move(r));
+    }
+    return out;
+}
+
+}  // namespace
+
+std::string_view sort_name(SortOrder s) {
+    return s == SortOrder::Cpu ? "cpu" : "load";
+}
+
+void TopModel::update(Snapshot snapshot) {
+    const monitor::protocol::CounterReport* before = nullptr;
+    if (snapshot_ && snapshot_->counters && !stale()) before = &*snapshot_->counters;
+    rates_ = snapshot.counters ? rates_of(*snapshot.counters, before) : std::vector<EventRate>{};
+    snapshot_ = std::move(snapshot);
+    lost_reason_.clear();
+}
+
+void TopModel::lost(std::string why) {
+    lost_reason_ = why.empty() ? std::string{"no reply"} : std::move(why);
+}
+
+std::vector<std::string> TopModel::sources() const {
+    std::vector<std::string> names;
+    if (snapshot_) {
+        for (const auto& l : snapshot_->loading.machine) names.push_back(l.source);
+    }
+    return names;
+}
+
+std::string TopModel::source() const {
+    const auto names = sources();
+    auto has = [&](std::string_view n) { return std::ranges::find(names, n) != names.end(); };
+    if (!chosen_source_.empty() && (names.empty() || has(chosen_source_))) return chosen_source_;
+    if (names.empty() || has(kDefaultSource)) return std::string{kDefaultSource};
+    return names.front();
+}
+
+Row TopModel::machine() const {
+    Row r{"all", true, -1, nullptr};
+    if (snapshot_) r.load = monitor::find_source(snapshot_->loading.machine, source());
+    return r;
+}
+
+std::vector<Row> TopModel::rows() const {
+    std::vector<Row> out;
+    if (!snapshot_) return out;
+    const auto name = source();
+    out.reserve(snapshot_->loading.cpus.size());
+    for (const auto& c : snapshot_->loading.cpus) {
+        out.push_back(
+            {format_cpu_label(c), c.online, c.cpu, monitor::find_source(c.sources, name)});
+    }
+    auto by_cpu = [](const Row& a, const Row& b) { return a.cpu < b.cpu; };
+    if (sort_ == SortOrder::Cpu) {
+        std::ranges::stable_sort(out, by_cpu);
+    } else {
+        std::ranges::stable_sort(out, [&](const Row& a, const Row& b) {
+            const auto la = last_load(a);
+            const auto lb = last_load(b);
+            if (la.has_value() != lb.has_value()) return la.has_value();
+            if (la && *la != *lb) return *la > *lb;
+            return by_cpu(a, b);
+        });
+    }
+    return out;
+}
+
+void TopModel::clamp_scroll(int rows, int page) {
+    scroll_ = std::clamp(scroll_, 0, std::max(0, rows - std::max(page, 0)));
+}
+
+bool TopModel::apply(Action a, int page) {
+    page = std::max(page, 1);
+    switch (a) {
+        case Action::Quit:
+            return false;
+        case Action::NextSource: {
+            const auto names = sources();
+            if (names.empty()) break;
+            auto it = std::ranges::find(names, source());
+            chosen_source_ = it == names.end() || ++it == names.end() ? names.front() : *it;
+            break;
+        }
+        case Action::ToggleSort:
+            sort_ = sort_ == SortOrder::Cpu ? SortOrder::Load : SortOrder::Cpu;
+            break;
+        case Action::Up:
+            scroll_ = std::max(0, scroll_ - 1);
+            break;
+        case Action::Down:
+            scroll_ = scroll_ < INT_MAX ? scroll_ + 1 : scroll_;
+            break;
+        case Action::PageUp:
+            scroll_ = std::max(0, scroll_ - page);
+            break;
+        case Action::PageDown:
+            scroll_ = scroll_ <= INT_MAX - page ? scroll_ + page : INT_MAX;
+            break;
+        case Action::Home:
+            scroll_ = 0;
+            break;
+        case Action::End:
+            scroll_ = INT_MAX;  // the frame brings it back to the last page
+            break;
+    }
+    return true;
+}
+
+}  // namespace monctl::top

@@ -1,0 +1,108 @@
+// monctl top's model: what each interval fetched from the daemon (status, loading with the
+// history and the states, the counter session's report) and the choices of the view: which
+// loading source it shows, the order of the CPUs, how far it is scrolled. No terminal here:
+// top_frame lays the model out, top_screen draws it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "monitor/loading/loading_report.hpp"
+#include "monitor/protocol/counter_messages.hpp"
+#include "monitor/protocol/monitor_messages.hpp"
+
+namespace monctl::top {
+
+// What the daemon said in one interval.
+struct Snapshot {
+    monitor::protocol::DaemonStatus status;
+    // With per_cpu, history and states.
+    monitor::LoadingReport loading;
+    // nullopt when no counter session runs (ReadCounters said PerfNotRunning).
+    std::optional<monitor::protocol::CounterReport> counters;
+};
+
+enum class SortOrder { Cpu, Load };
+std::string_view sort_name(SortOrder s);  // "cpu", "load"
+
+// What a key asks for.
+enum class Action {
+    Quit,
+    NextSource,  // s
+    ToggleSort,  // o
+    Up,
+    Down,
+    PageUp,
+    PageDown,
+    Home,
+    End,
+};
+
+// A row of the view: the machine or a CPU, with the figures of the chosen source (nullptr
+// when the daemon reports none for it).
+struct Row {
+    std::string label;  // "all", "cpu3", "cpu3*" (offline)
+    bool online = true;
+    int cpu = -1;  // -1 for the machine
+    const monitor::SourceLoad* load = nullptr;
+};
+
+// An event of the counter session: its count so far and its rate over the last interval.
+struct EventRate {
+    std::string name;
+    std::uint64_t count = 0;  // raw, while on a counter
+    double scaled = 0;        // the estimate for the whole time
+    double running = 1;       // the share of the time it was on a counter
+    // Of the estimate, per second: between the last two reads of the same session, or since
+    // the session started at its first read.
+    double per_second = 0;
+};
+
+class TopModel {
+  public:
+    // The figures of a new interval; the daemon is there.
+    void update(Snapshot snapshot);
+    // The daemon went away or could not be asked: the last figures stay, marked stale.
+    void lost(std::string why);
+
+    // nullptr before the first snapshot.
+    const Snapshot* snapshot() const { return snapshot_ ? &*snapshot_ : nullptr; }
+    bool stale() const { return !lost_reason_.empty(); }
+    // Why the daemon is gone; empty while it answers.
+    const std::string& lost_reason() const { return lost_reason_; }
+
+    // The loading sources the daemon reports, in its order ("probe", "procstat").
+    std::vector<std::string> sources() const;
+    // The one shown: procstat (it knows the states) until switched, or the first reported.
+    std::string source() const;
+    SortOrder sort() const { return sort_; }
+
+    // The machine's row.
+    Row machine() const;
+    // A row per CPU, in the chosen order: by CPU number, or by the last second's load,
+    // highest first (CPUs without a figure last, equal loads by CPU number).
+    std::vector<Row> rows() const;
+
+    // The index in rows() of the first row shown. The frame keeps it within what can be
+    // shown (clamp_scroll); `page` is how many rows it shows.
+    int scroll() const { return scroll_; }
+    void clamp_scroll(int rows, int page);
+    // Applies a key's action; false for Quit, which is the caller's.
+    bool apply(Action a, int page);
+
+    // The counter session's events with their rates; empty without a session.
+    const std::vector<EventRate>& rates() const { return rates_; }
+
+  private:
+    std::optional<Snapshot> snapshot_;
+    std::string lost_reason_;
+    std::string chosen_source_;  // empty: the default
+    SortOrder sort_ = SortOrder::Cpu;
+    int scroll_ = 0;
+    std::vector<EventRate> rates_;
+};
+
+}  // namespace monctl::top
