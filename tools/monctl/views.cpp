@@ -254,10 +254,6 @@ std::string format_history(const monitor::LoadingReport& r) {
     return out;
 }
 
-}  // namespace monctl
-
-namespace monctl {
-
 std::string csv_time(std::chrono::system_clock::time_point t) {
     const auto seconds = std::chrono::floor<std::chrono::seconds>(t);
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t - seconds).count();
