@@ -1,6 +1,6 @@
 // monitord: the CPU monitor daemon. See monitord(8).
-#include <signal.h>
 #include <fmt/format.h>
+#include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 

@@ -18,7 +18,8 @@ namespace {
     X(MON_BADSTATE, BadState)                                                                     \
     X(MON_FREEMEM, FreeMem)                                                                       \
     X(MON_FREEMTX, FreeMtx)                                                                       \
-    X(MON_FREEWUT, FreeWut) X(MON_LOCKMTX, LockMtx) X(MON_NOTRDY, NotRdy) X(MON_NULLPTR, NullPtr) \
+    X(MON_FREEWUT, FreeWut)                                                                       \
+    X(MON_LOCKMTX, LockMtx) X(MON_NOTRDY, NotRdy) X(MON_NULLPTR, NullPtr)                         \
         X(MON_POLSLEEP, PolSleep) X(MON_PRFRUN, PrfRun) X(MON_TSKJOIN, TskJoin)                   \
             X(MON_TSKSPAWN, TskSpawn) X(MON_NOPMU, NoPmu) X(MON_PERM, Perm)                       \
                 X(MON_NOEVENT, NoEvent) X(MON_NODEV, NoDev) X(MON_BUSY, Busy) X(MON_IOERR, IoErr) \

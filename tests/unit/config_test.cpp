@@ -312,8 +312,7 @@ TEST(ConfigValidate, LogLevel) {
         // What would work comes with the key, for the file and the flag alike.
         auto flag = Flags{.log_level = level}.parse();
         ASSERT_FALSE(flag) << level;
-        EXPECT_NE(flag.error().message.find("warning"), std::string::npos)
-            << flag.error().message;
+        EXPECT_NE(flag.error().message.find("warning"), std::string::npos) << flag.error().message;
     }
 }
 
