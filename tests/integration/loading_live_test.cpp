@@ -301,8 +301,8 @@ std::string states_text(const nlohmann::json& loading, int cpu) {
     return "none";
 }
 
-// One CPU busy in user space, one busy with system calls (or the same CPU in turn on a
-// machine with one): the states tell them apart, and the other CPU reads idle.
+// One CPU busy in user space, then with system calls: the states tell them apart, and the
+// other CPU reads idle.
 TEST(LoadingLive, StatesTellUserTimeFromSystemTimeAndIdle) {
     auto d = Daemon::start();
     ASSERT_TRUE(d);
