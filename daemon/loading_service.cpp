@@ -59,7 +59,7 @@ VarlinkServer::Response LoadingService::status() const {
 
 VarlinkServer::Response LoadingService::loading(const monitor::LoadingQuery& query, bool more) {
     auto& cached = replies_[(query.per_cpu ? 1 : 0) + (query.history ? 2 : 0) +
-                            (query.states ? 4 : 0) + (more ? 8 : 0)];
+                            (query.states ? 4 : 0) + (query.totals ? 8 : 0) + (more ? 16 : 0)];
     if (!cached) {
         Reply r;
         r.parameters = monitor::protocol::to_json(runtime_.engine().loading(query));

@@ -49,9 +49,9 @@ class LoadingService {
     const std::chrono::steady_clock::time_point started_;
     std::string state_ = "starting";
     monitor::watchdog::OnStop on_stop_ = monitor::watchdog::OnStop::Disarm;
-    // Encoded GetLoading replies by query (per_cpu + 2 * history + 4 * states + 8 * more),
-    // valid until the loading changes.
-    std::array<VarlinkServer::EncodedReply, 16> replies_;
+    // Encoded GetLoading replies by query (per_cpu + 2 * history + 4 * states + 8 * totals +
+    // 16 * more), valid until the loading changes.
+    std::array<VarlinkServer::EncodedReply, 32> replies_;
     struct Watcher {
         std::uint64_t connection;
         monitor::LoadingQuery query;

@@ -138,8 +138,15 @@ void Engine::record(SourceState& st, const LoadSample& sample, double seconds) {
             .first->second.push(here ? sample.cpus[measured].second : std::nullopt, seconds);
         if (st.machine_states) {
             const bool known = here && measured < sample.cpu_states.size();
+            const auto& shares = known ? sample.cpu_states[measured] : std::nullopt;
             st.cpu_states.try_emplace(cpu, options_.history_seconds)
-                .first->second.push(known ? sample.cpu_states[measured] : std::nullopt, seconds);
+                .first->second.push(shares, seconds);
+            if (shares) {
+                StateSeconds added;
+                added.add(*shares, seconds);
+                st.cpu_seconds[cpu] += added;
+                st.machine_seconds += added;
+            }
         }
     }
     // CPUs that went away keep their history until it has aged out of the window.
@@ -172,12 +179,13 @@ std::vector<std::string_view> Engine::source_names() const {
 }
 
 SourceLoad Engine::report(const SourceState& st, const LoadHistory& h, const StateHistory* states,
-                          const LoadingQuery& query) const {
+                          const StateSeconds* seconds, const LoadingQuery& query) const {
     SourceLoad l;
     l.source = std::string{st.source->name()};
     l.stats = h.stats();
     if (query.history) l.history = h.values();
     if (query.states && states != nullptr) l.states = states->stats();
+    if (query.totals && seconds != nullptr && l.stats) l.state_seconds = *seconds;
     return l;
 }
 
@@ -186,8 +194,9 @@ LoadingReport Engine::loading(const LoadingQuery& query) const {
     r.timestamp = last_sample_wall_;
     r.window_seconds = options_.history_seconds;
     for (const auto& st : sources_) {
-        r.machine.push_back(
-            report(st, st.machine, st.machine_states ? &*st.machine_states : nullptr, query));
+        const bool states = st.machine_states.has_value();
+        r.machine.push_back(report(st, st.machine, states ? &*st.machine_states : nullptr,
+                                   states ? &st.machine_seconds : nullptr, query));
     }
     if (!query.per_cpu) return r;
 
@@ -205,9 +214,10 @@ LoadingReport Engine::loading(const LoadingQuery& query) const {
             auto h = st.cpus.find(cpu);
             if (h != st.cpus.end()) {
                 auto states = st.cpu_states.find(cpu);
+                auto seconds = st.cpu_seconds.find(cpu);
                 c.sources.push_back(
                     report(st, h->second, states != st.cpu_states.end() ? &states->second : nullptr,
-                           query));
+                           seconds != st.cpu_seconds.end() ? &seconds->second : nullptr, query));
             } else {
                 c.sources.push_back(SourceLoad{std::string{st.source->name()}, std::nullopt, {}});
             }

@@ -45,6 +45,18 @@ StateTimes& StateTimes::operator+=(const StateTimes& o) {
     return *this;
 }
 
+void StateSeconds::add(const StateShares& shares, double interval_seconds) {
+    if (!(interval_seconds > 0)) return;
+    for (std::size_t i = 0; i < kTimeStateCount; ++i) {
+        seconds[i] += std::clamp(shares.percent[i], 0.0, 100.0) / 100.0 * interval_seconds;
+    }
+}
+
+StateSeconds& StateSeconds::operator+=(const StateSeconds& o) {
+    for (std::size_t i = 0; i < kTimeStateCount; ++i) seconds[i] += o.seconds[i];
+    return *this;
+}
+
 std::optional<StateShares> StateTimes::shares() const {
     const double sum = total();
     if (!(sum > 0)) return std::nullopt;

@@ -46,6 +46,23 @@ StateShares shares_from_json(const json& j) {
     return shares;
 }
 
+json seconds_json(const StateSeconds& s) {
+    json j = json::object();
+    const auto names = time_state_names();
+    for (std::size_t i = 0; i < kTimeStateCount; ++i) j[std::string{names[i]}] = s.seconds[i];
+    return j;
+}
+
+StateSeconds seconds_from_json(const json& j) {
+    StateSeconds s;
+    const auto names = time_state_names();
+    for (std::size_t i = 0; i < kTimeStateCount; ++i) {
+        auto it = j.find(names[i]);
+        if (it != j.end() && it->is_number()) s.seconds[i] = it->get<double>();
+    }
+    return s;
+}
+
 StateStats states_from_json(const json& j) {
     StateStats s;
     if (auto last = j.find("last"); last != j.end() && last->is_object()) {
@@ -73,6 +90,7 @@ json stats_json(const SourceLoad& l) {
         j["history"] = std::move(h);
     }
     if (l.states) j["states"] = states_json(*l.states);
+    if (l.state_seconds) j["state_seconds"] = seconds_json(*l.state_seconds);
     return j;
 }
 
@@ -107,6 +125,9 @@ SourceLoad source_from_json(const std::string& name, const json& j) {
     }
     if (auto st = j.find("states"); st != j.end() && st->is_object()) {
         l.states = states_from_json(*st);
+    }
+    if (auto secs = j.find("state_seconds"); secs != j.end() && secs->is_object()) {
+        l.state_seconds = seconds_from_json(*secs);
     }
     return l;
 }
@@ -316,6 +337,7 @@ LoadingQuery loading_query_from_json(const json& params) {
     q.per_cpu = flag("per_cpu");
     q.history = flag("history");
     q.states = flag("states");
+    q.totals = flag("totals");
     return q;
 }
 
@@ -324,6 +346,7 @@ json to_json(const LoadingQuery& q) {
     if (q.per_cpu) j["per_cpu"] = true;
     if (q.history) j["history"] = true;
     if (q.states) j["states"] = true;
+    if (q.totals) j["totals"] = true;
     return j;
 }
 

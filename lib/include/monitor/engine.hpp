@@ -80,13 +80,17 @@ class Engine {
         // Sources that know where the time went: the states' history, beside the loads'.
         std::optional<StateHistory> machine_states;
         std::map<int, StateHistory> cpu_states;
+        // The time by state so far: the machine's is the sum of its CPUs'. A CPU that goes
+        // away keeps its counters, so that they never go back when it returns.
+        StateSeconds machine_seconds;
+        std::map<int, StateSeconds> cpu_seconds;
     };
 
     Engine(EngineOptions options, Clock::time_point now);
     Result<void> setup(const std::function<Clock::time_point()>& clock);
     Result<void> refresh_online(const LoadSample* fallback);
     SourceLoad report(const SourceState& st, const LoadHistory& h, const StateHistory* states,
-                      const LoadingQuery& query) const;
+                      const StateSeconds* seconds, const LoadingQuery& query) const;
     void record(SourceState& st, const LoadSample& sample, double seconds);
 
     EngineOptions options_;

@@ -73,6 +73,17 @@ struct StateTimes {
 // kernels) counts as no time in that state, as sysstat does.
 std::optional<StateTimes> state_times_between(const CpuTimes& before, const CpuTimes& after);
 
+// CPU time per state accumulated over many intervals, in seconds (the Prometheus exporter's
+// counters).
+struct StateSeconds {
+    std::array<double, kTimeStateCount> seconds{};
+
+    double operator[](TimeState s) const { return seconds[static_cast<std::size_t>(s)]; }
+    // Adds an interval of `interval_seconds` of one CPU's time split by `shares`.
+    void add(const StateShares& shares, double interval_seconds);
+    StateSeconds& operator+=(const StateSeconds& o);
+};
+
 // Per-state statistics over the history window.
 struct StateStats {
     std::optional<StateShares> last;  // the newest interval; nullopt when it was a gap

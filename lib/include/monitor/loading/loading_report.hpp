@@ -21,6 +21,8 @@ struct SourceLoad {
     std::vector<std::optional<double>> history;  // per-second loads, oldest first, if asked
     // Where the time went (procstat), if asked; nullopt until the first valid interval.
     std::optional<StateStats> states;
+    // CPU time by state since the engine started (procstat), if asked: counters that only grow.
+    std::optional<StateSeconds> state_seconds;
 };
 
 struct CpuLoading {
@@ -41,6 +43,7 @@ struct LoadingQuery {
     bool per_cpu = false;
     bool history = false;
     bool states = false;  // the share of each CPU state, for the sources that know it
+    bool totals = false;  // the CPU time in each state so far, for the sources that know it
 };
 
 // The entry of `source` in `loads`, or nullptr.
