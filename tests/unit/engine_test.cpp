@@ -569,3 +569,58 @@ TEST_F(EngineTest, ShortHistoryOfOne) {
 
 }  // namespace
 }  // namespace monitor
+
+namespace monitor {
+namespace {
+
+// Busy seconds: every state but idle and iowait (the fixture splits busy ticks into user and
+// system).
+double busy_seconds(const StateSeconds& s) {
+    double busy = 0;
+    for (std::size_t i = 0; i < kTimeStateCount; ++i) busy += s.seconds[i];
+    return busy - s[TimeState::Idle] - s[TimeState::IoWait];
+}
+
+// The time by state so far: each interval's shares times its length, per CPU; the machine's
+// is the sum of its CPUs'. A gap adds nothing, and nothing goes back.
+TEST_F(EngineTest, TotalsAddUpEachCpusTimeByStateAndTheMachinesIsTheirSum) {
+    write_stat({{0, {1000, 1000}}, {1, {1000, 1000}}});
+    write_online("0-1");
+    create();
+    tick_with({{0, {1010, 1090}}, {1, {1050, 1050}}});     // cpu0 10 % busy, cpu1 50 %
+    tick_with({{0, {1020, 1180}}, {1, {1300, 900}}}, 2s);  // cpu1's idle goes back: a gap
+    tick_with({{0, {1030, 1270}}, {1, {1340, 960}}});      // cpu0 10 %, cpu1 40 %
+
+    EXPECT_FALSE(procstat(report().machine)->state_seconds.has_value()) << "only when asked";
+    auto r = engine_->loading(LoadingQuery{.per_cpu = true, .totals = true});
+    const auto* c0 = procstat(find_cpu(r, 0)->sources);
+    const auto* c1 = procstat(find_cpu(r, 1)->sources);
+    const auto* m = procstat(r.machine);
+    ASSERT_TRUE(c0->state_seconds && c1->state_seconds && m->state_seconds);
+    // cpu0: 1 + 2 + 1 s at 10 % busy.
+    EXPECT_NEAR(busy_seconds(*c0->state_seconds), 0.4, 1e-9);
+    EXPECT_NEAR((*c0->state_seconds)[TimeState::Idle], 3.6, 1e-9);
+    // cpu1: the gap's 2 s count nowhere.
+    EXPECT_NEAR(busy_seconds(*c1->state_seconds), 0.5 + 0.4, 1e-9);
+    EXPECT_NEAR((*c1->state_seconds)[TimeState::Idle], 0.5 + 0.6, 1e-9);
+    for (std::size_t i = 0; i < kTimeStateCount; ++i) {
+        EXPECT_NEAR(m->state_seconds->seconds[i],
+                    c0->state_seconds->seconds[i] + c1->state_seconds->seconds[i], 1e-9);
+    }
+
+    // cpu1 goes offline and comes back: its first interval back is a gap, then its counters
+    // carry on from where they were.
+    write_online("0");
+    tick_with({{0, {1040, 1360}}});
+    write_online("0-1");
+    tick_with({{0, {1050, 1450}}, {1, {1350, 1050}}});
+    tick_with({{0, {1060, 1540}}, {1, {1370, 1130}}});  // cpu1 20 %
+    auto later = engine_->loading(LoadingQuery{.per_cpu = true, .totals = true});
+    const auto* back = procstat(find_cpu(later, 1)->sources);
+    ASSERT_TRUE(back->state_seconds);
+    EXPECT_NEAR(busy_seconds(*back->state_seconds), 0.9 + 0.2, 1e-9);
+    EXPECT_NEAR((*back->state_seconds)[TimeState::Idle], 1.1 + 0.8, 1e-9);
+}
+
+}  // namespace
+}  // namespace monitor

@@ -1,0 +1,193 @@
+// The exporter's metrics from made-up monitord replies, and its two formats, content
+// negotiation and gzip.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <map>
+
+#include "exposition.hpp"
+#include "machine_metrics.hpp"
+
+namespace exporter {
+namespace {
+
+using monitor::LoadStats;
+using monitor::SourceLoad;
+
+std::string text(const Scrape& s, Format f = Format::Text) {
+    return render(machine_metrics(s, ExporterFacts{"1.2.3", 7, 2}), f);
+}
+
+// "name{labels}" -> value, from the text format.
+std::map<std::string, double> samples(const std::string& exposition) {
+    std::map<std::string, double> out;
+    std::size_t at = 0;
+    while (at < exposition.size()) {
+        auto end = exposition.find('\n', at);
+        std::string line = exposition.substr(at, end - at);
+        at = end + 1;
+        if (line.empty() || line[0] == '#') continue;
+        auto space = line.rfind(' ');
+        out[line.substr(0, space)] = std::stod(line.substr(space + 1));
+    }
+    return out;
+}
+
+Scrape two_cpus() {
+    Scrape s;
+    s.at = std::chrono::system_clock::time_point{std::chrono::seconds{1'800'000'000}};
+    monitor::protocol::DaemonStatus st;
+    st.version = "0.1.0";
+    st.uptime = 100;
+    st.cpus = {0, 1};
+    st.probe_mode = "spin";
+    st.probes = {{0, "running", 2500.0, 10, 1.5, ""}, {1, "failed", std::nullopt, 0, 0, "no"}};
+    s.status = st;
+    monitor::LoadingReport l;
+    l.window_seconds = 60;
+    auto source = [](const char* name, std::optional<double> last, double avg) {
+        SourceLoad sl;
+        sl.source = name;
+        sl.stats = LoadStats{last, avg, avg / 2, avg * 1.5, 30};
+        return sl;
+    };
+    l.machine = {source("procstat", 50.0, 40.0)};
+    monitor::CpuLoading c0{0, true, {source("procstat", 25.0, 20.0)}};
+    monitor::StateSeconds secs;
+    secs.seconds[static_cast<std::size_t>(monitor::TimeState::User)] = 12.5;
+    secs.seconds[static_cast<std::size_t>(monitor::TimeState::Idle)] = 87.5;
+    c0.sources[0].state_seconds = secs;
+    // cpu1's last second was a gap: no last-second figure, the window's still.
+    monitor::CpuLoading c1{1, true, {source("procstat", std::nullopt, 60.0)}};
+    l.cpus = {c0, c1};
+    s.loading = l;
+    return s;
+}
+
+TEST(MachineMetrics, MonitordDownIsUpZeroWithOnlyTheExportersOwnFigures) {
+    Scrape s;
+    auto v = samples(text(s));
+    EXPECT_EQ(v["monitord_up"], 0);
+    EXPECT_EQ(v["monitord_exporter_scrapes_total"], 7);
+    EXPECT_EQ(v["monitord_exporter_scrape_errors_total"], 2);
+    EXPECT_EQ((v["monitord_exporter_build_info{version=\"1.2.3\"}"]), 1);
+    for (const auto& [name, value] : v) {
+        EXPECT_TRUE(name.starts_with("monitord_up") || name.starts_with("monitord_exporter_"))
+            << name << " while monitord is down";
+    }
+}
+
+TEST(MachineMetrics, RatiosSecondsAndProbeStates) {
+    auto v = samples(text(two_cpus()));
+    EXPECT_EQ(v["monitord_up"], 1);
+    EXPECT_DOUBLE_EQ((v["monitord_load_ratio{source=\"procstat\"}"]), 0.5);
+    EXPECT_DOUBLE_EQ((v["monitord_load_window_avg_ratio{source=\"procstat\"}"]), 0.4);
+    EXPECT_DOUBLE_EQ((v["monitord_load_window_min_ratio{source=\"procstat\"}"]), 0.2);
+    EXPECT_DOUBLE_EQ((v["monitord_load_window_max_ratio{source=\"procstat\"}"]), 0.6);
+    EXPECT_DOUBLE_EQ((v["monitord_cpu_load_ratio{cpu=\"0\",source=\"procstat\"}"]), 0.25);
+    EXPECT_FALSE(v.contains("monitord_cpu_load_ratio{cpu=\"1\",source=\"procstat\"}"))
+        << "a gap is no sample, not a zero";
+    EXPECT_DOUBLE_EQ((v["monitord_cpu_load_window_avg_ratio{cpu=\"1\",source=\"procstat\"}"]), 0.6);
+    EXPECT_DOUBLE_EQ((v["monitord_cpu_seconds_total{cpu=\"0\",state=\"user\"}"]), 12.5);
+    EXPECT_DOUBLE_EQ((v["monitord_cpu_seconds_total{cpu=\"0\",state=\"idle\"}"]), 87.5);
+    EXPECT_DOUBLE_EQ((v["monitord_cpu_seconds_total{cpu=\"0\",state=\"guest_nice\"}"]), 0);
+    EXPECT_FALSE(v.contains("monitord_cpu_seconds_total{cpu=\"1\",state=\"idle\"}"));
+    EXPECT_EQ((v["monitord_probe_state{cpu=\"0\",state=\"running\"}"]), 1);
+    EXPECT_EQ((v["monitord_probe_state{cpu=\"0\",state=\"failed\"}"]), 0);
+    EXPECT_EQ((v["monitord_probe_state{cpu=\"1\",state=\"failed\"}"]), 1);
+    EXPECT_DOUBLE_EQ((v["monitord_probe_idle_seconds_total{cpu=\"0\"}"]), 1.5);
+    EXPECT_DOUBLE_EQ((v["monitord_probe_baseline_seconds{cpu=\"0\"}"]), 2.5e-6);
+    EXPECT_DOUBLE_EQ(v["monitord_start_time_seconds"], 1'800'000'000 - 100);
+    EXPECT_EQ(v["monitord_load_window_seconds"], 60);
+    EXPECT_FALSE(v.contains("monitord_watchdog_armed")) << "no watchdog, no watchdog series";
+}
+
+TEST(MachineMetrics, TheWatchdog) {
+    auto s = two_cpus();
+    monitor::protocol::WatchdogInfo w;
+    w.device = "/dev/watchdog0";
+    w.identity = "i6300ESB timer";
+    w.armed = true;
+    w.timeout = 10;
+    w.since_last_pet = 0.25;
+    w.pets = 42;
+    w.last_reset_by_watchdog = true;
+    s.status->watchdog = w;
+    auto v = samples(text(s));
+    EXPECT_EQ(v["monitord_watchdog_armed"], 1);
+    EXPECT_EQ(v["monitord_watchdog_timeout_seconds"], 10);
+    EXPECT_FALSE(v.contains("monitord_watchdog_time_left_seconds")) << "the driver cannot tell";
+    EXPECT_DOUBLE_EQ(v["monitord_watchdog_last_pet_age_seconds"], 0.25);
+    EXPECT_EQ(v["monitord_watchdog_pets_total"], 42);
+    EXPECT_EQ(v["monitord_watchdog_last_reset_by_watchdog"], 1);
+    EXPECT_EQ((v["monitord_watchdog_info{device=\"/dev/watchdog0\",identity=\"i6300ESB timer\","
+                 "policy=\"all\",on_stop=\"disarm\"}"]),
+              1);
+}
+
+TEST(Exposition, OpenMetricsNamesCountersWithoutTotalAndEnds) {
+    auto om = text(two_cpus(), Format::OpenMetrics);
+    EXPECT_NE(om.find("# TYPE monitord_cpu_seconds counter\n"), std::string::npos);
+    EXPECT_NE(om.find("monitord_cpu_seconds_total{cpu=\"0\",state=\"user\"} 12.5\n"),
+              std::string::npos);
+    EXPECT_NE(om.find("# TYPE monitord_up gauge\n"), std::string::npos) << om;
+    EXPECT_NE(om.find("\nmonitord_up 1\n"), std::string::npos) << om;
+    EXPECT_TRUE(om.ends_with("\n# EOF\n"));
+    EXPECT_EQ(om.find("# EOF"), om.size() - 6) << "one EOF, at the end";
+    // The text format keeps _total in the family's name.
+    EXPECT_NE(text(two_cpus()).find("# TYPE monitord_cpu_seconds_total counter"),
+              std::string::npos);
+}
+
+TEST(Exposition, LabelValuesAreEscaped) {
+    auto s = two_cpus();
+    monitor::protocol::WatchdogInfo w;
+    w.device = "/dev/a\"b\\c\nd";
+    s.status->watchdog = w;
+    for (auto f : {Format::Text, Format::OpenMetrics}) {
+        EXPECT_NE(text(s, f).find("device=\"/dev/a\\\"b\\\\c\\nd\""), std::string::npos);
+    }
+}
+
+TEST(Exposition, NegotiatesTheFormatAsPrometheusAsks) {
+    // What Prometheus 2.42 sends.
+    EXPECT_EQ(negotiate("application/openmetrics-text;version=1.0.0,application/"
+                        "openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/"
+                        "*;q=0.1"),
+              Format::OpenMetrics);
+    EXPECT_EQ(negotiate(""), Format::Text);
+    EXPECT_EQ(negotiate("*/*"), Format::Text);
+    EXPECT_EQ(negotiate("text/plain;version=0.0.4"), Format::Text);
+    EXPECT_EQ(negotiate("text/plain;q=1, application/openmetrics-text;q=0.5"), Format::Text);
+    EXPECT_EQ(negotiate("application/openmetrics-text;q=0"), Format::Text);
+    EXPECT_EQ(negotiate("Application/OpenMetrics-Text; version=1.0.0"), Format::OpenMetrics);
+    EXPECT_EQ(content_type(Format::Text), "text/plain; version=0.0.4; charset=utf-8");
+}
+
+TEST(Exposition, GzipOnlyWhenAcceptedAndItInflatesBack) {
+    EXPECT_TRUE(accepts_gzip("gzip"));
+    EXPECT_TRUE(accepts_gzip("deflate, gzip;q=0.5"));
+    EXPECT_TRUE(accepts_gzip("*"));
+    EXPECT_FALSE(accepts_gzip(""));
+    EXPECT_FALSE(accepts_gzip("identity"));
+    EXPECT_FALSE(accepts_gzip("gzip;q=0"));
+
+    const std::string body = text(two_cpus());
+    auto z = gzip(body);
+    ASSERT_TRUE(z);
+    EXPECT_LT(z->size(), body.size());
+    std::string back(body.size() + 16, '\0');
+    z_stream in{};
+    ASSERT_EQ(inflateInit2(&in, 16 + MAX_WBITS), Z_OK);
+    in.next_in = reinterpret_cast<Bytef*>(z->data());
+    in.avail_in = static_cast<uInt>(z->size());
+    in.next_out = reinterpret_cast<Bytef*>(back.data());
+    in.avail_out = static_cast<uInt>(back.size());
+    EXPECT_EQ(inflate(&in, Z_FINISH), Z_STREAM_END);
+    back.resize(in.total_out);
+    inflateEnd(&in);
+    EXPECT_EQ(back, body);
+}
+
+}  // namespace
+}  // namespace exporter
