@@ -67,6 +67,23 @@ echo "$out" | grep -q "group monitor" || say "ERROR the refusal does not name th
 echo "bob: $out"
 say "ACCESS"
 
+# The exporter: its socket is enabled by its package; the first scrape, by a user outside
+# the group monitor, starts the service, which runs as a user of its own in that group.
+check "monitord-exporter.socket enabled" systemctl is-enabled --quiet monitord-exporter.socket
+check "monitord-exporter.socket listening" systemctl is-active --quiet monitord-exporter.socket
+scrape=$(as bob curl -sS --max-time 20 http://localhost:10750/metrics 2>&1)
+echo "$scrape" | grep -q '^monitord_up 1$' || say "ERROR bob's scrape lacks monitord_up 1: $(echo "$scrape" | head -3)"
+echo "$scrape" | grep -q '^monitord_cpu_seconds_total{cpu="0",state="idle"} ' ||
+    say "ERROR bob's scrape lacks the CPU time by state"
+echo "$scrape" | grep -q '^monitord_watchdog_armed 1$' || say "ERROR the scrape lacks the armed watchdog"
+euser=$(ps -o user= -p "$(systemctl show monitord-exporter.service -p MainPID --value)")
+[ -n "$euser" ] && [ "$euser" != root ] || say "ERROR monitord-exporter runs as '$euser'"
+security=$(systemd-analyze security monitord-exporter.service 2>&1 | grep -i 'overall exposure')
+echo "monitord-exporter.service runs as $euser; $security"
+check "monitord-exporter.service exposure at most 2.0" \
+    systemd-analyze security --threshold=20 monitord-exporter.service
+say "EXPORTER"
+
 # Counting: system-wide as root (the unit's capabilities; Debian's kernel is at
 # perf_event_paranoid 3), refused for alice until the configuration's control-group names
 # her group.
