@@ -151,9 +151,11 @@ RunResult run(const std::vector<std::string>& argv, const SpawnOptions& opts,
 }
 
 std::unique_ptr<Process> Process::start(const std::vector<std::string>& argv,
-                                        const SpawnOptions& opts) {
+                                        const SpawnOptions& opts, std::unique_ptr<ScratchDir> dir) {
     std::unique_ptr<Process> p{new Process};
-    p->dir_ = std::make_unique<ScratchDir>(std::filesystem::path{argv.at(0)}.filename().string());
+    p->dir_ =
+        dir ? std::move(dir)
+            : std::make_unique<ScratchDir>(std::filesystem::path{argv.at(0)}.filename().string());
     p->pid_ = spawn(argv, opts, p->dir() / "stdout", p->dir() / "stderr");
     return p;
 }
@@ -193,10 +195,10 @@ std::string Process::log() const {
 
 std::unique_ptr<Daemon> Daemon::start(Options opts) {
     std::unique_ptr<Daemon> d{new Daemon};
-    d->dir_ = std::make_unique<ScratchDir>(ScratchDir::Everyone);
-    d->socket_ = opts.socket.empty() ? (d->dir() / "io.monitord.Monitor").string() : opts.socket;
+    auto dir = std::make_unique<ScratchDir>(ScratchDir::Everyone);
+    d->socket_ = opts.socket.empty() ? (*dir / "io.monitord.Monitor").string() : opts.socket;
 
-    auto notify_path = d->dir() / "notify";
+    auto notify_path = *dir / "notify";
     d->notify_fd_.reset(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
@@ -218,21 +220,13 @@ std::unique_ptr<Daemon> Daemon::start(Options opts) {
     }
     argv.insert(argv.end(), opts.args.begin(), opts.args.end());
     opts.spawn.env.push_back("NOTIFY_SOCKET=" + notify_path.string());
-    d->pid_ = spawn(argv, opts.spawn, d->dir() / "stdout", d->dir() / "stderr");
+    d->process_ = Process::start(argv, opts.spawn, std::move(dir));
 
     if (opts.wait_ready && !d->wait_notification("READY=1")) {
         ADD_FAILURE() << "monitord did not report READY=1 within 10 s; its log:\n" << d->log();
         return nullptr;
     }
     return d;
-}
-
-Daemon::~Daemon() {
-    if (pid_ > 0 && !exit_code_) {
-        ::kill(pid_, SIGKILL);
-        int status = 0;
-        ::waitpid(pid_, &status, 0);
-    }
 }
 
 void Daemon::drain_notifications(int timeout_ms) {
@@ -266,35 +260,6 @@ bool Daemon::wait_notification(const std::string& needle, std::chrono::milliseco
         }
         drain_notifications(50);
     }
-}
-
-bool Daemon::alive() {
-    if (exit_code_) return false;
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        exit_code_ = decode_status(status);
-        return false;
-    }
-    return true;
-}
-
-void Daemon::signal(int sig) {
-    ::kill(pid_, sig);
-}
-
-std::optional<int> Daemon::stop(int sig, std::chrono::milliseconds timeout) {
-    if (!alive()) return exit_code_;
-    ::kill(pid_, sig);
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (alive()) {
-        if (std::chrono::steady_clock::now() > deadline) return std::nullopt;
-        std::this_thread::sleep_for(5ms);
-    }
-    return exit_code_;
-}
-
-std::string Daemon::log() const {
-    return slurp(dir() / "stdout") + slurp(dir() / "stderr");
 }
 
 monitor::varlink::Client Daemon::connect() const {

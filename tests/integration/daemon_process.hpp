@@ -2,6 +2,7 @@
 // NOTIFY_SOCKET so tests see what it tells systemd, and the real monctl.
 #pragma once
 
+#include <signal.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -54,8 +55,10 @@ uid_t nobody_uid();
 // files of its own directory; killed when destroyed.
 class Process {
   public:
+    // Its output goes to `dir`, or to a directory of its own.
     static std::unique_ptr<Process> start(const std::vector<std::string>& argv,
-                                          const SpawnOptions& opts = {});
+                                          const SpawnOptions& opts = {},
+                                          std::unique_ptr<ScratchDir> dir = nullptr);
     ~Process();
 
     pid_t pid() const { return pid_; }
@@ -64,6 +67,7 @@ class Process {
     // Sends `sig` and waits for the exit: the exit code, -N when killed by signal N, or
     // nullopt after `timeout`.
     std::optional<int> stop(int sig, std::chrono::milliseconds timeout = 10s);
+    void signal(int sig) { ::kill(pid_, sig); }
     std::string log() const;
 
   private:
@@ -89,24 +93,26 @@ class Daemon {
     // become ready within 10 s.
     static std::unique_ptr<Daemon> start(Options opts);
     static std::unique_ptr<Daemon> start() { return start(Options{}); }
-    ~Daemon();
+    ~Daemon() = default;  // the process is killed if still running
 
     const std::string& socket() const { return socket_; }
-    pid_t pid() const { return pid_; }
-    const ScratchDir& dir() const { return *dir_; }
+    pid_t pid() const { return process_->pid(); }
+    const ScratchDir& dir() const { return process_->dir(); }
 
     // Waits until a notification containing `needle` arrives (or was already seen).
     bool wait_notification(const std::string& needle, std::chrono::milliseconds timeout = 10s);
     const std::vector<std::string>& notifications();
 
     // Whether the process is still running.
-    bool alive();
+    bool alive() { return process_->alive(); }
     // Sends `sig` and waits for the exit; returns the exit code, -N when killed by signal N,
     // or std::nullopt after `timeout`.
-    std::optional<int> stop(int sig, std::chrono::milliseconds timeout = 10s);
-    void signal(int sig);
+    std::optional<int> stop(int sig, std::chrono::milliseconds timeout = 10s) {
+        return process_->stop(sig, timeout);
+    }
+    void signal(int sig) { process_->signal(sig); }
     // Everything monitord wrote to stdout and stderr so far.
-    std::string log() const;
+    std::string log() const { return process_->log(); }
 
     monitor::varlink::Client connect() const;
     // monctl --socket <socket> ARGS...
@@ -122,10 +128,8 @@ class Daemon {
     Daemon() = default;
     void drain_notifications(int timeout_ms);
 
-    std::unique_ptr<ScratchDir> dir_;
+    std::unique_ptr<Process> process_;
     std::string socket_;
-    pid_t pid_ = -1;
-    std::optional<int> exit_code_;
     monitor::UniqueFd notify_fd_;
     std::vector<std::string> notifications_;
 };
