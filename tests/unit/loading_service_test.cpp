@@ -207,6 +207,41 @@ TEST_F(LoadingServiceTest, GetLoadingWithStatesSaysWhereTheTimeWent) {
             "states"));
 }
 
+// The totals come with their own query too, and grow with every tick.
+TEST_F(LoadingServiceTest, GetLoadingWithTotalsGivesTheTimeByStateSoFar) {
+    start_with_manual_ticks();
+    components_->write_stat(kSecond1);
+    components_->tick();
+    const json query{{"per_cpu", true}, {"totals", true}};
+    EXPECT_FALSE(
+        call_checked(*client_, "GetLoading", {{"per_cpu", true}})["machine"]["procstat"].contains(
+            "state_seconds"));
+    json first = call_checked(*client_, "GetLoading", query);
+    const json s1 = cpu_procstat(first, 0)["state_seconds"];
+    ASSERT_TRUE(s1.is_object()) << first.dump();
+    EXPECT_FALSE(cpu_procstat(first, 0).contains("states")) << "totals do not bring the shares";
+    components_->write_stat(kSecond2);
+    components_->tick();
+    json second = call_checked(*client_, "GetLoading", query);
+    const json s2 = cpu_procstat(second, 0)["state_seconds"];
+    double grew = 0;
+    for (const auto& [state, seconds] : s2.items()) {
+        EXPECT_GE(seconds.get<double>(), s1[state].get<double>()) << state;
+        grew += seconds.get<double>() - s1[state].get<double>();
+    }
+    EXPECT_GT(grew, 0) << "the second tick's interval was added";
+    // The machine's is the sum of its CPUs'.
+    const double machine_idle = second["machine"]["procstat"]["state_seconds"]["idle"];
+    EXPECT_NEAR(machine_idle,
+                cpu_procstat(second, 0)["state_seconds"]["idle"].get<double>() +
+                    cpu_procstat(second, 1)["state_seconds"]["idle"].get<double>(),
+                1e-9);
+    EXPECT_FALSE(
+        call_checked(*client_, "GetLoading", {{"per_cpu", true}})["machine"]["procstat"].contains(
+            "state_seconds"))
+        << "the reply without totals is still the one without";
+}
+
 TEST_F(LoadingServiceTest, GetLoadingWithMoreRepliesAfterEveryTick) {
     start_with_manual_ticks();
     auto per_cpu = components_->connect();

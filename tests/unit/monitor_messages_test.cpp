@@ -103,6 +103,12 @@ void expect_same_source(const SourceLoad& a, const SourceLoad& b) {
             }
         }
     }
+    ASSERT_EQ(a.state_seconds.has_value(), b.state_seconds.has_value()) << a.source;
+    if (a.state_seconds) {
+        for (std::size_t k = 0; k < kTimeStateCount; ++k) {
+            EXPECT_DOUBLE_EQ(a.state_seconds->seconds[k], b.state_seconds->seconds[k]) << k;
+        }
+    }
 }
 
 // States that add up to 100, each distinct so that a swapped key shows.
@@ -124,6 +130,15 @@ LoadingReport with_states() {
     // Offline for the last second: no last interval.
     r.cpus[1].sources[0].states = StateStats{std::nullopt, shares(0.25), 2};
     return r;
+}
+
+// The time by state so far, with digits beyond the three the shares keep.
+StateSeconds seconds_of(double base) {
+    StateSeconds s;
+    for (std::size_t k = 0; k < kTimeStateCount; ++k) {
+        s.seconds[k] = base * static_cast<double>(k + 1) + 0.000123456;
+    }
+    return s;
 }
 
 void expect_same_report(const LoadingReport& a, const LoadingReport& b) {
@@ -322,6 +337,21 @@ TEST(LoadingReportJson, StatesShape) {
     EXPECT_FALSE(to_json(machine_only())["machine"]["procstat"].contains("states"));
 }
 
+TEST(LoadingReportJson, StateSecondsRoundTripUnroundedAndConform) {
+    LoadingReport r = with_states();
+    r.machine[0].state_seconds = seconds_of(1000.5);
+    r.cpus[0].sources[0].state_seconds = seconds_of(500.25);
+    json j = to_json(r);
+    expect_conforms("GetLoading", j);
+    expect_same_report(loading_from_json(j), r);
+    const json& m = j["machine"]["procstat"]["state_seconds"];
+    ASSERT_TRUE(m.is_object()) << j.dump();
+    EXPECT_EQ(m.size(), kTimeStateCount);
+    EXPECT_DOUBLE_EQ(m["user"].get<double>(), 1000.500123456) << "counters are not rounded";
+    EXPECT_DOUBLE_EQ(m["idle"].get<double>(), 10005.000123456);
+    EXPECT_FALSE(j["cpus"][1]["procstat"].contains("state_seconds"));
+}
+
 TEST(LoadingReportJson, LoadsAreRoundedToThreeDecimals) {
     LoadingReport r = machine_only();
     r.machine[0] = procstat(stats(33.33349, 66.6666, 0.0004, 99.99951, 5), {12.34567, {}});
@@ -364,14 +394,17 @@ TEST(LoadingQueryJson, RoundTripAndConformsToGetLoadingInput) {
     for (bool per_cpu : {false, true}) {
         for (bool history : {false, true}) {
             for (bool states : {false, true}) {
-                LoadingQuery q{per_cpu, history, states};
-                json j = to_json(q);
-                auto mm = iface->check(*m->input, j, Extra::Reject);
-                EXPECT_FALSE(mm) << j.dump() << ": " << mm->path << ": " << mm->reason;
-                LoadingQuery back = loading_query_from_json(j);
-                EXPECT_EQ(back.per_cpu, per_cpu);
-                EXPECT_EQ(back.history, history);
-                EXPECT_EQ(back.states, states);
+                for (bool totals : {false, true}) {
+                    LoadingQuery q{per_cpu, history, states, totals};
+                    json j = to_json(q);
+                    auto mm = iface->check(*m->input, j, Extra::Reject);
+                    EXPECT_FALSE(mm) << j.dump() << ": " << mm->path << ": " << mm->reason;
+                    LoadingQuery back = loading_query_from_json(j);
+                    EXPECT_EQ(back.per_cpu, per_cpu);
+                    EXPECT_EQ(back.history, history);
+                    EXPECT_EQ(back.states, states);
+                    EXPECT_EQ(back.totals, totals);
+                }
             }
         }
     }
