@@ -6,10 +6,11 @@
 
 Both: the version of the package is the project's (meson.build) and each package holds the
 files it must (the daemon, monctl, the units, sysusers.d and tmpfiles.d, the configuration,
-the man pages; the library; the header, pkg-config file and libmonitor(3)). deb: lintian
-reports no error and no warning (informational and pedantic tags are printed: the note of
-the change explains them), the configuration is a conffile, and the maintainer scripts
-enable the socket and the service and create the group. rpm: the configuration is
+the man pages; the exporter, its units and monitord-exporter(8); the library; the header,
+pkg-config file and libmonitor(3)). deb: lintian reports no error and no warning
+(informational and pedantic tags are printed: the note of the change explains them), the
+configuration is a conffile, monitord's maintainer scripts enable its socket and service and
+create the group, and monitord-exporter's enable its socket. rpm: the configuration is
 %config(noreplace), the scriptlets create the group. Both: the library's examples build
 against the unpacked development packages alone (the C one with libmonitor.pc and the shared
 library, the C++ one with the installed headers and libmonitor++.pc) and run.
@@ -35,6 +36,11 @@ DEB_FILES = {
                  "/usr/lib/tmpfiles.d/monitord.conf", "/etc/monitord/monitord.conf",
                  "/usr/share/man/man1/monctl.1.gz", "/usr/share/man/man5/monitord.conf.5.gz",
                  "/usr/share/man/man8/monitord.8.gz", "/usr/share/doc/monitord/copyright"],
+    "monitord-exporter": ["/usr/sbin/monitord-exporter",
+                          "/lib/systemd/system/monitord-exporter.service",
+                          "/lib/systemd/system/monitord-exporter.socket",
+                          "/usr/share/man/man8/monitord-exporter.8.gz",
+                          "/usr/share/doc/monitord-exporter/copyright"],
     "libmonitor0": ["/libmonitor.so.0"],
     "libmonitor-dev": ["/usr/include/mon.h", "/usr/include/monitor/perf/perf_session.hpp",
                        "/usr/include/monitor/status.hpp", "/libmonitor.so", "/libmonitor.a",
@@ -46,6 +52,10 @@ RPM_FILES = {
                  "/systemd/system/monitord.socket", "/sysusers.d/monitord.conf",
                  "/tmpfiles.d/monitord.conf", "/etc/monitord/monitord.conf",
                  "/man1/monctl.1", "/man5/monitord.conf.5", "/man8/monitord.8"],
+    "monitord-exporter": ["/usr/sbin/monitord-exporter",
+                          "/systemd/system/monitord-exporter.service",
+                          "/systemd/system/monitord-exporter.socket",
+                          "/man8/monitord-exporter.8"],
     "libmonitor": ["/libmonitor.so.0"],
     "libmonitor-devel": ["/usr/include/mon.h", "/usr/include/monitor/perf/perf_session.hpp",
                          "/usr/include/monitor/status.hpp", "/libmonitor.so", "/libmonitor.a",
@@ -151,6 +161,17 @@ def check_deb(args):
                          "systemd-tmpfiles"):
                 if what not in files:
                     problem(f"monitord's postinst does not mention {what}")
+        if name == "monitord-exporter":
+            control = subprocess.run(["dpkg-deb", "--ctrl-tarfile", deb], capture_output=True,
+                                     check=True).stdout
+            postinst = subprocess.run(["tar", "-xO", "./postinst"], input=control,
+                                      capture_output=True, check=False).stdout.decode()
+            # deb-systemd-helper enables the socket, deb-systemd-invoke starts it.
+            if not re.search(r"deb-systemd-helper[^\n]* enable [^\n]*"
+                             r"'?monitord-exporter\.socket'?", postinst):
+                problem("monitord-exporter's postinst does not enable monitord-exporter.socket")
+            if not re.search(r"deb-systemd-invoke[^\n]*monitord-exporter\.socket", postinst):
+                problem("monitord-exporter's postinst does not start monitord-exporter.socket")
     build_examples(args.root)
     report = open(os.path.join(args.out, "lintian.txt")).read()
     tags = [l for l in report.splitlines() if re.match(r"^[EWIPXO]: ", l)]
