@@ -63,8 +63,11 @@ int main(int argc, char** argv) {
     app.add_flag("--show-loading", show_loading,
                  "Print the loading of the machine and of each CPU every second on stdout");
     app.add_flag("--check-config", check_config, "Check the configuration file and exit");
-    app.add_option("--proc-root", proc_root, "Where procfs is mounted (for tests)")->group("");
-    app.add_option("--sys-root", sys_root, "Where sysfs is mounted (for tests)")->group("");
+    app.add_option("--proc-root", proc_root,
+                   "Where the procfs to read is mounted (default /proc): a host's /proc mounted "
+                   "elsewhere in a container, or a made-up machine; use with --probe off");
+    app.add_option("--sys-root", sys_root,
+                   "Where the sysfs to read is mounted (default /sys), as --proc-root");
 
     try {
         app.parse(argc, argv);

@@ -150,6 +150,47 @@ RunResult run(const std::vector<std::string>& argv, const SpawnOptions& opts,
     return r;
 }
 
+std::unique_ptr<Process> Process::start(const std::vector<std::string>& argv,
+                                        const SpawnOptions& opts) {
+    std::unique_ptr<Process> p{new Process};
+    p->dir_ = std::make_unique<ScratchDir>(std::filesystem::path{argv.at(0)}.filename().string());
+    p->pid_ = spawn(argv, opts, p->dir() / "stdout", p->dir() / "stderr");
+    return p;
+}
+
+Process::~Process() {
+    if (pid_ > 0 && !exit_code_) {
+        ::kill(pid_, SIGKILL);
+        int status = 0;
+        ::waitpid(pid_, &status, 0);
+    }
+}
+
+bool Process::alive() {
+    if (exit_code_) return false;
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        exit_code_ = decode_status(status);
+        return false;
+    }
+    return true;
+}
+
+std::optional<int> Process::stop(int sig, std::chrono::milliseconds timeout) {
+    if (!alive()) return exit_code_;
+    ::kill(pid_, sig);
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (alive()) {
+        if (std::chrono::steady_clock::now() > deadline) return std::nullopt;
+        std::this_thread::sleep_for(5ms);
+    }
+    return exit_code_;
+}
+
+std::string Process::log() const {
+    return slurp(dir() / "stdout") + slurp(dir() / "stderr");
+}
+
 std::unique_ptr<Daemon> Daemon::start(Options opts) {
     std::unique_ptr<Daemon> d{new Daemon};
     d->dir_ = std::make_unique<ScratchDir>(ScratchDir::Everyone);

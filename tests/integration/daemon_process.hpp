@@ -50,6 +50,29 @@ RunResult run(const std::vector<std::string>& argv, const SpawnOptions& opts = {
 // The uid of "nobody" (65534 on Debian).
 uid_t nobody_uid();
 
+// Another program running in the background (monitord-exporter, prometheus), its output in
+// files of its own directory; killed when destroyed.
+class Process {
+  public:
+    static std::unique_ptr<Process> start(const std::vector<std::string>& argv,
+                                          const SpawnOptions& opts = {});
+    ~Process();
+
+    pid_t pid() const { return pid_; }
+    const ScratchDir& dir() const { return *dir_; }
+    bool alive();
+    // Sends `sig` and waits for the exit: the exit code, -N when killed by signal N, or
+    // nullopt after `timeout`.
+    std::optional<int> stop(int sig, std::chrono::milliseconds timeout = 10s);
+    std::string log() const;
+
+  private:
+    Process() = default;
+    std::unique_ptr<ScratchDir> dir_;
+    pid_t pid_ = -1;
+    std::optional<int> exit_code_;
+};
+
 class Daemon {
   public:
     struct Options {

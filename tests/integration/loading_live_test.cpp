@@ -1,12 +1,6 @@
 // Loading measured by the real daemon on this machine's real /proc/stat.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <pthread.h>
-#include <sched.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
-#include <atomic>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -14,6 +8,7 @@
 #include <vector>
 
 #include "daemon_process.hpp"
+#include "spinner.hpp"
 
 namespace itest {
 namespace {
@@ -27,48 +22,6 @@ double cpu_load(const nlohmann::json& loading, int cpu, const char* source = "pr
     }
     return -1;
 }
-
-// Keeps one CPU busy from a normal-priority thread pinned to it: in user space, or with
-// system calls that spend their time in the kernel (reads of /dev/zero, which the kernel
-// fills).
-class Spinner {
-  public:
-    enum class Mode { User, SystemCalls };
-    explicit Spinner(int cpu, Mode mode = Mode::User)
-        : mode_(mode), thread_([this, cpu] { spin(cpu); }) {}
-    ~Spinner() {
-        stop_ = true;
-        thread_.join();
-    }
-    bool pinned() const { return pinned_; }
-
-  private:
-    void spin(int cpu) {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET(cpu, &set);
-        pinned_ = pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
-        if (mode_ == Mode::SystemCalls) {
-            // The read goes straight to the kernel: a sanitizer's interceptor of read() would
-            // check the whole buffer in user space after each call and make the loop user time.
-            std::vector<char> buffer(64 * 1024);
-            const int fd = ::open("/dev/zero", O_RDONLY | O_CLOEXEC);
-            if (fd < 0) return;
-            while (!stop_.load(std::memory_order_relaxed)) {
-                if (::syscall(SYS_read, fd, buffer.data(), buffer.size()) < 0) break;
-            }
-            ::close(fd);
-            return;
-        }
-        volatile unsigned long n = 0;
-        while (!stop_.load(std::memory_order_relaxed)) n = n + 1;
-    }
-
-    const Mode mode_;
-    std::atomic<bool> stop_{false};
-    std::atomic<bool> pinned_{false};
-    std::thread thread_;
-};
 
 TEST(LoadingLive, OneBusyCpuReadsBusy) {
     auto d = Daemon::start();

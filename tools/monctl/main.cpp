@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <iostream>
 
-#include "daemon_client.hpp"
+#include "monitor/protocol/daemon_client.hpp"
 #include "monitor/protocol/monitor_messages.hpp"
 #include "monitord-config.h"
 #include "perf_commands.hpp"
@@ -33,8 +33,8 @@ int report(const monitor::Error& e) {
     return kExitError;
 }
 
-monitor::Result<monctl::DaemonClient> connect(const Options& o) {
-    return monctl::DaemonClient::connect(o.socket);
+monitor::Result<monitor::protocol::DaemonClient> connect(const Options& o) {
+    return monitor::protocol::DaemonClient::connect(o.socket);
 }
 
 int print_json(const nlohmann::json& j) {

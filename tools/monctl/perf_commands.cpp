@@ -14,11 +14,11 @@
 #include <iostream>
 #include <thread>
 
-#include "daemon_client.hpp"
 #include "monitor/loading/cpu_list.hpp"
 #include "monitor/perf/derived_metrics.hpp"
 #include "monitor/perf/perf_session.hpp"
 #include "monitor/protocol/counter_messages.hpp"
+#include "monitor/protocol/daemon_client.hpp"
 #include "monitor/runtime/counter_run.hpp"
 #include "perf_views.hpp"
 
@@ -27,6 +27,7 @@ namespace monctl {
 using monitor::fail;
 using monitor::Result;
 using monitor::Status;
+using monitor::protocol::DaemonClient;
 using nlohmann::json;
 namespace protocol = monitor::protocol;
 

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <iostream>
 
-#include "daemon_client.hpp"
+#include "monitor/protocol/daemon_client.hpp"
 #include "perf_commands.hpp"
 #include "top_frame.hpp"
 #include "top_model.hpp"
@@ -22,6 +22,7 @@ namespace {
 using namespace std::chrono_literals;
 using monitor::Result;
 namespace protocol = monitor::protocol;
+using protocol::DaemonClient;
 
 constexpr int kExitOk = 0;
 constexpr int kExitError = 1;

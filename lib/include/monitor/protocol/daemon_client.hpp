@@ -1,5 +1,5 @@
-// monctl's link to monitord: finds the socket, makes a call, checks the reply against the
-// interface file.
+// A client's link to monitord (monctl, monitord-exporter): finds the socket, makes a call,
+// checks the reply against the interface file.
 #pragma once
 
 #include <functional>
@@ -9,7 +9,7 @@
 
 #include "monitor/protocol/varlink_client.hpp"
 
-namespace monctl {
+namespace monitor::protocol {
 
 // The status code of one of the daemon's own errors ("io.monitord.Monitor.PerfRunning" ->
 // PRFRUN); nullopt for the others.
@@ -52,4 +52,4 @@ class DaemonClient {
     std::string path_;
 };
 
-}  // namespace monctl
+}  // namespace monitor::protocol

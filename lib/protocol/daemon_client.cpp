@@ -1,21 +1,18 @@
-#include "daemon_client.hpp"
+#include "monitor/protocol/daemon_client.hpp"
 
 #include "monitor/protocol/socket_path.hpp"
 #include "monitor/protocol/varlink_idl.hpp"
 
-namespace monctl {
+namespace monitor::protocol {
 
 using monitor::fail;
 using monitor::Result;
 using monitor::Status;
 
 Result<DaemonClient> DaemonClient::connect(const std::string& socket) {
-    namespace protocol = monitor::protocol;
-    auto places =
-        socket.empty()
-            ? protocol::socket_places(protocol::SocketEnvironment::current())
-            : std::vector{protocol::SocketPlace{protocol::SocketPlaceKind::Given, socket}};
-    auto c = protocol::connect_to_daemon(places);
+    auto places = socket.empty() ? socket_places(SocketEnvironment::current())
+                                 : std::vector{SocketPlace{SocketPlaceKind::Given, socket}};
+    auto c = connect_to_daemon(places);
     if (!c) return std::unexpected(c.error());
     return DaemonClient{std::move(c->client), std::move(c->path)};
 }
@@ -100,4 +97,4 @@ Result<nlohmann::json> DaemonClient::checked(const std::string& method,
     return std::move(reply->parameters);
 }
 
-}  // namespace monctl
+}  // namespace monitor::protocol

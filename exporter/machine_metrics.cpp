@@ -1,0 +1,212 @@
+#include "machine_metrics.hpp"
+
+#include <array>
+#include <deque>
+#include <string_view>
+
+#include "monitor/loading/cpu_states.hpp"
+
+namespace exporter {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+using Labels = std::vector<ClientMetric::Label>;
+
+// The families in the order they are added (a deque: references to them stay valid); a family
+// without samples is left out.
+class Families {
+  public:
+    MetricFamily& family(std::string name, std::string help, MetricType type) {
+        out_.push_back(MetricFamily{std::move(name), std::move(help), type, {}});
+        return out_.back();
+    }
+    std::vector<MetricFamily> take() {
+        std::vector<MetricFamily> v;
+        for (auto& f : out_) {
+            if (!f.metric.empty()) v.push_back(std::move(f));
+        }
+        out_.clear();
+        return v;
+    }
+
+  private:
+    std::deque<MetricFamily> out_;
+};
+
+void add(MetricFamily& f, Labels labels, double value) {
+    ClientMetric m;
+    m.label = std::move(labels);
+    switch (f.type) {
+        case MetricType::Counter:
+            m.counter.value = value;
+            break;
+        case MetricType::Gauge:
+            m.gauge.value = value;
+            break;
+        default:
+            m.untyped.value = value;
+            break;
+    }
+    f.metric.push_back(std::move(m));
+}
+
+// The probe's states, as the interface lists them.
+constexpr std::array<std::string_view, 6> kProbeStates = {"starting",  "calibrating", "running",
+                                                          "displaced", "failed",      "stopped"};
+
+// A source's statistics: the last second and the window, as ratios of 0-1.
+struct LoadFamilies {
+    MetricFamily& last;
+    MetricFamily& avg;
+    MetricFamily& min;
+    MetricFamily& max;
+
+    void add_stats(const Labels& labels, const monitor::LoadStats& s) const {
+        if (s.avg_prev_sec) add(last, labels, *s.avg_prev_sec / 100.0);
+        if (s.samples == 0) return;
+        add(avg, labels, s.avg_prev_min / 100.0);
+        add(min, labels, s.min_prev_min / 100.0);
+        add(max, labels, s.max_prev_min / 100.0);
+    }
+};
+
+LoadFamilies load_families(Families& fs, const std::string& prefix, const std::string& whose) {
+    return LoadFamilies{
+        fs.family(prefix + "_load_ratio",
+                  "Load of " + whose + " over the last second (0-1), by source.",
+                  MetricType::Gauge),
+        fs.family(prefix + "_load_window_avg_ratio",
+                  "Mean load of " + whose + " over the history window (0-1), by source.",
+                  MetricType::Gauge),
+        fs.family(prefix + "_load_window_min_ratio",
+                  "Lowest per-second load of " + whose + " in the history window (0-1).",
+                  MetricType::Gauge),
+        fs.family(prefix + "_load_window_max_ratio",
+                  "Highest per-second load of " + whose + " in the history window (0-1).",
+                  MetricType::Gauge),
+    };
+}
+
+void add_loading(Families& fs, const monitor::LoadingReport& loading) {
+    auto& window = fs.family("monitord_load_window_seconds",
+                             "Length of monitord's loading history window.", MetricType::Gauge);
+    add(window, {}, static_cast<double>(loading.window_seconds));
+
+    const auto machine = load_families(fs, "monitord", "all online CPUs");
+    for (const auto& l : loading.machine) {
+        if (l.stats) machine.add_stats({{"source", l.source}}, *l.stats);
+    }
+    const auto cpu = load_families(fs, "monitord_cpu", "a CPU");
+    auto& seconds = fs.family(
+        "monitord_cpu_seconds_total",
+        "CPU time by state as /proc/stat accounts it, since monitord started, with the idle "
+        "probes' own time given back to idle; guest and guest_nice are not inside user and nice.",
+        MetricType::Counter);
+    const auto names = monitor::time_state_names();
+    for (const auto& c : loading.cpus) {
+        const std::string id = std::to_string(c.cpu);
+        for (const auto& l : c.sources) {
+            if (l.stats) cpu.add_stats({{"cpu", id}, {"source", l.source}}, *l.stats);
+            if (!l.state_seconds) continue;
+            for (std::size_t i = 0; i < monitor::kTimeStateCount; ++i) {
+                add(seconds, {{"cpu", id}, {"state", std::string{names[i]}}},
+                    l.state_seconds->seconds[i]);
+            }
+        }
+    }
+}
+
+void add_probes(Families& fs, const monitor::protocol::DaemonStatus& s) {
+    auto& state =
+        fs.family("monitord_probe_state",
+                  "The idle probe's state on a CPU: 1 for the state it is in.", MetricType::Gauge);
+    auto& idle = fs.family("monitord_probe_idle_seconds_total",
+                           "CPU time the idle probe got on a CPU: the idle time it measured.",
+                           MetricType::Counter);
+    auto& baseline = fs.family(
+        "monitord_probe_baseline_seconds",
+        "Calibrated time of one outer probe loop (10,000 register copies) on an unloaded CPU.",
+        MetricType::Gauge);
+    for (const auto& p : s.probes) {
+        const std::string id = std::to_string(p.cpu);
+        for (auto name : kProbeStates) {
+            add(state, {{"cpu", id}, {"state", std::string{name}}}, p.state == name ? 1 : 0);
+        }
+        add(idle, {{"cpu", id}}, p.cpu_seconds);
+        if (p.baseline_ns) add(baseline, {{"cpu", id}}, *p.baseline_ns * 1e-9);
+    }
+}
+
+void add_watchdog(Families& fs, const monitor::protocol::WatchdogInfo& w) {
+    auto gauge = [&](std::string name, std::string help, double value) {
+        add(fs.family(std::move(name), std::move(help), MetricType::Gauge), {}, value);
+    };
+    add(fs.family("monitord_watchdog_info", "The watchdog device monitord pets, and how.",
+                  MetricType::Gauge),
+        {{"device", w.device},
+         {"identity", w.identity.value_or("")},
+         {"policy", w.policy},
+         {"on_stop", w.on_stop}},
+        1);
+    gauge("monitord_watchdog_armed", "1 while the watchdog is open and counting down.",
+          w.armed ? 1 : 0);
+    if (w.timeout) {
+        gauge("monitord_watchdog_timeout_seconds",
+              "The watchdog's timeout as the driver granted it.", static_cast<double>(*w.timeout));
+    }
+    if (w.time_left) {
+        gauge("monitord_watchdog_time_left_seconds",
+              "Seconds until the watchdog fires, as the driver tells.",
+              static_cast<double>(*w.time_left));
+    }
+    if (w.since_last_pet) {
+        gauge("monitord_watchdog_last_pet_age_seconds",
+              "Seconds since the idle probes last petted the watchdog.", *w.since_last_pet);
+    }
+    add(fs.family("monitord_watchdog_pets_total", "Pets of the watchdog.", MetricType::Counter), {},
+        static_cast<double>(w.pets));
+    add(fs.family("monitord_watchdog_pet_errors_total", "Pets the driver refused.",
+                  MetricType::Counter),
+        {}, static_cast<double>(w.pet_errors));
+    gauge("monitord_watchdog_last_reset_by_watchdog",
+          "1 when the driver says the last reset of the machine was the watchdog's doing.",
+          w.last_reset_by_watchdog ? 1 : 0);
+}
+
+}  // namespace
+
+std::vector<prometheus::MetricFamily> machine_metrics(const Scrape& scrape,
+                                                      const ExporterFacts& facts) {
+    Families fs;
+    add(fs.family("monitord_up", "1 when monitord answered this scrape.", MetricType::Gauge), {},
+        scrape.status ? 1 : 0);
+    add(fs.family("monitord_exporter_build_info", "The exporter's version.", MetricType::Gauge),
+        {{"version", facts.version}}, 1);
+    add(fs.family("monitord_exporter_scrape_duration_seconds",
+                  "How long asking monitord took in this scrape.", MetricType::Gauge),
+        {}, scrape.duration_seconds);
+    add(fs.family("monitord_exporter_scrapes_total", "Scrapes served.", MetricType::Counter), {},
+        static_cast<double>(facts.scrapes));
+    add(fs.family("monitord_exporter_scrape_errors_total", "Scrapes that monitord did not answer.",
+                  MetricType::Counter),
+        {}, static_cast<double>(facts.errors));
+    if (!scrape.status) return fs.take();
+
+    const auto& s = *scrape.status;
+    add(fs.family("monitord_build_info", "monitord's version and probe mode.", MetricType::Gauge),
+        {{"version", s.version}, {"probe_mode", s.probe_mode}}, 1);
+    const double now = std::chrono::duration<double>(scrape.at.time_since_epoch()).count();
+    add(fs.family("monitord_start_time_seconds", "When monitord started, since the epoch.",
+                  MetricType::Gauge),
+        {}, now - s.uptime);
+    add(fs.family("monitord_cpus_online", "CPUs online.", MetricType::Gauge), {},
+        static_cast<double>(s.cpus.size()));
+    if (scrape.loading) add_loading(fs, *scrape.loading);
+    add_probes(fs, s);
+    if (s.watchdog) add_watchdog(fs, *s.watchdog);
+    return fs.take();
+}
+
+}  // namespace exporter

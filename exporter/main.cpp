@@ -1,0 +1,190 @@
+// monitord-exporter: serves monitord's loading, CPU time by state, idle probes and watchdog
+// over HTTP for Prometheus, asking monitord over its varlink socket on every scrape.
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+#include <systemd/sd-daemon.h>
+#include <systemd/sd-event.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <string>
+
+#include "exposition.hpp"
+#include "http_server.hpp"
+#include "logging.hpp"
+#include "machine_metrics.hpp"
+#include "monitor/enum_names.hpp"
+#include "monitord-config.h"
+#include "monitord_scraper.hpp"
+
+namespace {
+
+constexpr int kExitUsage = 2;
+constexpr const char* kDefaultListen = ":10750";
+
+const char* const kIndexPage =
+    "<html><head><title>monitord exporter</title></head><body>\n"
+    "<h1>monitord exporter</h1>\n"
+    "<p><a href=\"/metrics\">Metrics</a> of monitord, the CPU loading monitor "
+    "(monitord-exporter(8)).</p>\n"
+    "</body></html>\n";
+
+// Routes a request: /metrics, the index page, 404 and 405.
+class Exporter {
+  public:
+    Exporter(exporter::MonitordScraper scraper) : scraper_(std::move(scraper)) {}
+
+    exporter::HttpResponse handle(const exporter::HttpRequest& req) {
+        exporter::HttpResponse res;
+        if (req.method != "GET" && req.method != "HEAD") {
+            res.status = 405;
+            res.headers.emplace_back("Allow", "GET, HEAD");
+            res.body = "Method " + req.method + " is not allowed: use GET or HEAD.\n";
+            return res;
+        }
+        if (req.path == "/") {
+            res.content_type = "text/html; charset=utf-8";
+            res.body = kIndexPage;
+            return res;
+        }
+        if (req.path != "/metrics") {
+            res.status = 404;
+            res.body = "Not found: " + req.path + ". The metrics are at /metrics.\n";
+            return res;
+        }
+        return metrics(req);
+    }
+
+  private:
+    exporter::HttpResponse metrics(const exporter::HttpRequest& req) {
+        monitor::Error error;
+        auto scrape = scraper_.scrape(&error);
+        facts_.scrapes++;
+        if (!scrape.status) {
+            facts_.errors++;
+            if (monitord_up_) spdlog::warn("monitord does not answer: {}", error.message);
+        } else if (!monitord_up_) {
+            spdlog::info("monitord answers");
+        }
+        monitord_up_ = scrape.status.has_value();
+
+        const auto format = exporter::negotiate(req.accept);
+        exporter::HttpResponse res;
+        res.content_type = exporter::content_type(format);
+        res.body = exporter::render(exporter::machine_metrics(scrape, facts_), format);
+        res.headers.emplace_back("Vary", "Accept, Accept-Encoding");
+        if (exporter::accepts_gzip(req.accept_encoding)) {
+            if (auto z = exporter::gzip(res.body)) {
+                res.body = std::move(*z);
+                res.headers.emplace_back("Content-Encoding", "gzip");
+            }
+        }
+        return res;
+    }
+
+    exporter::MonitordScraper scraper_;
+    exporter::ExporterFacts facts_{MONITORD_VERSION, 0, 0};
+    bool monitord_up_ = true;  // so that a first failure is logged
+};
+
+// A thousand scrapers and slow clients need more descriptors than the usual soft limit.
+void raise_descriptor_limit() {
+    rlimit l{};
+    if (::getrlimit(RLIMIT_NOFILE, &l) == 0 && l.rlim_cur < l.rlim_max) {
+        l.rlim_cur = std::min<rlim_t>(l.rlim_max, 65536);
+        ::setrlimit(RLIMIT_NOFILE, &l);
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"monitord-exporter: monitord's metrics for Prometheus (see monitord-exporter(8))",
+                 "monitord-exporter"};
+    std::string listen = kDefaultListen;
+    std::string socket;
+    double timeout_s = 5;
+    std::string log_level = "info";
+    app.set_version_flag("--version", "monitord-exporter " MONITORD_VERSION);
+    app.add_option("-l,--listen", listen,
+                   std::string{"Address and port to serve /metrics on: ADDR:PORT, [ADDR6]:PORT or "
+                               ":PORT for every address (default "} +
+                       kDefaultListen + "); ignored when systemd passes a socket");
+    app.add_option("-s,--socket", socket,
+                   "monitord's socket (default $MONITORD_SOCKET, else where monctl looks: the "
+                   "user's own daemon, then /run/monitord/io.monitord.Monitor)");
+    app.add_option("--timeout", timeout_s,
+                   "Seconds monitord may take to answer a scrape before it counts as down "
+                   "(default 5)")
+        ->check(CLI::Range(0.1, 60.0));
+    app.add_option("--log-level", log_level, "trace, debug, info, warning or error (default info)");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        const int code = app.exit(e);
+        return code == 0 ? 0 : kExitUsage;
+    }
+    auto level = monitor::value_named(monitord::kLogLevelNames, log_level);
+    if (!level) {
+        std::fprintf(stderr,
+                     "monitord-exporter: --log-level %s: use trace, debug, info, warning "
+                     "or error\n",
+                     log_level.c_str());
+        return kExitUsage;
+    }
+    monitord::setup_logging(*level);
+    raise_descriptor_limit();
+
+    // systemd's socket unit, or a socket of our own.
+    monitor::UniqueFd listener;
+    const int passed = sd_listen_fds(/*unset_environment=*/1);
+    if (passed > 1) {
+        spdlog::error("systemd passed {} sockets; monitord-exporter.socket should have one",
+                      passed);
+        return 1;
+    }
+    std::string where;
+    if (passed == 1) {
+        listener.reset(SD_LISTEN_FDS_START);
+        where = "the socket systemd passed";
+    } else {
+        auto fd = exporter::listen_on(listen);
+        if (!fd) {
+            spdlog::error("{}", fd.error().message);
+            return 1;
+        }
+        listener = std::move(*fd);
+        where = listen;
+    }
+
+    sd_event* raw = nullptr;
+    if (int r = sd_event_default(&raw); r < 0) {
+        spdlog::error("sd_event_default: {}", std::strerror(-r));
+        return 1;
+    }
+    monitord::EventPtr event{raw};
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGINT);
+    sigprocmask(SIG_BLOCK, &stop, nullptr);
+    sd_event_add_signal(event.get(), nullptr, SIGTERM, nullptr, nullptr);
+    sd_event_add_signal(event.get(), nullptr, SIGINT, nullptr, nullptr);
+
+    Exporter routes{exporter::MonitordScraper{
+        socket, std::chrono::milliseconds{static_cast<long>(timeout_s * 1000)}}};
+    auto server = exporter::HttpServer::start(
+        event.get(), std::move(listener),
+        [&](const exporter::HttpRequest& req) { return routes.handle(req); },
+        [](const std::string& m) { spdlog::warn("http: {}", m); });
+    if (!server) {
+        spdlog::error("{}", server.error().message);
+        return 1;
+    }
+    spdlog::info("serving /metrics on {}", where);
+    sd_notifyf(0, "READY=1\nSTATUS=Serving /metrics on %s", where.c_str());
+    const int r = sd_event_loop(event.get());
+    sd_notify(0, "STOPPING=1");
+    return r < 0 ? 1 : 0;
+}

@@ -1,0 +1,47 @@
+#include "monitord_scraper.hpp"
+
+#include "monitor/protocol/monitor_messages.hpp"
+
+namespace exporter {
+
+Scrape MonitordScraper::scrape(monitor::Error* error) {
+    const auto started = std::chrono::steady_clock::now();
+    Scrape s;
+    auto finish = [&](const monitor::Error* e) {
+        if (e != nullptr) {
+            client_.reset();
+            s.status.reset();
+            s.loading.reset();
+            if (error != nullptr) *error = *e;
+        }
+        s.at = std::chrono::system_clock::now();
+        s.duration_seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        return s;
+    };
+    for (int attempt = 0; attempt < 2; ++attempt) {
+        // A connection kept from the previous scrape may have been closed by a monitord that
+        // restarted since: one new connection is tried before monitord counts as down.
+        const bool fresh = !client_;
+        if (fresh) {
+            auto c = monitor::protocol::DaemonClient::connect(socket_);
+            if (!c) return finish(&c.error());
+            client_.emplace(std::move(*c));
+            client_->set_timeout(timeout_);
+        }
+        auto status = client_->call("GetStatus");
+        if (!status) {
+            client_.reset();
+            if (fresh) return finish(&status.error());
+            continue;
+        }
+        auto loading = client_->call("GetLoading", {{"per_cpu", true}, {"totals", true}});
+        if (!loading) return finish(&loading.error());
+        s.status = monitor::protocol::status_from_json(*status);
+        s.loading = monitor::protocol::loading_from_json(*loading);
+        return finish(nullptr);
+    }
+    return finish(nullptr);
+}
+
+}  // namespace exporter

@@ -1,0 +1,381 @@
+// monitord-exporter between the real monitord and HTTP clients: curl, promtool, and a real
+// Prometheus scraping it.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "daemon_process.hpp"
+#include "spinner.hpp"
+
+namespace itest {
+namespace {
+
+std::string exporter_bin() {
+    const char* v = std::getenv("MONITORD_EXPORTER_BIN");
+    return v != nullptr ? v : "/nonexistent";
+}
+
+// The path of a program on $PATH, or "" (the test's run() does not search $PATH).
+std::string which(const std::string& program) {
+    auto r = run({"/bin/sh", "-c", "command -v " + program});
+    while (!r.out.empty() && r.out.back() == '\n') r.out.pop_back();
+    return r.exit_code == 0 ? r.out : "";
+}
+bool have(const std::string& program) {
+    return !which(program).empty();
+}
+
+// A loopback TCP socket listening on a port of the kernel's choosing.
+struct Listener {
+    monitor::UniqueFd fd;
+    int port = 0;
+};
+Listener loopback_listener() {
+    Listener l;
+    l.fd.reset(::socket(AF_INET, SOCK_STREAM, 0));
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const int on = 1;
+    ::setsockopt(l.fd.get(), SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
+    EXPECT_EQ(::bind(l.fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+    EXPECT_EQ(::listen(l.fd.get(), 128), 0);
+    socklen_t len = sizeof a;
+    ::getsockname(l.fd.get(), reinterpret_cast<sockaddr*>(&a), &len);
+    l.port = ntohs(a.sin_port);
+    return l;
+}
+
+int free_port() {
+    return loopback_listener().port;  // closed again: free for a moment
+}
+
+// The exporter on a socket it gets from its "systemd" (this test), as monitord-exporter.socket
+// passes it.
+struct Exporter {
+    std::unique_ptr<Process> process;
+    int port = 0;
+    std::string url(const std::string& path = "/metrics") const {
+        return "http://127.0.0.1:" + std::to_string(port) + path;
+    }
+};
+Exporter start_exporter(const std::string& monitord_socket) {
+    Exporter e;
+    auto l = loopback_listener();
+    e.port = l.port;
+    SpawnOptions o;
+    o.pass_fd = l.fd.get();
+    e.process = Process::start({exporter_bin(), "--socket", monitord_socket}, o);
+    return e;  // the listening socket is the exporter's now: requests wait in its backlog
+}
+
+struct Http {
+    int code = 0;
+    std::string body;
+    std::string headers;
+};
+// curl ARGS URL: the status code, the body and the response headers.
+Http get(const std::string& url, std::vector<std::string> args = {}) {
+    ScratchDir dir("curl");
+    static const std::string curl = which("curl");
+    std::vector<std::string> argv{curl,         "-sS",
+                                  "--max-time", "10",
+                                  "-D",         (dir.path() / "headers").string(),
+                                  "-o",         (dir.path() / "body").string(),
+                                  "-w",         "%{http_code}"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.push_back(url);
+    auto r = run(argv, {}, 15s);
+    Http h;
+    h.code = std::atoi(r.out.c_str());
+    std::ifstream b(dir.path() / "body", std::ios::binary);
+    std::stringstream bs;
+    bs << b.rdbuf();
+    h.body = bs.str();
+    std::ifstream hd(dir.path() / "headers");
+    std::stringstream hs;
+    hs << hd.rdbuf();
+    h.headers = hs.str();
+    return h;
+}
+
+// The samples of a text exposition: "name{labels}" -> value.
+std::map<std::string, double> samples(const std::string& text) {
+    std::map<std::string, double> out;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.empty() || line[0] == '#') continue;
+        auto space = line.rfind(' ');
+        out[line.substr(0, space)] = std::strtod(line.c_str() + space + 1, nullptr);
+    }
+    return out;
+}
+
+std::string cpu_seconds(int cpu, const char* state) {
+    return "monitord_cpu_seconds_total{cpu=\"" + std::to_string(cpu) + "\",state=\"" + state +
+           "\"}";
+}
+
+constexpr const char* kStates[] = {"user",   "nice",  "system", "irq",        "softirq",
+                                   "iowait", "steal", "guest",  "guest_nice", "idle"};
+
+class ExporterTest : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        if (!std::filesystem::exists(exporter_bin())) GTEST_SKIP() << "MONITORD_EXPORTER_BIN unset";
+        daemon_ = Daemon::start();
+        ASSERT_TRUE(daemon_);
+        ASSERT_TRUE(daemon_->wait_samples(1));
+        exporter_ = start_exporter(daemon_->socket());
+    }
+    std::unique_ptr<Daemon> daemon_;
+    Exporter exporter_;
+};
+
+TEST_F(ExporterTest, EveryCpuHasItsTimeByStateAndTheLoadingAndProbes) {
+    auto h = get(exporter_.url());
+    ASSERT_EQ(h.code, 200) << h.body << exporter_.process->log();
+    EXPECT_NE(h.headers.find("text/plain; version=0.0.4"), std::string::npos) << h.headers;
+    auto s = samples(h.body);
+    EXPECT_EQ(s["monitord_up"], 1);
+    const auto cpus = daemon_->call("GetStatus")["cpus"];
+    ASSERT_FALSE(cpus.empty());
+    for (int cpu : cpus) {
+        double total = 0;
+        for (const char* state : kStates) {
+            ASSERT_TRUE(s.contains(cpu_seconds(cpu, state))) << cpu_seconds(cpu, state);
+            EXPECT_GE(s[cpu_seconds(cpu, state)], 0);
+            total += s[cpu_seconds(cpu, state)];
+        }
+        // At least the one second monitord has measured, and no more than it has run.
+        EXPECT_GE(total, 0.5) << "cpu" << cpu;
+        EXPECT_LE(total, s["monitord_load_window_seconds"] + 30) << "cpu" << cpu;
+        const std::string id = std::to_string(cpu);
+        for (const char* source : {"probe", "procstat"}) {
+            const auto key =
+                "monitord_cpu_load_ratio{cpu=\"" + id + "\",source=\"" + source + "\"}";
+            ASSERT_TRUE(s.contains(key)) << key;
+            EXPECT_GE(s[key], 0);
+            EXPECT_LE(s[key], 1);
+        }
+        EXPECT_EQ((s["monitord_probe_state{cpu=\"" + id + "\",state=\"running\"}"]), 1);
+        EXPECT_EQ((s["monitord_probe_state{cpu=\"" + id + "\",state=\"failed\"}"]), 0);
+        EXPECT_GT((s["monitord_probe_idle_seconds_total{cpu=\"" + id + "\"}"]), 0);
+    }
+    EXPECT_EQ(s["monitord_cpus_online"], static_cast<double>(cpus.size()));
+    // --watchdog none: no watchdog series.
+    EXPECT_EQ(h.body.find("monitord_watchdog_armed"), std::string::npos);
+}
+
+TEST_F(ExporterTest, CpuTimeGrowsWithTheTimeThatPassed) {
+    auto first = samples(get(exporter_.url()).body);
+    const auto started = std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(3s);
+    auto second = samples(get(exporter_.url()).body);
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const auto cpus = daemon_->call("GetStatus")["cpus"];
+    for (int cpu : cpus) {
+        double grew = 0;
+        for (const char* state : kStates) {
+            const auto key = cpu_seconds(cpu, state);
+            EXPECT_GE(second[key], first[key]) << key << " went back";
+            grew += second[key] - first[key];
+        }
+        // Whole ticks of about a second each: within a tick of the time that passed.
+        EXPECT_NEAR(grew, elapsed, 1.2) << "cpu" << cpu;
+    }
+}
+
+// promtool reads the text format only; Prometheus itself reads the OpenMetrics one (below).
+TEST_F(ExporterTest, PromtoolFindsTheScrapeClean) {
+    if (!have("promtool"))
+        GTEST_SKIP() << "promtool (Debian's prometheus package) is not installed";
+    auto r = run({"/bin/sh", "-c", "curl -sS " + exporter_.url() + " | promtool check metrics"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_EQ(r.out + r.err, "") << "promtool has remarks";
+}
+
+TEST_F(ExporterTest, OpenMetricsAndGzipWhenAsked) {
+    auto om = get(exporter_.url(), {"-H", "Accept: application/openmetrics-text; version=1.0.0"});
+    ASSERT_EQ(om.code, 200);
+    EXPECT_NE(om.headers.find("application/openmetrics-text; version=1.0.0"), std::string::npos)
+        << om.headers;
+    EXPECT_TRUE(om.body.ends_with("# EOF\n"));
+    EXPECT_NE(om.body.find("# TYPE monitord_cpu_seconds counter\n"), std::string::npos);
+
+    auto z = get(exporter_.url(), {"-H", "Accept-Encoding: gzip"});
+    ASSERT_EQ(z.code, 200);
+    EXPECT_NE(z.headers.find("Content-Encoding: gzip"), std::string::npos) << z.headers;
+    ASSERT_GE(z.body.size(), 2u);
+    EXPECT_EQ(static_cast<unsigned char>(z.body[0]), 0x1f);  // the gzip magic
+    EXPECT_EQ(static_cast<unsigned char>(z.body[1]), 0x8b);
+    auto plain = get(exporter_.url(), {"--compressed"});  // curl asks for gzip and inflates
+    EXPECT_EQ(samples(plain.body)["monitord_up"], 1);
+    EXPECT_LT(z.body.size(), plain.body.size());
+}
+
+TEST_F(ExporterTest, OtherPathsAre404AndOtherMethods405) {
+    auto missing = get(exporter_.url("/metricz"));
+    EXPECT_EQ(missing.code, 404);
+    EXPECT_NE(missing.body.find("/metrics"), std::string::npos) << "says where the metrics are";
+    EXPECT_EQ(get(exporter_.url("/")).code, 200);
+    for (const char* method : {"POST", "PUT", "DELETE", "OPTIONS", "PATCH"}) {
+        auto r = get(exporter_.url(), {"-X", method, "--data", "x=1"});
+        EXPECT_EQ(r.code, 405) << method;
+        EXPECT_NE(r.headers.find("Allow: GET, HEAD"), std::string::npos) << method << r.headers;
+    }
+    auto head = get(exporter_.url(), {"--head"});  // curl writes the headers as the body
+    EXPECT_EQ(head.code, 200);
+    EXPECT_NE(head.headers.find("Content-Length: "), std::string::npos) << head.headers;
+    EXPECT_EQ(head.body.find("monitord_up"), std::string::npos) << "HEAD has no body";
+    EXPECT_TRUE(exporter_.process->alive());
+}
+
+TEST_F(ExporterTest, MonitordDownIsUpZeroAndItsReturnIsSeen) {
+    ASSERT_EQ(samples(get(exporter_.url()).body)["monitord_up"], 1);
+    const std::string socket = daemon_->socket();
+    ASSERT_EQ(daemon_->stop(SIGTERM), 0);
+    auto down = get(exporter_.url());
+    EXPECT_EQ(down.code, 200) << "the exporter still answers";
+    auto s = samples(down.body);
+    EXPECT_EQ(s["monitord_up"], 0);
+    EXPECT_EQ(s["monitord_exporter_scrape_errors_total"], 1);
+    EXPECT_EQ(down.body.find("monitord_cpu_seconds_total"), std::string::npos)
+        << "no stale figures";
+
+    Daemon::Options o;
+    o.socket = socket;
+    auto again = Daemon::start(o);
+    ASSERT_TRUE(again);
+    ASSERT_TRUE(again->wait_samples(1));
+    auto up = samples(get(exporter_.url()).body);
+    EXPECT_EQ(up["monitord_up"], 1);
+    EXPECT_TRUE(up.contains(cpu_seconds(0, "idle")));
+}
+
+// A thousand connections that send half a request and then nothing: the exporter keeps
+// answering a real scraper.
+TEST_F(ExporterTest, AThousandSlowClientsDoNotStopTheScrape) {
+    rlimit l{};
+    ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &l), 0);
+    if (l.rlim_max < 1100) GTEST_SKIP() << "the descriptor limit is " << l.rlim_max;
+    l.rlim_cur = std::max<rlim_t>(l.rlim_cur, 1100);
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &l), 0);
+    std::vector<monitor::UniqueFd> slow;
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<std::uint16_t>(exporter_.port));
+    const std::string half = "GET /metrics HTTP/1.1\r\nHost: slow\r\n";
+    for (int i = 0; i < 1000; ++i) {
+        monitor::UniqueFd fd{::socket(AF_INET, SOCK_STREAM, 0)};
+        ASSERT_TRUE(fd);
+        ASSERT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << i;
+        ASSERT_EQ(::send(fd.get(), half.data(), half.size(), MSG_NOSIGNAL),
+                  static_cast<ssize_t>(half.size()));
+        slow.push_back(std::move(fd));
+    }
+    const auto asked = std::chrono::steady_clock::now();
+    auto h = get(exporter_.url());
+    const double took =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - asked).count();
+    EXPECT_EQ(h.code, 200) << exporter_.process->log();
+    EXPECT_EQ(samples(h.body)["monitord_up"], 1);
+    EXPECT_LT(took, 5.0);
+    std::printf("a scrape beside 1000 slow clients took %.3f s\n", took);
+}
+
+TEST(ExporterCommandLine, BadListenAddressesAreNamed) {
+    if (!std::filesystem::exists(exporter_bin())) GTEST_SKIP() << "MONITORD_EXPORTER_BIN unset";
+    auto r = run({exporter_bin(), "--listen", "localhost"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("\"localhost\" has no port"), std::string::npos) << r.err;
+    r = run({exporter_bin(), "--listen", "127.0.0.1:http-ish"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("127.0.0.1:http-ish"), std::string::npos) << r.err;
+    r = run({exporter_bin(), "--bogus"});
+    EXPECT_EQ(r.exit_code, 2);
+}
+
+TEST(ExporterCommandLine, ListensWhereToldWithoutSystemd) {
+    if (!std::filesystem::exists(exporter_bin())) GTEST_SKIP() << "MONITORD_EXPORTER_BIN unset";
+    auto d = Daemon::start();
+    ASSERT_TRUE(d);
+    const int port = free_port();
+    auto p = Process::start(
+        {exporter_bin(), "--listen", "127.0.0.1:" + std::to_string(port), "--socket", d->socket()});
+    Http h;
+    for (int i = 0; i < 50 && h.code != 200; ++i) {
+        std::this_thread::sleep_for(100ms);
+        h = get("http://127.0.0.1:" + std::to_string(port) + "/metrics");
+    }
+    EXPECT_EQ(h.code, 200) << p->log();
+    EXPECT_EQ(samples(h.body)["monitord_up"], 1);
+    EXPECT_EQ(p->stop(SIGTERM), 0) << p->log();
+}
+
+// A real Prometheus scrapes the exporter every second; its rate() of the CPU time tells a
+// CPU this test keeps busy from an idle one.
+TEST_F(ExporterTest, PrometheusSeesTheBusyCpuBusyAndTheIdleOneIdle) {
+    if (!have("prometheus")) GTEST_SKIP() << "prometheus (Debian's package) is not installed";
+    const auto cpus = daemon_->call("GetStatus")["cpus"];
+    if (cpus.size() < 2) GTEST_SKIP() << "needs two CPUs";
+    const int busy_cpu = cpus.back();
+    const int idle_cpu = cpus.front();
+
+    ScratchDir dir("prometheus");
+    const int port = free_port();
+    {
+        std::ofstream cfg(dir.path() / "prometheus.yml");
+        cfg << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+            << "scrape_configs:\n  - job_name: monitord\n    static_configs:\n"
+            << "      - targets: ['127.0.0.1:" << exporter_.port << "']\n";
+    }
+    auto prometheus = Process::start({which("prometheus"),
+                                      "--config.file=" + (dir.path() / "prometheus.yml").string(),
+                                      "--storage.tsdb.path=" + (dir.path() / "data").string(),
+                                      "--web.listen-address=127.0.0.1:" + std::to_string(port)});
+    Spinner spinner(busy_cpu);
+    const std::string api = "http://127.0.0.1:" + std::to_string(port) + "/api/v1/query";
+    const std::string query =
+        "sum by (cpu) (rate(monitord_cpu_seconds_total{state!~\"idle|iowait\"}[6s]))";
+    std::map<int, double> busy;
+    // Prometheus needs a few seconds to start and a few scrapes for a rate. It asks for
+    // OpenMetrics first: the rates exist only if it could read that format.
+    for (int i = 0; i < 40; ++i) {
+        std::this_thread::sleep_for(1s);
+        if (i < 8) continue;
+        auto h = get(api, {"-G", "--data-urlencode", "query=" + query});
+        if (h.code != 200) continue;
+        auto j = nlohmann::json::parse(h.body, nullptr, false);
+        if (!j.is_object() || j["status"] != "success") continue;
+        busy.clear();
+        for (const auto& r : j["data"]["result"]) {
+            busy[std::stoi(r["metric"]["cpu"].get<std::string>())] =
+                std::stod(r["value"][1].get<std::string>());
+        }
+        if (busy.contains(busy_cpu) && busy.contains(idle_cpu) && busy[busy_cpu] > 0.9) break;
+    }
+    ASSERT_TRUE(spinner.pinned());
+    ASSERT_TRUE(busy.contains(busy_cpu)) << prometheus->log();
+    std::printf("rate of busy CPU time: cpu%d %.3f, cpu%d %.3f\n", busy_cpu, busy[busy_cpu],
+                idle_cpu, busy[idle_cpu]);
+    EXPECT_GT(busy[busy_cpu], 0.9);
+    EXPECT_LT(busy[idle_cpu], 0.2);
+    EXPECT_EQ(prometheus->stop(SIGTERM, 20s), 0);
+}
+
+}  // namespace
+}  // namespace itest
