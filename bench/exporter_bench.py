@@ -516,8 +516,9 @@ def report(args, results):
 
 def linear(results, name):
     """Cost per CPU at each size, and whether the largest size's is near the one before."""
+    label = "pipeline" if name == "monitord-exporter" else name
     per = [(r["ncpu"], 1000 * r["rows"][name]["cpu_ms"] / r["ncpu"]) for r in results]
-    print(f"  {name} CPU per scrape per CPU: " +
+    print(f"  {label} CPU per scrape per CPU: " +
           ", ".join(f"{n} CPUs {us:.3f} us" for n, us in per))
     big = sorted((n, us) for n, us in per if n >= 64)
     if len(big) < 2:
@@ -525,7 +526,6 @@ def linear(results, name):
         return
     (n1, a), (n2, b) = big[-2], big[-1]
     ok = b <= TARGET_LINEAR * a
-    label = "pipeline" if name == "monitord-exporter" else name
     print(f"  {'PASS' if ok else 'FAIL'}: {label} cost about linear in CPUs: per CPU at {n2}"
           f" {b / a:.2f} times that at {n1} (goal at most {TARGET_LINEAR})")
 
