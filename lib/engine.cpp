@@ -138,14 +138,11 @@ void Engine::record(SourceState& st, const LoadSample& sample, double seconds) {
             .first->second.push(here ? sample.cpus[measured].second : std::nullopt, seconds);
         if (st.machine_states) {
             const bool known = here && measured < sample.cpu_states.size();
-            const auto& shares = known ? sample.cpu_states[measured] : std::nullopt;
             st.cpu_states.try_emplace(cpu, options_.history_seconds)
-                .first->second.push(shares, seconds);
-            if (shares) {
-                StateSeconds added;
-                added.add(*shares, seconds);
-                st.cpu_seconds[cpu] += added;
-                st.machine_seconds += added;
+                .first->second.push(known ? sample.cpu_states[measured] : std::nullopt, seconds);
+            if (here && measured < sample.cpu_seconds.size() && sample.cpu_seconds[measured]) {
+                st.cpu_seconds[cpu] += *sample.cpu_seconds[measured];
+                st.machine_seconds += *sample.cpu_seconds[measured];
             }
         }
     }

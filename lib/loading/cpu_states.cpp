@@ -45,11 +45,13 @@ StateTimes& StateTimes::operator+=(const StateTimes& o) {
     return *this;
 }
 
-void StateSeconds::add(const StateShares& shares, double interval_seconds) {
-    if (!(interval_seconds > 0)) return;
+StateSeconds StateSeconds::of(const StateTimes& times, double user_hz) {
+    StateSeconds s;
+    if (!(user_hz > 0)) return s;
     for (std::size_t i = 0; i < kTimeStateCount; ++i) {
-        seconds[i] += std::clamp(shares.percent[i], 0.0, 100.0) / 100.0 * interval_seconds;
+        s.seconds[i] = std::max(times.ticks[i], 0.0) / user_hz;
     }
+    return s;
 }
 
 StateSeconds& StateSeconds::operator+=(const StateSeconds& o) {

@@ -61,6 +61,8 @@ LoadSample ProcStatSource::update(const ProcStatSnapshot& snap) {
         // value: this reading only sets its baseline.
         out.cpus.emplace_back(line.cpu, times ? times->load() : std::nullopt);
         out.cpu_states.push_back(times ? times->shares() : std::nullopt);
+        out.cpu_seconds.push_back(times ? std::optional{StateSeconds::of(*times, user_hz_)}
+                                        : std::nullopt);
         next.emplace(line.cpu, Previous{line.times, excluded_ns});
     }
     if (measured && !unmeasurable) {

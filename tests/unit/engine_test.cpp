@@ -581,15 +581,16 @@ double busy_seconds(const StateSeconds& s) {
     return busy - s[TimeState::Idle] - s[TimeState::IoWait];
 }
 
-// The time by state so far: each interval's shares times its length, per CPU; the machine's
-// is the sum of its CPUs'. A gap adds nothing, and nothing goes back.
+// The time by state so far, as the kernel counted it, per CPU; the machine's is the sum of
+// its CPUs'. A gap adds nothing, and nothing goes back.
 TEST_F(EngineTest, TotalsAddUpEachCpusTimeByStateAndTheMachinesIsTheirSum) {
     write_stat({{0, {1000, 1000}}, {1, {1000, 1000}}});
     write_online("0-1");
     create();
-    tick_with({{0, {1010, 1090}}, {1, {1050, 1050}}});     // cpu0 10 % busy, cpu1 50 %
-    tick_with({{0, {1020, 1180}}, {1, {1300, 900}}}, 2s);  // cpu1's idle goes back: a gap
-    tick_with({{0, {1030, 1270}}, {1, {1340, 960}}});      // cpu0 10 %, cpu1 40 %
+    tick_with({{0, {1010, 1090}}, {1, {1050, 1050}}});  // cpu0 10 % busy, cpu1 50 %
+    // 2 s of the clock but 1 s of ticks: the ticks count. cpu1's idle goes back: a gap.
+    tick_with({{0, {1020, 1180}}, {1, {1300, 900}}}, 2s);
+    tick_with({{0, {1030, 1270}}, {1, {1340, 960}}});  // cpu0 10 %, cpu1 40 %
 
     EXPECT_FALSE(procstat(report().machine)->state_seconds.has_value()) << "only when asked";
     auto r = engine_->loading(LoadingQuery{.per_cpu = true, .totals = true});
@@ -597,9 +598,9 @@ TEST_F(EngineTest, TotalsAddUpEachCpusTimeByStateAndTheMachinesIsTheirSum) {
     const auto* c1 = procstat(find_cpu(r, 1)->sources);
     const auto* m = procstat(r.machine);
     ASSERT_TRUE(c0->state_seconds && c1->state_seconds && m->state_seconds);
-    // cpu0: 1 + 2 + 1 s at 10 % busy.
-    EXPECT_NEAR(busy_seconds(*c0->state_seconds), 0.4, 1e-9);
-    EXPECT_NEAR((*c0->state_seconds)[TimeState::Idle], 3.6, 1e-9);
+    // cpu0: three intervals of 100 ticks at 10 % busy.
+    EXPECT_NEAR(busy_seconds(*c0->state_seconds), 0.3, 1e-9);
+    EXPECT_NEAR((*c0->state_seconds)[TimeState::Idle], 2.7, 1e-9);
     // cpu1: the gap's 2 s count nowhere.
     EXPECT_NEAR(busy_seconds(*c1->state_seconds), 0.5 + 0.4, 1e-9);
     EXPECT_NEAR((*c1->state_seconds)[TimeState::Idle], 0.5 + 0.6, 1e-9);
@@ -620,6 +621,21 @@ TEST_F(EngineTest, TotalsAddUpEachCpusTimeByStateAndTheMachinesIsTheirSum) {
     ASSERT_TRUE(back->state_seconds);
     EXPECT_NEAR(busy_seconds(*back->state_seconds), 0.9 + 0.2, 1e-9);
     EXPECT_NEAR((*back->state_seconds)[TimeState::Idle], 1.1 + 0.8, 1e-9);
+}
+
+// An interval in which the counters did not move (a reader faster than the kernel's update)
+// loses no time: the next one brings it.
+TEST_F(EngineTest, TotalsKeepTheTimeOfAnIntervalWhoseCountersStood) {
+    write_stat({{0, {1000, 1000}}});
+    write_online("0");
+    create();
+    tick_with({{0, {1000, 1000}}});  // nothing moved
+    tick_with({{0, {1050, 1150}}});  // two seconds' ticks at once
+    auto r = engine_->loading(LoadingQuery{.per_cpu = true, .totals = true});
+    const auto* c0 = procstat(find_cpu(r, 0)->sources);
+    ASSERT_TRUE(c0->state_seconds);
+    EXPECT_NEAR(busy_seconds(*c0->state_seconds), 0.5, 1e-9);
+    EXPECT_NEAR((*c0->state_seconds)[TimeState::Idle], 1.5, 1e-9);
 }
 
 }  // namespace

@@ -79,8 +79,8 @@ struct StateSeconds {
     std::array<double, kTimeStateCount> seconds{};
 
     double operator[](TimeState s) const { return seconds[static_cast<std::size_t>(s)]; }
-    // Adds an interval of `interval_seconds` of one CPU's time split by `shares`.
-    void add(const StateShares& shares, double interval_seconds);
+    // The times of an interval, counted in ticks of `user_hz` a second.
+    static StateSeconds of(const StateTimes& times, double user_hz);
     StateSeconds& operator+=(const StateSeconds& o);
 };
 

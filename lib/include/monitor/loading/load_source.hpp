@@ -22,6 +22,10 @@ struct LoadSample {
     // and per CPU (in the order of `cpus`); empty for the others.
     std::optional<StateShares> machine_states;
     std::vector<std::optional<StateShares>> cpu_states;
+    // The same CPUs' time in each state over the interval, in seconds as the kernel counted
+    // it (not the shares times the tick's length, which loses the time of an interval in
+    // which the counters did not move).
+    std::vector<std::optional<StateSeconds>> cpu_seconds;
 };
 
 class LoadSource {
