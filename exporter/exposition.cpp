@@ -172,8 +172,11 @@ bool accepts_gzip(std::string_view accept_encoding) {
 
 std::optional<std::string> gzip(std::string_view body) {
     z_stream z{};
-    // 16 + 15 window bits: a gzip header and trailer around the deflate stream.
-    if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8,
+    // 16 + 15 window bits: a gzip header and trailer around the deflate stream. The fastest
+    // level: a scrape's CPU matters more than its bytes, and on these repetitive lines level
+    // 1 saves nearly as much as the default (a two-CPU scrape: 4,481 bytes, 945 gzipped at
+    // level 1, 858 at level 6).
+    if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 16 + MAX_WBITS, 8,
                      Z_DEFAULT_STRATEGY) != Z_OK) {
         return std::nullopt;
     }

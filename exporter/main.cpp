@@ -33,7 +33,7 @@ const char* const kIndexPage =
 // Routes a request: /metrics, the index page, 404 and 405.
 class Exporter {
   public:
-    Exporter(exporter::MonitordScraper scraper) : scraper_(std::move(scraper)) {}
+    explicit Exporter(exporter::MonitordScraper scraper) : scraper_(std::move(scraper)) {}
 
     exporter::HttpResponse handle(const exporter::HttpRequest& req) {
         exporter::HttpResponse res;
