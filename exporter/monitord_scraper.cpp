@@ -10,8 +10,6 @@ Scrape MonitordScraper::scrape(monitor::Error* error) {
     auto finish = [&](const monitor::Error* e) {
         if (e != nullptr) {
             client_.reset();
-            s.status.reset();
-            s.loading.reset();
             if (error != nullptr) *error = *e;
         }
         s.at = std::chrono::system_clock::now();
@@ -19,28 +17,22 @@ Scrape MonitordScraper::scrape(monitor::Error* error) {
             std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         return s;
     };
-    for (int attempt = 0; attempt < 2; ++attempt) {
-        // A connection kept from the previous scrape may have been closed by a monitord that
-        // restarted since: one new connection is tried before monitord counts as down.
-        const bool fresh = !client_;
-        if (fresh) {
-            auto c = monitor::protocol::DaemonClient::connect(socket_);
-            if (!c) return finish(&c.error());
-            client_.emplace(std::move(*c));
-            client_->set_timeout(timeout_);
-        }
-        auto status = client_->call("GetStatus");
-        if (!status) {
-            client_.reset();
-            if (fresh) return finish(&status.error());
-            continue;
-        }
-        auto loading = client_->call("GetLoading", {{"per_cpu", true}, {"totals", true}});
-        if (!loading) return finish(&loading.error());
-        s.status = monitor::protocol::status_from_json(*status);
-        s.loading = monitor::protocol::loading_from_json(*loading);
-        return finish(nullptr);
+    // A connection kept from the previous scrape may have been closed by a monitord that
+    // restarted since: then one new connection is tried before monitord counts as down.
+    std::optional<monitor::Result<nlohmann::json>> status;
+    if (client_) status = client_->call("GetStatus");
+    if (!status || !*status) {
+        auto c = monitor::protocol::DaemonClient::connect(socket_);
+        if (!c) return finish(&c.error());
+        client_.emplace(std::move(*c));
+        client_->set_timeout(timeout_);
+        status = client_->call("GetStatus");
+        if (!*status) return finish(&status->error());
     }
+    auto loading = client_->call("GetLoading", {{"per_cpu", true}, {"totals", true}});
+    if (!loading) return finish(&loading.error());
+    s.status = monitor::protocol::status_from_json(**status);
+    s.loading = monitor::protocol::loading_from_json(*loading);
     return finish(nullptr);
 }
 

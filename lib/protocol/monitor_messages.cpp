@@ -1,6 +1,7 @@
 #include "monitor/protocol/monitor_messages.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -18,13 +19,30 @@ json optional_number(const std::optional<double>& v) {
     return v ? json(rounded(*v)) : json(nullptr);
 }
 
-json shares_json(const StateShares& shares) {
+// An object with a key per state (time_state_names()), as StateShares and StateSeconds are
+// sent.
+json per_state_json(const std::array<double, kTimeStateCount>& values, bool round) {
     json j = json::object();
     const auto names = time_state_names();
     for (std::size_t i = 0; i < kTimeStateCount; ++i) {
-        j[std::string{names[i]}] = rounded(shares.percent[i]);
+        j[std::string{names[i]}] = round ? rounded(values[i]) : values[i];
     }
     return j;
+}
+
+// Keys this version does not know are skipped; a state missing from a peer's reply reads 0.
+std::array<double, kTimeStateCount> per_state_from_json(const json& j) {
+    std::array<double, kTimeStateCount> values{};
+    const auto names = time_state_names();
+    for (std::size_t i = 0; i < kTimeStateCount; ++i) {
+        auto it = j.find(names[i]);
+        if (it != j.end() && it->is_number()) values[i] = it->get<double>();
+    }
+    return values;
+}
+
+json shares_json(const StateShares& shares) {
+    return per_state_json(shares.percent, /*round=*/true);
 }
 
 json states_json(const StateStats& s) {
@@ -35,32 +53,17 @@ json states_json(const StateStats& s) {
     };
 }
 
-// Keys this version does not know are skipped; a state missing from a peer's reply reads 0.
 StateShares shares_from_json(const json& j) {
-    StateShares shares;
-    const auto names = time_state_names();
-    for (std::size_t i = 0; i < kTimeStateCount; ++i) {
-        auto it = j.find(names[i]);
-        if (it != j.end() && it->is_number()) shares.percent[i] = it->get<double>();
-    }
-    return shares;
+    return StateShares{per_state_from_json(j)};
 }
 
+// Counters are sent unrounded: their growth, not their size, is what readers look at.
 json seconds_json(const StateSeconds& s) {
-    json j = json::object();
-    const auto names = time_state_names();
-    for (std::size_t i = 0; i < kTimeStateCount; ++i) j[std::string{names[i]}] = s.seconds[i];
-    return j;
+    return per_state_json(s.seconds, /*round=*/false);
 }
 
 StateSeconds seconds_from_json(const json& j) {
-    StateSeconds s;
-    const auto names = time_state_names();
-    for (std::size_t i = 0; i < kTimeStateCount; ++i) {
-        auto it = j.find(names[i]);
-        if (it != j.end() && it->is_number()) s.seconds[i] = it->get<double>();
-    }
-    return s;
+    return StateSeconds{per_state_from_json(j)};
 }
 
 StateStats states_from_json(const json& j) {
