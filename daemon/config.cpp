@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <type_traits>
 #include <vector>
 
@@ -132,6 +133,8 @@ std::string known_keys(std::string_view section) {
     return s;
 }
 
+constexpr std::string_view kCountersSection = "counters";
+
 std::string known_sections() {
     std::string s;
     for (const auto& k : keys()) {
@@ -139,6 +142,142 @@ std::string known_sections() {
         if (s.find(sec) != std::string::npos) continue;
         s += s.empty() ? "" : ", ";
         s += sec;
+    }
+    return s + ", [[counters]]";
+}
+
+// The keys of a [[counters]] table, in the order of monitord.conf(5), with their types.
+struct CounterKey {
+    std::string_view name;
+    bool integer;
+};
+constexpr CounterKey kCounterKeys[] = {
+    {"name", false},  {"events", false}, {"target", false}, {"cpu", true},
+    {"cgroup", false}, {"unit", false},  {"mux", false},    {"slice-ms", true},
+};
+
+std::string counter_keys_list() {
+    std::string s;
+    for (const auto& k : kCounterKeys) s += (s.empty() ? "" : ", ") + std::string{k.name};
+    return s;
+}
+
+bool valid_session_name(const std::string& name) {
+    if (name.empty() || name.size() > 64) return false;
+    return std::all_of(name.begin(), name.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' ||
+               c == '.';
+    });
+}
+
+// Reads one [[counters]] table; `taken` are the sessions of the tables above it.
+Result<StandingSessionConfig> parse_counters(const std::filesystem::path& file,
+                                             const toml::table& table,
+                                             const std::vector<StandingSessionConfig>& taken) {
+    StandingSessionConfig s;
+    s.where = where(file, table.source());
+    s.request.mux = "kernel";
+    // The keys in file order, so that the first problem of the table is the one reported.
+    std::vector<std::pair<std::string, const toml::node*>> keys;
+    for (const auto& [k, v] : table) keys.emplace_back(std::string{k.str()}, &v);
+    std::stable_sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) {
+        return a.second->source().begin.line < b.second->source().begin.line;
+    });
+    std::string label = "[[counters]]";
+    if (auto n = table["name"].value_exact<std::string>()) label += " '" + *n + "'";
+    for (const auto& [k, node] : keys) {
+        const std::string at = where(file, node->source());
+        const auto* spec = std::find_if(std::begin(kCounterKeys), std::end(kCounterKeys),
+                                        [&k](const CounterKey& c) { return c.name == k; });
+        if (spec == std::end(kCounterKeys)) {
+            return fail(Status::BadArg, at + ": " + label + ": unknown key '" + k +
+                                            "'; keys of [[counters]] are " + counter_keys_list());
+        }
+        const RawValue raw = raw_value(*node);
+        const auto* text = std::get_if<std::string>(&raw);
+        const auto* number = std::get_if<std::int64_t>(&raw);
+        if (spec->integer ? number == nullptr : text == nullptr) {
+            return fail(Status::BadArg, at + ": " + label + ": " + k + ": expected " +
+                                            (spec->integer ? "an integer" : "a string"));
+        }
+        auto bad = [&](const std::string& what) {
+            return fail(Status::BadArg, at + ": " + label + ": " + k + ": " + what);
+        };
+        if (k == "name") {
+            if (!valid_session_name(*text)) {
+                return bad("'" + *text +
+                           "' is not a session name; use 1 to 64 letters, digits, '_', '-' or '.'");
+            }
+            for (const auto& t : taken) {
+                if (t.name == *text) {
+                    return bad("'" + *text + "' names the session at " + t.where +
+                               " already; give each session a name of its own");
+                }
+            }
+            s.name = *text;
+        } else if (k == "events") {
+            s.request.events = *text;
+        } else if (k == "target") {
+            if (*text == "process") {
+                return bad("a standing session cannot count a process, which ends; count its "
+                           "cgroup or its unit, or all, each or one cpu");
+            }
+            if (*text != "all" && *text != "each" && *text != "cpu" && *text != "cgroup" &&
+                *text != "unit") {
+                return bad("'" + *text + "' is not a target; use all, each, cpu, cgroup or unit");
+            }
+            s.request.target = *text;
+        } else if (k == "cpu") {
+            if (*number < 0 || *number > 65535) {
+                return bad(std::to_string(*number) + " is not a CPU number; use 0 to 65535");
+            }
+            s.request.cpu = static_cast<int>(*number);
+        } else if (k == "cgroup") {
+            s.request.cgroup = *text;
+        } else if (k == "unit") {
+            s.request.unit = *text;
+        } else if (k == "mux") {
+            if (*text != "kernel" && *text != "daemon") {
+                return bad("'" + *text + "' is not accepted; use kernel or daemon");
+            }
+            s.request.mux = *text;
+        } else if (k == "slice-ms") {
+            s.request.slice_ms = *number;
+        }
+    }
+    const std::string at = s.where + ": " + label + ": ";
+    if (s.name.empty()) {
+        return fail(Status::BadArg, at + "no name; give the table name = \"...\" (letters, "
+                                         "digits, '_', '-' or '.')");
+    }
+    if (s.request.events.empty()) {
+        return fail(Status::BadArg, at + "no events; give it events = \"task-clock,...\" "
+                                         "(monctl perf list lists them)");
+    }
+    // Each target's own key, and no other target's.
+    const std::pair<const char*, bool> target_keys[] = {
+        {"cpu", s.request.cpu.has_value()},
+        {"cgroup", !s.request.cgroup.empty()},
+        {"unit", !s.request.unit.empty()},
+    };
+    for (const auto& [key, given] : target_keys) {
+        if (s.request.target == key && !given) {
+            return fail(Status::BadArg, at + "target \"" + s.request.target + "\" needs " +
+                                            key + " = ...");
+        }
+        if (s.request.target != key && given) {
+            return fail(Status::BadArg, at + key + " is for target = \"" + key +
+                                            "\"; this table's target is \"" +
+                                            s.request.target + "\"");
+        }
+    }
+    if (s.request.slice_ms && s.request.mux != "daemon") {
+        return fail(Status::BadArg,
+                    at + "slice-ms is for mux = \"daemon\" (the kernel rotates on its own)");
+    }
+    // The events' syntax and the slice's range, as a request checks them.
+    if (auto o = monitor::protocol::counting_options(s.request); !o) {
+        return fail(Status::BadArg, at + o.error().message);
     }
     return s;
 }
@@ -287,10 +426,23 @@ Result<Config> load_config(const std::filesystem::path& file, Config base) {
         std::string section;
         std::string key;  // empty for a whole section
         const toml::node* node;
+        bool standing = false;  // a [[counters]] table
     };
     std::vector<Entry> entries;
+    bool have_counters = false;
     for (const auto& [section_name, section] : doc) {
         std::string sec{section_name.str()};
+        if (sec == kCountersSection) {
+            have_counters = true;
+            const auto* tables = section.as_array();
+            if (tables != nullptr && tables->is_array_of_tables()) {
+                for (const auto& t : *tables) {
+                    entries.push_back({t.source().begin.line, sec, {}, &t, true});
+                }
+                continue;
+            }
+            // A [counters] table or a value: said at its line below.
+        }
         const auto* table = section.as_table();
         // Sections that are not tables, unknown or empty are judged at their header's line.
         if (table == nullptr || table->empty() || known_keys(sec).empty()) {
@@ -305,8 +457,19 @@ Result<Config> load_config(const std::filesystem::path& file, Config base) {
     std::stable_sort(entries.begin(), entries.end(),
                      [](const Entry& a, const Entry& b) { return a.line < b.line; });
 
+    std::vector<StandingSessionConfig> counters;
     for (const auto& e : entries) {
         const std::string at = where(file, e.node->source());
+        if (e.standing) {
+            auto s = parse_counters(file, *e.node->as_table(), counters);
+            if (!s) return std::unexpected(s.error());
+            counters.push_back(std::move(*s));
+            continue;
+        }
+        if (e.section == kCountersSection) {
+            return fail(Status::BadArg, at + ": counters is a list of tables: write each "
+                                             "standing session as a [[counters]] table");
+        }
         if (!e.node->is_table() && e.key.empty()) {
             // "key = value" above every [section] header (or an array of tables).
             std::string home;
@@ -333,6 +496,7 @@ Result<Config> load_config(const std::filesystem::path& file, Config base) {
                                             "; use " + std::string{spec->accepted});
         }
     }
+    if (have_counters) base.counters = std::move(counters);
     return base;
 }
 

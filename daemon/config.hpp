@@ -19,11 +19,28 @@
 
 #include "monitor/engine.hpp"
 #include "monitor/loading/idle_probe.hpp"
+#include "monitor/protocol/counter_messages.hpp"
 #include "monitor/runtime/runtime.hpp"
 #include "monitor/status.hpp"
 #include "monitor/watchdog/watchdog.hpp"
 
 namespace monitord {
+
+// One [[counters]] table: a standing counter session, counting from the daemon's start (or
+// the reload that added it) until the daemon stops (or a reload removes it).
+struct StandingSessionConfig {
+    std::string name;  // letters, digits, '_', '-', '.'; unique
+    monitor::protocol::CounterRequest request;
+    std::string where;  // "FILE:LINE" of its table, for messages; "" when not from a file
+
+    // The same session: a reload keeps it counting (its place in the file may have moved).
+    bool same_session(const StandingSessionConfig& o) const {
+        return name == o.name && request == o.request;
+    }
+    bool operator==(const StandingSessionConfig& o) const {
+        return same_session(o) && where == o.where;
+    }
+};
 
 struct Config {
     // [daemon]
@@ -45,6 +62,8 @@ struct Config {
     // that group exists, else the daemon's own group.
     std::optional<std::string> socket_group;
     std::string control_group;  // may start and stop counter sessions; "": root only
+    // [[counters]], in file order; a reload applies them (adds, restarts, removes sessions).
+    std::vector<StandingSessionConfig> counters;
 };
 
 // What a reload (SIGHUP) does with a key's new value. No zero value: a key must say.
@@ -117,8 +136,9 @@ ReloadPlan plan_reload(const Config& running, const Config& next);
 // The configuration file used when --config is not given.
 std::filesystem::path default_config_path();
 
-// Reads `file` over `base`: keys present in the file replace base's values. Errors are
-// BADARG with a message "FILE:LINE: [section] key: what is wrong; what would work".
+// Reads `file` over `base`: keys present in the file replace base's values; [[counters]]
+// tables, when the file has any, replace base's list. Errors are BADARG with a message
+// "FILE:LINE: [section] key: what is wrong; what would work".
 monitor::Result<Config> load_config(const std::filesystem::path& file, Config base);
 
 // The parsers of the values that may come from the command line as well as the file. The

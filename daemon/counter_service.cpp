@@ -33,10 +33,61 @@ CounterService::CounterService(VarlinkServer& server, monitor::Runtime& runtime,
     : server_(server),
       runtime_(runtime),
       schedule_changed_(std::move(schedule_changed)),
-      options_(std::move(options)) {}
+      options_(std::move(options)),
+      standing_(
+          runtime,
+          [this](const protocol::CounterRequest& request)
+              -> Result<std::unique_ptr<perf::PerfSession>> {
+              if (!catalog_) return monitor::fail(Status::NoPmu, catalog_error_);
+              auto session_options = options_for(request);
+              if (!session_options) return std::unexpected(session_options.error());
+              return open_session(*session_options);
+          },
+          [this] { schedule_changed_(); }) {}
 
 CounterService::~CounterService() {
     if (active_) runtime_.remove_run(active_->run);
+}
+
+void CounterService::configure_standing(const std::vector<StandingSessionConfig>& tables,
+                                        monitor::Runtime::Clock::time_point now) {
+    standing_.configure(tables, now);
+}
+
+void CounterService::ticked(monitor::Runtime::Clock::time_point now) {
+    standing_.retry_due(now);
+}
+
+protocol::CounterPlan CounterService::plan_message(const perf::Plan& plan) const {
+    auto message = protocol::make_plan_message(plan);
+    message.shared_with = standing_.sharing(plan);
+    return message;
+}
+
+CounterService::Response CounterService::get_standing(const Call& call) const {
+    std::optional<std::string> name;
+    if (auto it = call.parameters.find("name"); it != call.parameters.end() && !it->is_null()) {
+        name = it->get<std::string>();
+    }
+    auto sessions = standing_.report(name);
+    if (name && sessions.empty()) {
+        const auto names = standing_.names();
+        return monitor::varlink::make_error(
+            error_name("NoSuchSession"),
+            json{{"message",
+                  names.empty()
+                      ? fmt::format("no standing session '{}': monitord.conf has no "
+                                    "[[counters]] tables",
+                                    *name)
+                      : fmt::format("no standing session '{}'; there are {}", *name,
+                                    fmt::join(names, ", "))},
+                 {"sessions", names}});
+    }
+    json list = json::array();
+    for (const auto& s : sessions) list.push_back(protocol::to_json(s));
+    Reply r;
+    r.parameters = json{{"sessions", std::move(list)}};
+    return r;
 }
 
 void CounterService::setup() {
@@ -67,6 +118,8 @@ void CounterService::setup() {
                        [this](const Call&, const Peer&) -> Response { return read(); });
     server_.add_method(p + "StopCounters",
                        [this](const Call&, const Peer&) -> Response { return stop(); });
+    server_.add_method(p + "GetStandingCounters",
+                       [this](const Call& c, const Peer&) -> Response { return get_standing(c); });
 }
 
 std::string CounterService::describe() const {
@@ -161,7 +214,7 @@ CounterService::Response CounterService::plan(const Call& call) const {
     auto plan = perf::make_plan(*catalog_, *options);
     if (!plan) return error_reply(plan.error(), request.events);
     Reply r;
-    r.parameters = json{{"plan", protocol::to_json(protocol::make_plan_message(*plan))}};
+    r.parameters = json{{"plan", protocol::to_json(plan_message(*plan))}};
     return r;
 }
 
@@ -223,7 +276,7 @@ CounterService::Response CounterService::start(const Call& call, const Peer& pee
     if (auto refused = begin(request, {}, std::move(s))) return *refused;
     const auto& session = run().session();
     Reply r;
-    r.parameters = json{{"plan", protocol::to_json(protocol::make_plan_message(session.plan()))}};
+    r.parameters = json{{"plan", protocol::to_json(plan_message(session.plan()))}};
     if (const int threads = session.threads(); threads > 0) r.parameters["threads"] = threads;
     return r;
 }
@@ -261,7 +314,9 @@ CounterService::Response CounterService::stop() {
     return reply;
 }
 
-void CounterService::run_stepped(const monitor::Runtime::Due::RunStep& step) {
+void CounterService::run_stepped(const monitor::Runtime::Due::RunStep& step,
+                                 monitor::Runtime::Clock::time_point now) {
+    if (standing_.run_stepped(step, now)) return;
     if (!active_ || active_->run != step.id) return;
     if (!step.step) {
         spdlog::warn("Counter session ended: {} ({})", step.step.error().message,
@@ -280,7 +335,7 @@ void CounterService::run_stepped(const monitor::Runtime::Due::RunStep& step) {
     auto& r = run();
     Reply reply;
     reply.parameters = json{
-        {"plan", protocol::to_json(protocol::make_plan_message(r.session().plan()))},
+        {"plan", protocol::to_json(plan_message(r.session().plan()))},
         {"report", protocol::to_json(protocol::make_report(r.session().plan(), r.totals(),
                                                            active_->per_cpu, std::nullopt, true))}};
     const auto owner = *active_->owner;
@@ -301,8 +356,7 @@ bool CounterService::send_period() {
     reply.parameters["report"] = std::move(s.record_json);
     // The plan does not change: the first record and the totals carry it.
     if (r.periods() == 1) {
-        reply.parameters["plan"] =
-            protocol::to_json(protocol::make_plan_message(r.session().plan()));
+        reply.parameters["plan"] = protocol::to_json(plan_message(r.session().plan()));
     }
     reply.continues = true;
     auto text = std::make_shared<const std::string>(monitor::varlink::encode(reply));

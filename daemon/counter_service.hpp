@@ -1,6 +1,7 @@
 // The performance-counter half of the control interface: PMU information, the event list,
-// plans, and the one counting session (collect for a duration, or start ... stop), a run of
-// the daemon's runtime, which paces it; the service turns what the run did into replies.
+// plans, the one on-demand counting session (collect for a duration, or start ... stop), a
+// run of the daemon's runtime, which paces it, and the standing sessions of monitord.conf
+// beside it; the service turns what the runs did into replies.
 #pragma once
 
 #include <chrono>
@@ -16,6 +17,7 @@
 #include "monitor/perf/perf_session.hpp"
 #include "monitor/protocol/counter_messages.hpp"
 #include "monitor/runtime/runtime.hpp"
+#include "standing_counters.hpp"
 #include "varlink_server.hpp"
 
 namespace monitord {
@@ -46,10 +48,19 @@ class CounterService {
     void setup();
     // A connection closed: a collect it was waiting for ends and frees its counters.
     void connection_closed(std::uint64_t connection);
+    // The standing sessions become those of `tables` (at start and at each reload).
+    void configure_standing(const std::vector<StandingSessionConfig>& tables,
+                            monitor::Runtime::Clock::time_point now);
+    // The loading ticked at `now`: failed standing sessions may be tried again.
+    void ticked(monitor::Runtime::Clock::time_point now);
     // What the runtime's run_due() did to a run: the records and replies it calls for.
-    void run_stepped(const monitor::Runtime::Due::RunStep& step);
-    // "collecting 3 events on all CPUs for pid 42", or empty.
+    void run_stepped(const monitor::Runtime::Due::RunStep& step,
+                     monitor::Runtime::Clock::time_point now);
+    // The on-demand session: "a collect of 1000 ms by pid 42 (uid 0), counting 3 events",
+    // or empty.
     std::string describe() const;
+    // "2 standing sessions", or empty.
+    std::string describe_standing() const { return standing_.describe(); }
 
   private:
     struct Session {
@@ -72,6 +83,9 @@ class CounterService {
     Response start(const monitor::varlink::Call& call, const Peer& peer);
     Response read();
     Response stop();
+    Response get_standing(const monitor::varlink::Call& call) const;
+    // The plan as a reply carries it, with the standing sessions it shares counters with.
+    monitor::protocol::CounterPlan plan_message(const monitor::perf::Plan& plan) const;
     // Opens the request's counters as the one session `s` (its client-side fields filled
     // in), paced as `run` says; the error reply when that cannot be.
     std::optional<monitor::varlink::Reply> begin(const monitor::protocol::CounterRequest& request,
@@ -95,6 +109,7 @@ class CounterService {
     std::optional<monitor::perf::EventCatalog> catalog_;
     std::string catalog_error_;
     std::optional<Session> active_;
+    StandingCounters standing_;
 };
 
 }  // namespace monitord

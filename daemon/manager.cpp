@@ -127,6 +127,7 @@ Result<void> Manager::setup() {
     counters_ = std::make_unique<CounterService>(
         *server_, *runtime_, [this] { schedule(); }, std::move(counter_options));
     counters_->setup();
+    counters_->configure_standing(options_.config.counters, std::chrono::steady_clock::now());
     apply_control_group();
     server_->set_close_handler(
         [this](std::uint64_t connection) { counters_->connection_closed(connection); });
@@ -293,14 +294,16 @@ void Manager::schedule() {
 }
 
 void Manager::run_due(std::uint64_t now) {
-    auto due = runtime_->run_due(steady_from_usec(now));
-    for (const auto& step : due.runs) counters_->run_stepped(step);
+    const auto at = steady_from_usec(now);
+    auto due = runtime_->run_due(at);
+    for (const auto& step : due.runs) counters_->run_stepped(step, at);
     if (due.failed_pets > 0) {
         spdlog::error("Watchdog {}: {} pet(s) failed, last: {}",
                       runtime_->watchdog()->status().device, due.failed_pets, due.last_pet_error);
     }
     if (!due.ticked) return;
     loading_->loading_changed();
+    counters_->ticked(at);
     // A failure that persists is logged once, and its end once.
     std::string error = due.tick ? std::string{} : due.tick.error().to_string();
     if (error != last_tick_error_) {
@@ -369,6 +372,7 @@ void Manager::reload() {
         loading_->forget_replies();
         loading_->set_watchdog_on_stop(options_.config.watchdog_on_stop);
         apply_control_group();
+        counters_->configure_standing(options_.config.counters, std::chrono::steady_clock::now());
         spdlog::info("Reloaded {}", have_file ? file.string() : std::string{"the defaults"});
     }
     set_state(State::Running);

@@ -175,6 +175,55 @@ void add_watchdog(Families& fs, const monitor::protocol::WatchdogInfo& w) {
           w.last_reset_by_watchdog ? 1 : 0);
 }
 
+// Each standing session's events as counters (the raw count and the times it was enabled and
+// on a counter: rate(count) x rate(enabled) / rate(running) is the scaled rate), per CPU for
+// the target "each"; its metrics of the last second as gauges.
+void add_standing(Families& fs, const std::vector<monitor::protocol::StandingSession>& sessions) {
+    auto& counting = fs.family("monitord_perf_session_counting",
+                               "1 when the standing counter session counts, 0 when it could "
+                               "not open (monctl perf show says why).",
+                               MetricType::Gauge);
+    auto& events = fs.family("monitord_perf_events_total",
+                             "Events counted by a standing session while on a counter (task "
+                             "and CPU clocks: nanoseconds).",
+                             MetricType::Counter);
+    auto& enabled = fs.family("monitord_perf_enabled_seconds_total",
+                              "Time the event was enabled, added up over the CPUs it counts on.", MetricType::Counter);
+    auto& running = fs.family("monitord_perf_running_seconds_total",
+                              "Time the event was on a counter (below enabled when counters "
+                              "were shared).",
+                              MetricType::Counter);
+    auto& metrics = fs.family("monitord_perf_metric",
+                              "A metric derived from a standing session's events over the last "
+                              "second (ipc, cpus_utilized, ...).",
+                              MetricType::Gauge);
+    auto add_count = [&](Labels labels, const monitor::protocol::Count& c) {
+        add(events, labels, static_cast<double>(c.count));
+        add(enabled, labels, static_cast<double>(c.enabled_ns) / 1e9);
+        add(running, std::move(labels), static_cast<double>(c.running_ns) / 1e9);
+    };
+    for (const auto& s : sessions) {
+        add(counting, {{"session", s.name}}, s.counting ? 1 : 0);
+        if (s.totals) {
+            for (const auto& e : s.totals->events) {
+                if (e.cpus.empty()) {
+                    add_count({{"session", s.name}, {"event", e.name}}, e.value);
+                    continue;
+                }
+                for (const auto& [cpu, c] : e.cpus) {
+                    add_count({{"session", s.name}, {"event", e.name}, {"cpu", std::to_string(cpu)}},
+                              c);
+                }
+            }
+        }
+        if (s.last) {
+            for (const auto& m : s.last->metrics) {
+                add(metrics, {{"session", s.name}, {"metric", m.name}}, m.value);
+            }
+        }
+    }
+}
+
 }  // namespace
 
 std::vector<prometheus::MetricFamily> machine_metrics(const Scrape& scrape,
@@ -206,6 +255,7 @@ std::vector<prometheus::MetricFamily> machine_metrics(const Scrape& scrape,
     if (scrape.loading) add_loading(fs, *scrape.loading);
     add_probes(fs, s);
     if (s.watchdog) add_watchdog(fs, *s.watchdog);
+    add_standing(fs, scrape.standing);
     return fs.take();
 }
 

@@ -1,5 +1,5 @@
 // What one scrape of monitord says, as Prometheus metric families: the loading and the CPU
-// time by state per CPU, the idle probes and the watchdog, named as Prometheus names things
+// time by state per CPU, the idle probes, the watchdog and the standing counter sessions, named as Prometheus names things
 // (base units, `_total` for counters, labels rather than names).
 #pragma once
 
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "monitor/loading/loading_report.hpp"
+#include "monitor/protocol/counter_messages.hpp"
 #include "monitor/protocol/monitor_messages.hpp"
 
 namespace exporter {
@@ -20,6 +21,8 @@ namespace exporter {
 struct Scrape {
     std::optional<monitor::protocol::DaemonStatus> status;
     std::optional<monitor::LoadingReport> loading;  // with per_cpu and totals
+    // The standing counter sessions ([[counters]] of monitord.conf).
+    std::vector<monitor::protocol::StandingSession> standing;
     std::chrono::system_clock::time_point at;       // when the replies came
     double duration_seconds = 0;                    // how long asking monitord took
 };

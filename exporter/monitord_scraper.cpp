@@ -1,5 +1,6 @@
 #include "monitord_scraper.hpp"
 
+#include "monitor/protocol/counter_messages.hpp"
 #include "monitor/protocol/monitor_messages.hpp"
 
 namespace exporter {
@@ -31,8 +32,13 @@ Scrape MonitordScraper::scrape(monitor::Error* error) {
     }
     auto loading = client_->call("GetLoading", {{"per_cpu", true}, {"totals", true}});
     if (!loading) return finish(&loading.error());
+    auto standing = client_->call("GetStandingCounters");
+    if (!standing) return finish(&standing.error());
     s.status = monitor::protocol::status_from_json(**status);
     s.loading = monitor::protocol::loading_from_json(*loading);
+    for (const auto& j : standing->at("sessions")) {
+        s.standing.push_back(monitor::protocol::standing_session_from_json(j));
+    }
     return finish(nullptr);
 }
 

@@ -130,6 +130,20 @@ Result<std::vector<EventRequest>> parse_event_list(std::string_view list) {
     return out;
 }
 
+bool shares_counters(const Plan& a, const Plan& b) {
+    auto takes_counters = [](const Plan::Group& g) {
+        return std::any_of(g.members.begin(), g.members.end(),
+                           [](const Plan::Member& m) { return m.counter != kNoCounter; });
+    };
+    for (const auto& ga : a.kernel_groups) {
+        if (!takes_counters(ga)) continue;
+        for (const auto& gb : b.kernel_groups) {
+            if (gb.pmu == ga.pmu && takes_counters(gb)) return true;
+        }
+    }
+    return false;
+}
+
 Result<Plan> make_plan(const EventCatalog& catalog, const SessionOptions& options) {
     if (options.events.empty()) return fail(Status::BadArg, "no events to count");
     Plan plan;

@@ -71,6 +71,15 @@ json to_json(const CounterRequest& r) {
     return j;
 }
 
+std::string target_text(const CounterRequest& r) {
+    if (r.target == "each") return "each CPU";
+    if (r.target == "cpu" && r.cpu) return fmt::format("cpu{}", *r.cpu);
+    if (r.target == "cgroup") return "cgroup " + r.cgroup;
+    if (r.target == "unit") return "unit " + r.unit;
+    if (r.target == "process" && r.pid) return fmt::format("process {}", *r.pid);
+    return "all CPUs";
+}
+
 CounterRequest counter_request_from_json(const json& j) {
     CounterRequest r;
     r.events = j.at("events").get<std::string>();
@@ -348,7 +357,9 @@ json to_json(const CounterPlan& p) {
         put_optional(jg, "set", g.set);
         groups.push_back(std::move(jg));
     }
-    return json{{"slots", p.slots}, {"groups", std::move(groups)}};
+    json j{{"slots", p.slots}, {"groups", std::move(groups)}};
+    if (!p.shared_with.empty()) j["shared_with"] = p.shared_with;
+    return j;
 }
 
 CounterPlan counter_plan_from_json(const json& j) {
@@ -369,7 +380,39 @@ CounterPlan counter_plan_from_json(const json& j) {
         }
         p.groups.push_back(std::move(g));
     }
+    if (auto it = j.find("shared_with"); it != j.end() && !it->is_null()) {
+        p.shared_with = it->get<std::vector<std::string>>();
+    }
     return p;
+}
+
+json to_json(const StandingSession& s) {
+    json j{{"name", s.name},
+           {"request", to_json(s.request)},
+           {"source", s.source},
+           {"state", s.counting ? "counting" : "failed"}};
+    put_optional(j, "error", s.error);
+    if (s.plan) j["plan"] = to_json(*s.plan);
+    if (s.totals) j["totals"] = to_json(*s.totals);
+    if (s.last) j["last"] = to_json(*s.last);
+    return j;
+}
+
+StandingSession standing_session_from_json(const json& j) {
+    StandingSession s;
+    s.name = j.at("name").get<std::string>();
+    s.request = counter_request_from_json(j.at("request"));
+    s.source = j.at("source").get<std::string>();
+    s.counting = j.at("state") == "counting";
+    auto present = [&j](const char* key) {
+        auto it = j.find(key);
+        return it != j.end() && !it->is_null() ? &*it : nullptr;
+    };
+    if (const auto* e = present("error")) s.error = e->get<std::string>();
+    if (const auto* p = present("plan")) s.plan = counter_plan_from_json(*p);
+    if (const auto* t = present("totals")) s.totals = counter_report_from_json(*t);
+    if (const auto* l = present("last")) s.last = counter_report_from_json(*l);
+    return s;
 }
 
 json to_json(const perf::PmuInfo& p) {

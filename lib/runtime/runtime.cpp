@@ -67,6 +67,11 @@ CounterRun* Runtime::run(RunId id) {
     return it == runs_.end() ? nullptr : it->second.get();
 }
 
+const CounterRun* Runtime::run(RunId id) const {
+    auto it = runs_.find(id);
+    return it == runs_.end() ? nullptr : it->second.get();
+}
+
 void Runtime::remove_run(RunId id) {
     runs_.erase(id);
 }

@@ -223,7 +223,8 @@ int DaemonComponents::on_timer(sd_event_source*, uint64_t, void* userdata) {
 void DaemonComponents::run_due(Clock::time_point now) {
     auto due = runtime_->run_due(now);
     if (counters_) {
-        for (const auto& step : due.runs) counters_->run_stepped(step);
+        for (const auto& step : due.runs) counters_->run_stepped(step, now);
+        if (due.ticked) counters_->ticked(now);
     }
     if (due.ticked && loading_) loading_->loading_changed();
 }

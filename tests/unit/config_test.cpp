@@ -299,6 +299,114 @@ TEST_F(ConfigTest, TopLevelValueIsNotReportedAsAnUnknownSection) {
     EXPECT_FALSE(contains(msg, "unknown section [daemon]")) << msg;
 }
 
+TEST_F(ConfigTest, CountersTablesAreStandingSessionsInFileOrder) {
+    fs::path p = write("monitord.conf",
+                       "[daemon]\nlog-level = \"info\"\n\n"
+                       "[[counters]]\nname = \"clock\"\nevents = \"task-clock,context-switches\"\n\n"
+                       "[[counters]]\nname = \"web\"\nevents = \"cycles,instructions\"\n"
+                       "target = \"unit\"\nunit = \"nginx.service\"\nmux = \"daemon\"\n"
+                       "slice-ms = 50\n\n"
+                       "[[counters]]\nname = \"cpu3\"\nevents = \"{a,b}\"\ntarget = \"cpu\"\n"
+                       "cpu = 3\n\n"
+                       "[[counters]]\nname = \"box\"\nevents = \"task-clock\"\ntarget = \"cgroup\"\n"
+                       "cgroup = \"machine.slice/box\"\n\n"
+                       "[[counters]]\nname = \"each.one_2\"\nevents = \"cpu-clock\"\n"
+                       "target = \"each\"\n");
+    auto r = load_config(p, Config{});
+    ASSERT_TRUE(r.has_value()) << r.error().to_string();
+    const auto& c = r->counters;
+    ASSERT_EQ(c.size(), 5u);
+    EXPECT_EQ(c[0].name, "clock");
+    EXPECT_EQ(c[0].request.events, "task-clock,context-switches");
+    EXPECT_EQ(c[0].request.target, "all");
+    EXPECT_EQ(c[0].request.mux, "kernel") << "standing sessions share counters through the kernel";
+    EXPECT_EQ(c[0].where, p.string() + ":4");
+    EXPECT_EQ(c[1].request.target, "unit");
+    EXPECT_EQ(c[1].request.unit, "nginx.service");
+    EXPECT_EQ(c[1].request.mux, "daemon");
+    EXPECT_EQ(c[1].request.slice_ms, 50);
+    EXPECT_EQ(c[1].where, p.string() + ":8");
+    EXPECT_EQ(c[2].request.target, "cpu");
+    EXPECT_EQ(c[2].request.cpu, 3);
+    EXPECT_EQ(c[3].request.target, "cgroup");
+    EXPECT_EQ(c[3].request.cgroup, "machine.slice/box");
+    EXPECT_EQ(c[4].name, "each.one_2");
+    EXPECT_EQ(c[4].request.target, "each");
+    EXPECT_EQ(r->log_level, spdlog::level::info);
+}
+
+TEST_F(ConfigTest, AFileWithoutCountersKeepsTheBasesAndOneWithThemReplacesThem) {
+    Config base;
+    base.counters.push_back({"old", {.events = "task-clock"}, "x:1"});
+    auto kept = load_config(write("a.conf", "[daemon]\n"), base);
+    ASSERT_TRUE(kept.has_value());
+    ASSERT_EQ(kept->counters.size(), 1u);
+    EXPECT_EQ(kept->counters[0].name, "old");
+    auto replaced = load_config(
+        write("b.conf", "[[counters]]\nname = \"new\"\nevents = \"task-clock\"\n"), base);
+    ASSERT_TRUE(replaced.has_value());
+    ASSERT_EQ(replaced->counters.size(), 1u);
+    EXPECT_EQ(replaced->counters[0].name, "new");
+}
+
+TEST_F(ConfigTest, BadCountersTablesNameTheLineTheKeyAndWhatWouldWork) {
+    struct Case {
+        std::string text;
+        int line;
+        std::vector<std::string> parts;
+    };
+    const std::string ok = "[[counters]]\nname = \"a\"\nevents = \"task-clock\"\n";
+    const Case cases[] = {
+        {"[[counters]]\nevents = \"task-clock\"\n", 1, {"no name", "name = "}},
+        {"[[counters]]\nname = \"a\"\n", 1, {"'a'", "no events", "monctl perf list"}},
+        {"[[counters]]\nname = \"a b\"\nevents = \"x\"\n",
+         2,
+         {"'a b' is not a session name", "letters, digits"}},
+        {ok + "\n" + ok, 6, {"'a' names the session at", ":1 already"}},
+        {"[[counters]]\nname = \"a\"\nevents = \"x\"\ncolour = \"red\"\n",
+         4,
+         {"unknown key 'colour'", "name, events, target, cpu, cgroup, unit, mux, slice-ms"}},
+        {"[[counters]]\nname = \"a\"\nevents = 3\n", 3, {"events: expected a string"}},
+        {"[[counters]]\nname = \"a\"\nevents = \"x\"\ntarget = \"cpu\"\ncpu = \"1\"\n",
+         5,
+         {"cpu: expected an integer"}},
+        {"[[counters]]\nname = \"a\"\nevents = \"x\"\ntarget = \"process\"\n",
+         4,
+         {"cannot count a process", "cgroup", "unit"}},
+        {"[[counters]]\nname = \"a\"\nevents = \"x\"\ntarget = \"everything\"\n",
+         4,
+         {"'everything' is not a target", "all, each, cpu, cgroup or unit"}},
+        {"[[counters]]\nname = \"a\"\nevents = \"x\"\ntarget = \"cpu\"\n",
+         1,
+         {"target \"cpu\" needs cpu"}},
+        {"[[counters]]\nname = \"a\"\nevents = \"x\"\nunit = \"a.service\"\n",
+         1,
+         {"unit is for target = \"unit\"", "\"all\""}},
+        {"[[counters]]\nname = \"a\"\nevents = \"x\"\ntarget = \"cpu\"\ncpu = -1\n",
+         5,
+         {"-1 is not a CPU number"}},
+        {"[[counters]]\nname = \"a\"\nevents = \"x\"\nmux = \"pmu\"\n",
+         4,
+         {"'pmu' is not accepted", "kernel or daemon"}},
+        {"[[counters]]\nname = \"a\"\nevents = \"x\"\nslice-ms = 50\n",
+         1,
+         {"slice-ms is for mux = \"daemon\""}},
+        {"[[counters]]\nname = \"a\"\nevents = \"x\"\nmux = \"daemon\"\nslice-ms = 5\n",
+         1,
+         {"slice of 5 ms", "10 to 10000"}},
+        {"[[counters]]\nname = \"a\"\nevents = \"{x,y\"\n", 1, {"'a'"}},
+        {"[counters]\nname = \"a\"\n", 1, {"write each standing session as a [[counters]] table"}},
+        {"counters = 3\n", 1, {"[[counters]]"}},
+    };
+    for (const auto& c : cases) {
+        SCOPED_TRACE(c.text);
+        std::string msg = error_of(c.text);
+        EXPECT_TRUE(starts_with(msg, at(c.line))) << msg;
+        EXPECT_TRUE(contains(msg, "[[counters]]")) << msg;
+        for (const auto& part : c.parts) EXPECT_TRUE(contains(msg, part)) << msg;
+    }
+}
+
 TEST(ConfigValidate, LogLevel) {
     for (const char* level : {"trace", "debug", "info", "warning", "error"}) {
         EXPECT_TRUE(parse_log_level(level).has_value()) << level;

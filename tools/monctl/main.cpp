@@ -170,6 +170,9 @@ int main(int argc, char** argv) {
     auto* perf_start = perf->add_subcommand("start", "Start counting until `perf stop`");
     auto* perf_read = perf->add_subcommand("read", "Show the counts of the running session");
     auto* perf_stop = perf->add_subcommand("stop", "Stop the running session, show its totals");
+    auto* perf_show = perf->add_subcommand(
+        "show", "Show the standing sessions of monitord.conf ([[counters]]) and their counts");
+    perf_show->add_option("name", po.session, "Only this session");
     auto* perf_stat = perf->add_subcommand(
         "stat", "Run a command and count it from its first instruction to its exit");
     for (auto* sub : {perf_plan, perf_collect, perf_start, perf_stat}) {
@@ -242,6 +245,7 @@ int main(int argc, char** argv) {
         if (perf_start->parsed()) return monctl::perf_start(po);
         if (perf_read->parsed()) return monctl::perf_read(po);
         if (perf_stop->parsed()) return monctl::perf_stop(po);
+        if (perf_show->parsed()) return monctl::perf_show(po);
         if (perf_stat->parsed()) return monctl::perf_stat(po);
     } catch (const nlohmann::json::exception& e) {
         // Replies are checked against the interface first; this is the backstop for a reply

@@ -273,6 +273,32 @@ int perf_stop(const PerfOptions& o) {
     return kExitOk;
 }
 
+int perf_show(const PerfOptions& o) {
+    auto c = connect(o);
+    if (!c) return report_error(c.error());
+    json params = json::object();
+    if (!o.session.empty()) params["name"] = o.session;
+    auto reply = c->call("GetStandingCounters", params);
+    if (!reply) return report_error(reply.error());
+    if (o.json) {
+        std::cout << reply->dump(2) << '\n';
+        return kExitOk;
+    }
+    const auto& sessions = reply->at("sessions");
+    if (sessions.empty()) {
+        std::cout << "No standing sessions: monitord.conf has no [[counters]] tables (see "
+                     "monitord.conf(5)).\n";
+        return kExitOk;
+    }
+    bool first = true;
+    for (const auto& s : sessions) {
+        if (!first) std::cout << '\n';
+        first = false;
+        std::cout << format_standing_session(protocol::standing_session_from_json(s));
+    }
+    return kExitOk;
+}
+
 int perf_stat(const PerfOptions& o) {
     if (o.command.empty()) {
         return report_error({Status::BadArg,

@@ -26,6 +26,7 @@ struct PerfOptions {
     std::optional<int> slice_ms;
     std::optional<int> counters;  // counter budget
     std::string pmu;              // perf list
+    std::string session;          // perf show: one standing session
     std::vector<std::string> command;
 };
 
@@ -39,6 +40,8 @@ int perf_collect(const PerfOptions& o);
 int perf_start(const PerfOptions& o);
 int perf_read(const PerfOptions& o);
 int perf_stop(const PerfOptions& o);
+// The standing sessions of monitord.conf, or the one named.
+int perf_show(const PerfOptions& o);
 // Runs the command counted from its first instruction to its exit; returns its exit code
 // (128 + the signal when a signal ended it), or 1 (127 when it could not be started).
 int perf_stat(const PerfOptions& o);

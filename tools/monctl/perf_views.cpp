@@ -108,6 +108,29 @@ std::string format_plan(const monitor::protocol::CounterPlan& p) {
             out += fmt::format("    {:<10} {}\n", m.counter.value_or("-"), m.event);
         }
     }
+    if (!p.shared_with.empty()) {
+        out += fmt::format(
+            "Shares counters with the standing session{} {}: the kernel multiplexes them, and "
+            "the running percentages show each event's share\n",
+            p.shared_with.size() == 1 ? "" : "s", fmt::join(p.shared_with, ", "));
+    }
+    return out;
+}
+
+std::string format_standing_session(const monitor::protocol::StandingSession& s) {
+    std::string out = fmt::format("Standing session '{}' ({}): {} on {}\n", s.name, s.source,
+                                  s.request.events, monitor::protocol::target_text(s.request));
+    if (!s.counting) {
+        return out + fmt::format("  not counting: {}\n", s.error.value_or("unknown reason"));
+    }
+    if (!s.totals) return out + "  counting; its first reading comes with the next tick\n";
+    out += format_counter_report(*s.totals, "since it started");
+    if (s.last) {
+        auto last = *s.last;
+        last.period.reset();
+        out += format_counter_report(last, "the last second");
+    }
+    if (s.plan && !s.plan->shared_with.empty()) out += format_plan(*s.plan);
     return out;
 }
 

@@ -25,6 +25,9 @@ std::string format_counter_csv(const monitor::protocol::CounterReport& report, b
                                std::chrono::system_clock::time_point time);
 
 std::string format_plan(const monitor::protocol::CounterPlan& plan);
+// A standing session: its name, table, events and target, then its totals and its last
+// second as format_counter_report shows them (or why it is not counting).
+std::string format_standing_session(const monitor::protocol::StandingSession& session);
 std::string format_pmus(const std::vector<monitor::perf::PmuInfo>& pmus,
                         std::optional<int> paranoid);
 std::string format_events(const std::vector<monitor::protocol::EventListing>& events);

@@ -120,6 +120,11 @@ struct Plan {
 
 Result<Plan> make_plan(const EventCatalog& catalog, const SessionOptions& options);
 
+// Whether two plans take counters of a same PMU: opened together, the kernel multiplexes
+// them (their running times then fall below their enabled times). Events that take no
+// counter share nothing. CPUs are not compared: a process or cgroup may run on any.
+bool shares_counters(const Plan& a, const Plan& b);
+
 struct CountValue {
     std::uint64_t count = 0;
     std::uint64_t enabled_ns = 0;

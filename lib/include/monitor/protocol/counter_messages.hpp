@@ -27,9 +27,14 @@ struct CounterRequest {
     std::string mux = "daemon";  // daemon, kernel
     std::optional<std::int64_t> slice_ms;
     std::optional<int> counter_budget;
+
+    bool operator==(const CounterRequest&) const = default;
 };
 
 nlohmann::json to_json(const CounterRequest& r);
+// What a request counts, for people: "all CPUs", "each CPU", "cpu3", "cgroup X", "unit X",
+// "process 42".
+std::string target_text(const CounterRequest& r);
 CounterRequest counter_request_from_json(const nlohmann::json& j);
 
 // The one mapping of a request onto a session's options. What it asks to count and how the
@@ -99,11 +104,31 @@ struct PlanGroup {
 struct CounterPlan {
     int slots = 0;  // the slots of one rotation, at least 1
     std::vector<PlanGroup> groups;
+    // The standing sessions that take counters of the same PMUs (perf::shares_counters):
+    // the kernel multiplexes them with this plan's sets.
+    std::vector<std::string> shared_with;
 };
 
 CounterPlan make_plan_message(const perf::Plan& plan);
 nlohmann::json to_json(const CounterPlan& p);
 CounterPlan counter_plan_from_json(const nlohmann::json& j);
+
+// A standing counter session (monitord.conf's [[counters]]) as GetStandingCounters gives it.
+struct StandingSession {
+    std::string name;
+    CounterRequest request;
+    std::string source;  // "FILE:LINE" of its table
+    bool counting = false;
+    std::optional<std::string> error;  // why it is not counting
+    std::optional<CounterPlan> plan;
+    // The counts since it started, as of the last loading tick; and those of the second
+    // that tick ended.
+    std::optional<CounterReport> totals;
+    std::optional<CounterReport> last;
+};
+
+nlohmann::json to_json(const StandingSession& s);
+StandingSession standing_session_from_json(const nlohmann::json& j);
 
 nlohmann::json to_json(const perf::PmuInfo& p);
 perf::PmuInfo pmu_from_json(const nlohmann::json& j);

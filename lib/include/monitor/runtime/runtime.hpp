@@ -58,6 +58,7 @@ class Runtime {
                   Clock::time_point started);
     // nullptr when there is no such run (any more).
     CounterRun* run(RunId id);
+    const CounterRun* run(RunId id) const;
     // Ends a run: its counters close.
     void remove_run(RunId id);
 

@@ -1,0 +1,178 @@
+#include "standing_counters.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace monitord {
+
+namespace perf = monitor::perf;
+namespace protocol = monitor::protocol;
+
+namespace {
+
+// A standing session's periods: one second, ended on the loading tick.
+constexpr monitor::CounterRunOptions kEverySecond{.duration = std::nullopt,
+                                                  .interval = std::chrono::milliseconds(1000)};
+
+std::string label(const StandingSessionConfig& c) {
+    return fmt::format("{}{}[[counters]] '{}'", c.where, c.where.empty() ? "" : ": ", c.name);
+}
+
+}  // namespace
+
+StandingCounters::StandingCounters(monitor::Runtime& runtime, Opener open,
+                                   std::function<void()> schedule_changed)
+    : runtime_(runtime), open_(std::move(open)), schedule_changed_(std::move(schedule_changed)) {}
+
+StandingCounters::~StandingCounters() {
+    for (auto& s : sessions_) {
+        if (s.run != 0) runtime_.remove_run(s.run);
+    }
+}
+
+void StandingCounters::configure(const std::vector<StandingSessionConfig>& tables,
+                                 Clock::time_point now) {
+    std::vector<Session> next;
+    next.reserve(tables.size());
+    for (const auto& table : tables) {
+        auto old = std::find_if(sessions_.begin(), sessions_.end(),
+                                [&](const Session& s) { return s.config.name == table.name; });
+        if (old != sessions_.end() && old->config.same_session(table)) {
+            // Counts on; only its place in the file may have moved.
+            old->config.where = table.where;
+            next.push_back(std::move(*old));
+            sessions_.erase(old);
+            continue;
+        }
+        if (old != sessions_.end()) {
+            spdlog::info("{}: changed; restarting it", label(table));
+            close(*old);
+            sessions_.erase(old);
+        }
+        Session s;
+        s.config = table;
+        open(s, now);
+        next.push_back(std::move(s));
+    }
+    for (auto& gone : sessions_) {
+        spdlog::info("{}: removed from the configuration; it stops", label(gone.config));
+        close(gone);
+    }
+    sessions_ = std::move(next);
+    schedule_changed_();
+}
+
+void StandingCounters::open(Session& s, Clock::time_point now) {
+    auto session = open_(s.config.request);
+    if (!session) {
+        // Said once; the retries that fail the same way are quiet.
+        if (session.error().message != s.error) {
+            spdlog::warn("{}: cannot count: {}; tried again every {} s and at each reload",
+                         label(s.config), session.error().message, kRetryInterval.count());
+        }
+        s.error = session.error().message;
+        s.retry = now + kRetryInterval;
+        return;
+    }
+    s.per_cpu = (*session)->options().target.kind == perf::TargetKind::EachCpu;
+    s.run = runtime_.add_run(std::move(*session), kEverySecond, now);
+    s.retry = Clock::time_point::max();
+    spdlog::info("{}: counting {} on {}{}", label(s.config), s.config.request.events,
+                 protocol::target_text(s.config.request), s.error.empty() ? "" : " (it could not before)");
+    s.error.clear();
+}
+
+void StandingCounters::close(Session& s) {
+    if (s.run == 0) return;
+    runtime_.remove_run(s.run);  // closes its counters
+    s.run = 0;
+}
+
+bool StandingCounters::run_stepped(const monitor::Runtime::Due::RunStep& step,
+                                   Clock::time_point now) {
+    auto it = std::find_if(sessions_.begin(), sessions_.end(),
+                           [&](const Session& s) { return s.run != 0 && s.run == step.id; });
+    if (it == sessions_.end()) return false;
+    if (!step.step) {
+        close(*it);
+        it->error = step.step.error().message;
+        it->retry = now + kRetryInterval;
+        spdlog::warn("{}: stopped counting: {}; tried again every {} s", label(it->config),
+                     it->error, kRetryInterval.count());
+        schedule_changed_();
+    }
+    return true;
+}
+
+void StandingCounters::retry_due(Clock::time_point now) {
+    bool opened = false;
+    for (auto& s : sessions_) {
+        if (s.run != 0 || s.retry > now) continue;
+        open(s, now);
+        opened = opened || s.run != 0;
+    }
+    if (opened) schedule_changed_();
+}
+
+const monitor::CounterRun* StandingCounters::run_of(const Session& s) const {
+    return s.run == 0 ? nullptr : runtime_.run(s.run);
+}
+
+std::vector<protocol::StandingSession> StandingCounters::report(
+    const std::optional<std::string>& name) const {
+    std::vector<protocol::StandingSession> out;
+    for (const auto& s : sessions_) {
+        if (name && s.config.name != *name) continue;
+        protocol::StandingSession m;
+        m.name = s.config.name;
+        m.request = s.config.request;
+        m.source = s.config.where;
+        const auto* run = run_of(s);
+        m.counting = run != nullptr;
+        if (run == nullptr) {
+            m.error = s.error;
+        } else {
+            const auto& plan = run->session().plan();
+            m.plan = protocol::make_plan_message(plan);
+            // Before the first tick there are no readings yet.
+            if (run->periods() > 0) {
+                m.totals = protocol::make_report(plan, run->totals(), s.per_cpu, std::nullopt,
+                                                 false);
+                m.last = protocol::make_report(plan, run->period(), s.per_cpu, run->periods(),
+                                               false);
+            }
+        }
+        out.push_back(std::move(m));
+    }
+    return out;
+}
+
+std::vector<std::string> StandingCounters::names() const {
+    std::vector<std::string> out;
+    for (const auto& s : sessions_) out.push_back(s.config.name);
+    return out;
+}
+
+std::vector<std::string> StandingCounters::sharing(const perf::Plan& plan) const {
+    std::vector<std::string> out;
+    for (const auto& s : sessions_) {
+        const auto* run = run_of(s);
+        if (run != nullptr && perf::shares_counters(plan, run->session().plan())) {
+            out.push_back(s.config.name);
+        }
+    }
+    return out;
+}
+
+std::string StandingCounters::describe() const {
+    if (sessions_.empty()) return {};
+    const auto failed = std::count_if(sessions_.begin(), sessions_.end(),
+                                      [](const Session& s) { return s.run == 0; });
+    return fmt::format("{} standing session{}{}", sessions_.size(),
+                       sessions_.size() == 1 ? "" : "s",
+                       failed > 0 ? fmt::format(" ({} not counting)", failed) : "");
+}
+
+}  // namespace monitord
