@@ -287,6 +287,91 @@ TEST_F(PerfCommands, StatCountsACommandAndReturnsItsExitCode) {
     EXPECT_NE(missing.err.find("cannot run /no/such/program"), std::string::npos) << missing.err;
 }
 
+// Standing sessions from monitord.conf: counted from the start beside on-demand sessions,
+// shown by `monctl perf show`, changed by a reload, kept by a reload that fails.
+TEST_F(PerfCommands, StandingSessionsFollowTheConfigurationAndItsReloads) {
+    ScratchDir dir{ScratchDir::Everyone};
+    const auto conf = dir / "monitord.conf";
+    test_support::write_file(conf,
+                             "[[counters]]\nname = \"clock\"\nevents = \"perf::TASK-CLOCK\"\n\n"
+                             "[[counters]]\nname = \"later\"\nevents = \"perf::TASK-CLOCK\"\n"
+                             "target = \"unit\"\nunit = \"monitord-no-such-unit.service\"\n");
+    auto d = Daemon::start({.args = {"--probe", "off", "--config", conf.string()}});
+    ASSERT_TRUE(d);
+    auto show_json = [&](std::vector<std::string> args = {}) {
+        args.insert(args.begin(), {"perf", "show", "--json"});
+        auto r = d->monctl(args);
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+        return r.exit_code == 0 ? nlohmann::json::parse(r.out)["sessions"] : nlohmann::json{};
+    };
+    // The first reading comes with the tick after the start.
+    ASSERT_TRUE(test_support::wait_until(
+        [&] { return show_json({"clock"}).at(0).contains("totals"); }, 5s));
+
+    auto shown = d->monctl({"perf", "show"});
+    EXPECT_EQ(shown.exit_code, 0) << shown.err;
+    const std::string table = conf.string() + ":1";
+    EXPECT_NE(shown.out.find("Standing session 'clock' (" + table + "): perf::TASK-CLOCK on all "
+                             "CPUs"),
+              std::string::npos)
+        << shown.out;
+    EXPECT_NE(shown.out.find("since it started"), std::string::npos) << shown.out;
+    EXPECT_NE(shown.out.find("not counting: no cgroup for unit monitord-no-such-unit.service"),
+              std::string::npos)
+        << shown.out;
+    auto clock = show_json({"clock"});
+    ASSERT_EQ(clock.size(), 1u);
+    const double counted = clock[0]["totals"]["events"][0]["value"]["count"];
+    EXPECT_GT(counted, 0) << clock.dump();
+
+    // An on-demand session counts beside them.
+    auto collect = d->monctl({"perf", "collect", "-e", "perf::TASK-CLOCK", "-d", "200ms"});
+    EXPECT_EQ(collect.exit_code, 0) << collect.err;
+
+    auto unknown = d->monctl({"perf", "show", "nope"});
+    EXPECT_EQ(unknown.exit_code, 1);
+    EXPECT_NE(unknown.err.find("no standing session 'nope'; there are clock, later"),
+              std::string::npos)
+        << unknown.err;
+
+    // A reload: "clock" changes, "later" goes, "percpu" comes.
+    test_support::write_file(conf,
+                             "[[counters]]\nname = \"percpu\"\nevents = \"perf::CPU-CLOCK\"\n"
+                             "target = \"each\"\n\n"
+                             "[[counters]]\nname = \"clock\"\n"
+                             "events = \"perf::TASK-CLOCK,perf::CONTEXT-SWITCHES\"\n");
+    d->signal(SIGHUP);
+    ASSERT_TRUE(test_support::wait_until([&] { return show_json().size() == 2; }, 5s))
+        << d->log();
+    auto after = show_json();
+    EXPECT_EQ(after[0]["name"], "percpu");
+    EXPECT_EQ(after[1]["name"], "clock");
+    EXPECT_EQ(after[1]["request"]["events"], "perf::TASK-CLOCK,perf::CONTEXT-SWITCHES");
+    ASSERT_TRUE(test_support::wait_until(
+        [&] { return show_json({"percpu"}).at(0).contains("totals"); }, 5s));
+    const auto cpus = show_json({"percpu"})[0]["totals"]["events"][0]["cpus"];
+    EXPECT_EQ(cpus.size(), d->call("GetStatus")["cpus"].size()) << cpus.dump();
+    EXPECT_NE(d->log().find("'later': removed from the configuration"), std::string::npos)
+        << d->log();
+
+    // A reload that fails keeps the sessions that count, and says where the table is wrong.
+    test_support::write_file(conf, "[[counters]]\nname = \"clock\"\n");
+    d->signal(SIGHUP);
+    ASSERT_TRUE(test_support::wait_until(
+        [&] { return d->log().find("Reload failed") != std::string::npos; }, 5s));
+    EXPECT_NE(d->log().find(conf.string() + ":1: [[counters]] 'clock': no events"),
+              std::string::npos)
+        << d->log();
+    EXPECT_EQ(show_json().size(), 2u);
+
+    // At start, a bad table is an error naming its line.
+    auto check = run({monitord_bin(), "--check-config", "--config", conf.string()});
+    EXPECT_NE(check.exit_code, 0);
+    EXPECT_NE(check.err.find(conf.string() + ":1: [[counters]] 'clock': no events"),
+              std::string::npos)
+        << check.err;
+}
+
 // Access: the socket's group may connect and look; counting needs root or the control group.
 // nobody's own group (nogroup) plays the part of `monitor` here.
 class PerfAccess : public ::testing::Test {

@@ -125,6 +125,52 @@ TEST(MachineMetrics, TheWatchdog) {
               1);
 }
 
+TEST(MachineMetrics, StandingCounterSessions) {
+    using monitor::protocol::Count;
+    using monitor::protocol::CounterReport;
+    using monitor::protocol::ReportedEvent;
+    using monitor::protocol::StandingSession;
+    auto s = two_cpus();
+    StandingSession web;
+    web.name = "web";
+    web.counting = true;
+    CounterReport totals;
+    // Counted half the time it was enabled: the counters were shared.
+    totals.events = {ReportedEvent{"cycles", "cpu::cycles", "cpu", Count{1000, 4'000'000'000,
+                                                                          2'000'000'000, 2000, 0.5},
+                                   {}}};
+    web.totals = totals;
+    CounterReport last;
+    last.metrics = {{"ipc", "instructions per cycle", 1.25, true}};
+    web.last = last;
+    StandingSession each;
+    each.name = "each";
+    each.counting = true;
+    CounterReport per_cpu;
+    per_cpu.events = {ReportedEvent{
+        "task-clock", "perf::TASK_CLOCK", "perf", Count{},
+        {{0, Count{7, 1'000'000'000, 1'000'000'000, 7, 1}}, {1, Count{9, 1, 1, 9, 1}}}}};
+    each.totals = per_cpu;
+    StandingSession failed;
+    failed.name = "gone";
+    failed.error = "no cgroup";
+    s.standing = {web, each, failed};
+    auto v = samples(text(s));
+    EXPECT_EQ((v["monitord_perf_session_counting{session=\"web\"}"]), 1);
+    EXPECT_EQ((v["monitord_perf_session_counting{session=\"gone\"}"]), 0);
+    EXPECT_EQ((v["monitord_perf_events_total{session=\"web\",event=\"cycles\"}"]), 1000);
+    EXPECT_EQ((v["monitord_perf_enabled_seconds_total{session=\"web\",event=\"cycles\"}"]), 4);
+    EXPECT_EQ((v["monitord_perf_running_seconds_total{session=\"web\",event=\"cycles\"}"]), 2);
+    EXPECT_EQ((v["monitord_perf_metric{session=\"web\",metric=\"ipc\"}"]), 1.25);
+    // Target "each": a series per CPU, and no total beside them (sum() makes it).
+    EXPECT_EQ((v["monitord_perf_events_total{session=\"each\",event=\"task-clock\",cpu=\"0\"}"]),
+              7);
+    EXPECT_EQ((v["monitord_perf_events_total{session=\"each\",event=\"task-clock\",cpu=\"1\"}"]),
+              9);
+    EXPECT_FALSE(v.contains("monitord_perf_events_total{session=\"each\",event=\"task-clock\"}"));
+    EXPECT_FALSE(v.contains("monitord_perf_events_total{session=\"gone\"}"));
+}
+
 TEST(Exposition, OpenMetricsNamesCountersWithoutTotalAndEnds) {
     auto om = text(two_cpus(), Format::OpenMetrics);
     EXPECT_NE(om.find("# TYPE monitord_cpu_seconds counter\n"), std::string::npos);
