@@ -152,8 +152,8 @@ struct CounterKey {
     bool integer;
 };
 constexpr CounterKey kCounterKeys[] = {
-    {"name", false},  {"events", false}, {"target", false}, {"cpu", true},
-    {"cgroup", false}, {"unit", false},  {"mux", false},    {"slice-ms", true},
+    {"name", false},   {"events", false}, {"target", false}, {"cpu", true},
+    {"cgroup", false}, {"unit", false},   {"mux", false},    {"slice-ms", true},
 };
 
 std::string counter_keys_list() {
@@ -165,8 +165,7 @@ std::string counter_keys_list() {
 bool valid_session_name(const std::string& name) {
     if (name.empty() || name.size() > 64) return false;
     return std::all_of(name.begin(), name.end(), [](char c) {
-        return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' ||
-               c == '.';
+        return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' || c == '.';
     });
 }
 
@@ -219,8 +218,9 @@ Result<StandingSessionConfig> parse_counters(const std::filesystem::path& file,
             s.request.events = *text;
         } else if (k == "target") {
             if (*text == "process") {
-                return bad("a standing session cannot count a process, which ends; count its "
-                           "cgroup or its unit, or all, each or one cpu");
+                return bad(
+                    "a standing session cannot count a process, which ends; count its "
+                    "cgroup or its unit, or all, each or one cpu");
             }
             if (*text != "all" && *text != "each" && *text != "cpu" && *text != "cgroup" &&
                 *text != "unit") {
@@ -262,13 +262,13 @@ Result<StandingSessionConfig> parse_counters(const std::filesystem::path& file,
     };
     for (const auto& [key, given] : target_keys) {
         if (s.request.target == key && !given) {
-            return fail(Status::BadArg, at + "target \"" + s.request.target + "\" needs " +
-                                            key + " = ...");
+            return fail(Status::BadArg,
+                        at + "target \"" + s.request.target + "\" needs " + key + " = ...");
         }
         if (s.request.target != key && given) {
             return fail(Status::BadArg, at + key + " is for target = \"" + key +
-                                            "\"; this table's target is \"" +
-                                            s.request.target + "\"");
+                                            "\"; this table's target is \"" + s.request.target +
+                                            "\"");
         }
     }
     if (s.request.slice_ms && s.request.mux != "daemon") {

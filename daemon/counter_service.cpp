@@ -74,13 +74,12 @@ CounterService::Response CounterService::get_standing(const Call& call) const {
         const auto names = standing_.names();
         return monitor::varlink::make_error(
             error_name("NoSuchSession"),
-            json{{"message",
-                  names.empty()
-                      ? fmt::format("no standing session '{}': monitord.conf has no "
-                                    "[[counters]] tables",
-                                    *name)
-                      : fmt::format("no standing session '{}'; there are {}", *name,
-                                    fmt::join(names, ", "))},
+            json{{"message", names.empty()
+                                 ? fmt::format("no standing session '{}': monitord.conf has no "
+                                               "[[counters]] tables",
+                                               *name)
+                                 : fmt::format("no standing session '{}'; there are {}", *name,
+                                               fmt::join(names, ", "))},
                  {"sessions", names}});
     }
     json list = json::array();

@@ -80,7 +80,8 @@ void StandingCounters::open(Session& s, Clock::time_point now) {
     s.run = runtime_.add_run(std::move(*session), kEverySecond, now);
     s.retry = Clock::time_point::max();
     spdlog::info("{}: counting {} on {}{}", label(s.config), s.config.request.events,
-                 protocol::target_text(s.config.request), s.error.empty() ? "" : " (it could not before)");
+                 protocol::target_text(s.config.request),
+                 s.error.empty() ? "" : " (it could not before)");
     s.error.clear();
 }
 
@@ -138,10 +139,10 @@ std::vector<protocol::StandingSession> StandingCounters::report(
             m.plan = protocol::make_plan_message(plan);
             // Before the first tick there are no readings yet.
             if (run->periods() > 0) {
-                m.totals = protocol::make_report(plan, run->totals(), s.per_cpu, std::nullopt,
-                                                 false);
-                m.last = protocol::make_report(plan, run->period(), s.per_cpu, run->periods(),
-                                               false);
+                m.totals =
+                    protocol::make_report(plan, run->totals(), s.per_cpu, std::nullopt, false);
+                m.last =
+                    protocol::make_report(plan, run->period(), s.per_cpu, run->periods(), false);
             }
         }
         out.push_back(std::move(m));

@@ -176,8 +176,7 @@ std::optional<std::string> gzip(std::string_view body) {
     // level: a scrape's CPU matters more than its bytes, and on these repetitive lines level
     // 1 saves nearly as much as the default (a two-CPU scrape: 4,481 bytes, 945 gzipped at
     // level 1, 858 at level 6).
-    if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 16 + MAX_WBITS, 8,
-                     Z_DEFAULT_STRATEGY) != Z_OK) {
+    if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
         return std::nullopt;
     }
     std::string out(deflateBound(&z, static_cast<uLong>(body.size())) + 32, '\0');

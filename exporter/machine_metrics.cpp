@@ -188,7 +188,8 @@ void add_standing(Families& fs, const std::vector<monitor::protocol::StandingSes
                              "and CPU clocks: nanoseconds).",
                              MetricType::Counter);
     auto& enabled = fs.family("monitord_perf_enabled_seconds_total",
-                              "Time the event was enabled, added up over the CPUs it counts on.", MetricType::Counter);
+                              "Time the event was enabled, added up over the CPUs it counts on.",
+                              MetricType::Counter);
     auto& running = fs.family("monitord_perf_running_seconds_total",
                               "Time the event was on a counter (below enabled when counters "
                               "were shared).",
@@ -211,8 +212,8 @@ void add_standing(Families& fs, const std::vector<monitor::protocol::StandingSes
                     continue;
                 }
                 for (const auto& [cpu, c] : e.cpus) {
-                    add_count({{"session", s.name}, {"event", e.name}, {"cpu", std::to_string(cpu)}},
-                              c);
+                    add_count(
+                        {{"session", s.name}, {"event", e.name}, {"cpu", std::to_string(cpu)}}, c);
                 }
             }
         }

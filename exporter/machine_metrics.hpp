@@ -1,6 +1,6 @@
 // What one scrape of monitord says, as Prometheus metric families: the loading and the CPU
-// time by state per CPU, the idle probes, the watchdog and the standing counter sessions, named as Prometheus names things
-// (base units, `_total` for counters, labels rather than names).
+// time by state per CPU, the idle probes, the watchdog and the standing counter sessions, named as
+// Prometheus names things (base units, `_total` for counters, labels rather than names).
 #pragma once
 
 #include <prometheus/metric_family.h>
@@ -23,8 +23,8 @@ struct Scrape {
     std::optional<monitor::LoadingReport> loading;  // with per_cpu and totals
     // The standing counter sessions ([[counters]] of monitord.conf).
     std::vector<monitor::protocol::StandingSession> standing;
-    std::chrono::system_clock::time_point at;       // when the replies came
-    double duration_seconds = 0;                    // how long asking monitord took
+    std::chrono::system_clock::time_point at;  // when the replies came
+    double duration_seconds = 0;               // how long asking monitord took
 };
 
 // The exporter's own figures.

@@ -1,5 +1,6 @@
 // Asks monitord, afresh on every scrape, for its status, its loading (per CPU, with the time
-// by state) and its standing counter sessions, over one connection kept between scrapes and made again when it broke.
+// by state) and its standing counter sessions, over one connection kept between scrapes and made
+// again when it broke.
 #pragma once
 
 #include <chrono>

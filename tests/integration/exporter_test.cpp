@@ -2,6 +2,7 @@
 // Prometheus scraping it.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -14,8 +15,8 @@
 #include <sstream>
 #include <thread>
 
+#include "cgroups.hpp"
 #include "daemon_process.hpp"
-#include "spinner.hpp"
 
 namespace itest {
 namespace {
@@ -326,14 +327,71 @@ TEST(ExporterCommandLine, ListensWhereToldWithoutSystemd) {
     EXPECT_EQ(p->stop(SIGTERM), 0) << p->log();
 }
 
+// The cgroup a Prometheus test counts with a standing session, or why there is none.
+struct CountedCgroup {
+    std::unique_ptr<CgroupDir> dir;
+    std::string relative;  // below kCgroupRoot, as monitord.conf names it
+    std::string why_not;
+};
+
+CountedCgroup make_counted_cgroup() {
+    CountedCgroup c;
+    if (::geteuid() != 0) {
+        c.why_not = "counting a cgroup needs root";
+        return c;
+    }
+    const fs::path mount = cgroup2_mount();
+    if (mount.empty()) {
+        c.why_not = "cgroup2 is not mounted";
+        return c;
+    }
+    if (auto why = perf_event_off_cgroup2(); !why.empty()) {
+        c.why_not = why;
+        return c;
+    }
+    if (mount != kCgroupRoot && mount.parent_path() != kCgroupRoot) {
+        c.why_not = "cgroup2 is mounted at " + mount.string() + ", outside " + kCgroupRoot.string();
+        return c;
+    }
+    auto dir = std::make_unique<CgroupDir>(
+        mount / ("monitord-exporter-test-" + std::to_string(::getpid())), own_cgroup(mount));
+    if (dir->error() != 0) {
+        c.why_not = "cannot make a cgroup: " + std::string{std::strerror(dir->error())};
+        return c;
+    }
+    c.relative = fs::relative(dir->path(), kCgroupRoot).string();
+    c.dir = std::move(dir);
+    return c;
+}
+
 // A real Prometheus scrapes the exporter every second; its rate() of the CPU time tells a
-// CPU this test keeps busy from an idle one.
-TEST_F(ExporterTest, PrometheusSeesTheBusyCpuBusyAndTheIdleOneIdle) {
+// CPU this test keeps busy from an idle one, and the rate of the task clock that a standing
+// session counts in the busy process's cgroup is that CPU's busy time.
+TEST_F(ExporterTest, PrometheusSeesTheBusyCpuBusyTheIdleOneIdleAndTheStandingSession) {
     if (!have("prometheus")) GTEST_SKIP() << "prometheus (Debian's package) is not installed";
     const auto cpus = daemon_->call("GetStatus")["cpus"];
     if (cpus.size() < 2) GTEST_SKIP() << "needs two CPUs";
     const int busy_cpu = cpus.back();
     const int idle_cpu = cpus.front();
+
+    // monitord again, with a standing session counting the cgroup of the busy process.
+    auto counted = make_counted_cgroup();
+    if (counted.dir) {
+        ScratchDir conf_dir{ScratchDir::Everyone};
+        const auto conf = conf_dir / "monitord.conf";
+        test_support::write_file(conf,
+                                 "[[counters]]\nname = \"spin\"\n"
+                                 "events = \"perf::TASK-CLOCK\"\ntarget = \"cgroup\"\n"
+                                 "cgroup = \"" +
+                                     counted.relative + "\"\n");
+        exporter_ = {};
+        daemon_ = Daemon::start({.args = {"--config", conf.string()}});
+        ASSERT_TRUE(daemon_);
+        ASSERT_TRUE(daemon_->wait_samples(1));
+        exporter_ = start_exporter(daemon_->socket());
+    } else {
+        std::printf("no standing session in this run: %s\n", counted.why_not.c_str());
+    }
 
     ScratchDir dir("prometheus");
     const int port = free_port();
@@ -347,33 +405,56 @@ TEST_F(ExporterTest, PrometheusSeesTheBusyCpuBusyAndTheIdleOneIdle) {
                                       "--config.file=" + (dir.path() / "prometheus.yml").string(),
                                       "--storage.tsdb.path=" + (dir.path() / "data").string(),
                                       "--web.listen-address=127.0.0.1:" + std::to_string(port)});
-    Spinner spinner(busy_cpu);
+    // A process of its own, so that its cgroup holds nothing else. Its priority is raised,
+    // as the idle probes' SCHED_IDLE counts only within their own autogroup (the test's).
+    auto spinner = spin_at_top_priority(counted.dir.get());
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(busy_cpu, &one);
+    ASSERT_EQ(::sched_setaffinity(spinner->pid(), sizeof one, &one), 0) << std::strerror(errno);
+
     const std::string api = "http://127.0.0.1:" + std::to_string(port) + "/api/v1/query";
-    const std::string query =
+    // One vector of samples by the value of `label`.
+    auto query = [&](const std::string& q, const std::string& label) {
+        std::map<std::string, double> out;
+        auto h = get(api, {"-G", "--data-urlencode", "query=" + q});
+        if (h.code != 200) return out;
+        auto j = nlohmann::json::parse(h.body, nullptr, false);
+        if (!j.is_object() || j["status"] != "success") return out;
+        for (const auto& r : j["data"]["result"]) {
+            out[r["metric"].value(label, "")] = std::stod(r["value"][1].get<std::string>());
+        }
+        return out;
+    };
+    const std::string cpu_query =
         "sum by (cpu) (rate(monitord_cpu_seconds_total{state!~\"idle|iowait\"}[6s]))";
-    std::map<int, double> busy;
+    const std::string session_query =
+        "rate(monitord_perf_events_total{session=\"spin\",event=\"perf::TASK-CLOCK\"}[6s]) / 1e9";
+    const std::string busy_label = std::to_string(busy_cpu);
+    const std::string idle_label = std::to_string(idle_cpu);
+    std::map<std::string, double> busy, session;
     // Prometheus needs a few seconds to start and a few scrapes for a rate. It asks for
     // OpenMetrics first: the rates exist only if it could read that format.
     for (int i = 0; i < 40; ++i) {
         std::this_thread::sleep_for(1s);
         if (i < 8) continue;
-        auto h = get(api, {"-G", "--data-urlencode", "query=" + query});
-        if (h.code != 200) continue;
-        auto j = nlohmann::json::parse(h.body, nullptr, false);
-        if (!j.is_object() || j["status"] != "success") continue;
-        busy.clear();
-        for (const auto& r : j["data"]["result"]) {
-            busy[std::stoi(r["metric"]["cpu"].get<std::string>())] =
-                std::stod(r["value"][1].get<std::string>());
+        busy = query(cpu_query, "cpu");
+        if (counted.dir) session = query(session_query, "session");
+        if (busy.contains(busy_label) && busy.contains(idle_label) && busy[busy_label] > 0.9 &&
+            (!counted.dir || session["spin"] > 0.9)) {
+            break;
         }
-        if (busy.contains(busy_cpu) && busy.contains(idle_cpu) && busy[busy_cpu] > 0.9) break;
     }
-    ASSERT_TRUE(spinner.pinned());
-    ASSERT_TRUE(busy.contains(busy_cpu)) << prometheus->log();
-    std::printf("rate of busy CPU time: cpu%d %.3f, cpu%d %.3f\n", busy_cpu, busy[busy_cpu],
-                idle_cpu, busy[idle_cpu]);
-    EXPECT_GT(busy[busy_cpu], 0.9);
-    EXPECT_LT(busy[idle_cpu], 0.2);
+    ASSERT_TRUE(busy.contains(busy_label)) << prometheus->log();
+    std::printf("rate of busy CPU time: cpu%d %.3f, cpu%d %.3f\n", busy_cpu, busy[busy_label],
+                idle_cpu, busy[idle_label]);
+    EXPECT_GT(busy[busy_label], 0.9);
+    EXPECT_LT(busy[idle_label], 0.2);
+    if (counted.dir) {
+        ASSERT_TRUE(session.contains("spin")) << prometheus->log() << daemon_->log();
+        std::printf("rate of the standing session's task clock: %.3f CPUs\n", session["spin"]);
+        EXPECT_NEAR(session["spin"], busy[busy_label], 0.1);
+    }
     EXPECT_EQ(prometheus->stop(SIGTERM, 20s), 0);
 }
 

@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "cgroups.hpp"
 #include "daemon_process.hpp"
 #include "test_support.hpp"
 
@@ -311,7 +312,8 @@ TEST_F(PerfCommands, StandingSessionsFollowTheConfigurationAndItsReloads) {
     auto shown = d->monctl({"perf", "show"});
     EXPECT_EQ(shown.exit_code, 0) << shown.err;
     const std::string table = conf.string() + ":1";
-    EXPECT_NE(shown.out.find("Standing session 'clock' (" + table + "): perf::TASK-CLOCK on all "
+    EXPECT_NE(shown.out.find("Standing session 'clock' (" + table +
+                             "): perf::TASK-CLOCK on all "
                              "CPUs"),
               std::string::npos)
         << shown.out;
@@ -341,8 +343,7 @@ TEST_F(PerfCommands, StandingSessionsFollowTheConfigurationAndItsReloads) {
                              "[[counters]]\nname = \"clock\"\n"
                              "events = \"perf::TASK-CLOCK,perf::CONTEXT-SWITCHES\"\n");
     d->signal(SIGHUP);
-    ASSERT_TRUE(test_support::wait_until([&] { return show_json().size() == 2; }, 5s))
-        << d->log();
+    ASSERT_TRUE(test_support::wait_until([&] { return show_json().size() == 2; }, 5s)) << d->log();
     auto after = show_json();
     EXPECT_EQ(after[0]["name"], "percpu");
     EXPECT_EQ(after[1]["name"], "clock");
@@ -433,169 +434,7 @@ TEST_F(PerfAccess, TheControlGroupMayCount) {
 // cgroup only given a directory of the hierarchy that holds the perf_event controller, so
 // these tests make real cgroups in the cgroup2 hierarchy rather than a scratch tree.
 
-// The daemon takes cgroup paths, and looks for units, below this directory.
-const fs::path kCgroupRoot = "/sys/fs/cgroup";
-
-// Where cgroup2 is mounted (/sys/fs/cgroup, or /sys/fs/cgroup/unified on a host that mixes
-// cgroup v1 and v2), from /proc/self/mountinfo; empty when it is not.
-fs::path cgroup2_mount() {
-    std::ifstream in("/proc/self/mountinfo");
-    std::string line;
-    while (std::getline(in, line)) {
-        // ID PARENT MAJOR:MINOR ROOT MOUNT-POINT OPTIONS [OPTIONAL...] - TYPE SOURCE OPTIONS
-        const auto dash = line.find(" - ");
-        if (dash == std::string::npos) continue;
-        std::istringstream head(line.substr(0, dash));
-        std::istringstream tail(line.substr(dash + 3));
-        std::string id, parent, device, root, mount_point, type;
-        head >> id >> parent >> device >> root >> mount_point;
-        tail >> type;
-        if (type == "cgroup2") return mount_point;
-    }
-    return {};
-}
-
-// Why perf cannot count cgroup2 directories here, or "" when it can: the perf_event
-// controller has to be on the unified hierarchy (hierarchy 0 in /proc/cgroups), not bound to
-// a v1 one.
-std::string perf_event_off_cgroup2() {
-    std::ifstream in("/proc/cgroups");
-    if (!in) return "";
-    std::string line;
-    while (std::getline(in, line)) {
-        std::istringstream fields(line);
-        std::string name;
-        int hierarchy = -1;
-        if (!(fields >> name >> hierarchy) || name != "perf_event") continue;
-        if (hierarchy == 0) return "";
-        return "the perf_event controller is bound to cgroup v1 hierarchy " +
-               std::to_string(hierarchy);
-    }
-    return "the kernel has no perf_event cgroup controller";
-}
-
-// This process's own cgroup2 directory, which can hold processes; the mount point when it
-// cannot be told.
-fs::path own_cgroup(const fs::path& mount) {
-    std::ifstream in("/proc/self/cgroup");
-    std::string line;
-    while (std::getline(in, line)) {
-        if (!line.starts_with("0::/")) continue;
-        const fs::path dir = mount / line.substr(4);
-        std::error_code ec;
-        if (fs::is_directory(dir, ec)) return dir;
-    }
-    return mount;
-}
-
-// Writes `text` to a cgroup or /proc file in one write(2), as the kernel takes it; "" or why
-// not.
-std::string write_kernel_file(const fs::path& file, const std::string& text) {
-    const int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0) return file.string() + ": " + std::strerror(errno);
-    const ssize_t n = ::write(fd, text.data(), text.size());
-    const int err = errno;
-    ::close(fd);
-    if (n == static_cast<ssize_t>(text.size())) return "";
-    return file.string() + ": " + std::strerror(err);
-}
-
 using test_support::steal_ns;
-
-// A cgroup made for a test and removed at the end of the scope. Processes still in it go back
-// to `home` first, since a cgroup that holds processes cannot be removed.
-class CgroupDir {
-  public:
-    CgroupDir(fs::path path, fs::path home) : path_(std::move(path)), home_(std::move(home)) {
-        if (::mkdir(path_.c_str(), 0755) != 0) error_ = errno;
-    }
-    ~CgroupDir() {
-        if (error_ != 0) return;
-        for (pid_t pid : procs()) {
-            (void)write_kernel_file(home_ / "cgroup.procs", std::to_string(pid));
-        }
-        // A process killed a moment ago can keep the cgroup busy until it is fully gone.
-        int err = 0;
-        const bool removed = test_support::wait_until(
-            [&] {
-                err = ::rmdir(path_.c_str()) == 0 ? 0 : errno;
-                return err == 0 || err == ENOENT;
-            },
-            std::chrono::seconds(5));
-        if (!removed) {
-            ADD_FAILURE() << "cannot remove the cgroup " << path_ << ": " << std::strerror(err);
-        }
-    }
-    CgroupDir(const CgroupDir&) = delete;
-    CgroupDir& operator=(const CgroupDir&) = delete;
-
-    // errno of the mkdir, 0 when the cgroup was made.
-    int error() const { return error_; }
-    const fs::path& path() const { return path_; }
-
-    // Moves a process into the cgroup; "" or why not.
-    std::string add(pid_t pid) const {
-        return write_kernel_file(path_ / "cgroup.procs", std::to_string(pid));
-    }
-    std::vector<pid_t> procs() const {
-        std::vector<pid_t> pids;
-        std::ifstream in(path_ / "cgroup.procs");
-        for (pid_t pid = 0; in >> pid;) pids.push_back(pid);
-        return pids;
-    }
-    // The CPU time of the cgroup's tasks so far (cpu.stat, which cgroup2 keeps for every
-    // cgroup, with or without the cpu controller).
-    std::optional<double> usage_ns() const {
-        std::ifstream in(path_ / "cpu.stat");
-        std::string key;
-        std::uint64_t value = 0;
-        while (in >> key >> value) {
-            if (key == "usage_usec") return static_cast<double>(value) * 1e3;
-        }
-        return std::nullopt;
-    }
-
-  private:
-    fs::path path_;
-    fs::path home_;
-    int error_ = 0;
-};
-
-// A child process that spins or sleeps until the end of the scope, when it is killed and
-// reaped.
-class Child {
-  public:
-    enum class Does { Spin, Sleep };
-    explicit Child(Does what) {
-        const pid_t parent = ::getpid();
-        pid_ = ::fork();
-        if (pid_ != 0) return;
-        // It dies with the test, should the test crash before this destructor runs.
-        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (::getppid() != parent) ::_exit(0);
-        if (what == Does::Spin) {
-            // A session of its own, so that the scheduler's autogroup of it can be given
-            // priority apart from the test's.
-            ::setsid();
-            volatile std::uint64_t loops = 0;
-            for (;;) loops = loops + 1;
-        }
-        for (;;) ::pause();
-    }
-    ~Child() {
-        if (pid_ <= 0) return;
-        ::kill(pid_, SIGKILL);
-        while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
-        }
-    }
-    Child(const Child&) = delete;
-    Child& operator=(const Child&) = delete;
-
-    pid_t pid() const { return pid_; }
-
-  private:
-    pid_t pid_ = -1;
-};
 
 // One `monctl perf collect -e perf::TASK-CLOCK` of a cgroup, beside what the kernel's own
 // accounting says about the same cgroup over the whole monctl call.
@@ -646,23 +485,7 @@ class PerfCgroups : public PerfCommands {
         return cg;
     }
 
-    // A child that spins in `cg` at the highest priority, so that on two or more CPUs it
-    // has one to itself even while other work keeps the machine busy. With autogroups
-    // (kernel.sched_autogroup_enabled) the nice value only counts within the child's session,
-    // and the sessions share the CPUs equally, so its session's autogroup gets -20 too.
-    static std::unique_ptr<Child> spin_in(const CgroupDir& cg) {
-        auto child = std::make_unique<Child>(Child::Does::Spin);
-        const pid_t pid = child->pid();
-        EXPECT_GT(pid, 0) << "fork: " << std::strerror(errno);
-        if (pid <= 0) return child;
-        (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(pid), -20);
-        // Not before the child has its own session, or this would raise the test's.
-        if (test_support::wait_until([&] { return ::getsid(pid) == pid; }, 2s)) {
-            (void)write_kernel_file(fs::path("/proc") / std::to_string(pid) / "autogroup", "-20");
-        }
-        EXPECT_EQ(cg.add(pid), "");
-        return child;
-    }
+    static std::unique_ptr<Child> spin_in(const CgroupDir& cg) { return spin_at_top_priority(&cg); }
 
     // Counts task-clock of `cg` for `duration` with the target options `target`.
     static CgroupCount collect(const CgroupDir& cg, const std::vector<std::string>& target,

@@ -300,18 +300,19 @@ TEST_F(ConfigTest, TopLevelValueIsNotReportedAsAnUnknownSection) {
 }
 
 TEST_F(ConfigTest, CountersTablesAreStandingSessionsInFileOrder) {
-    fs::path p = write("monitord.conf",
-                       "[daemon]\nlog-level = \"info\"\n\n"
-                       "[[counters]]\nname = \"clock\"\nevents = \"task-clock,context-switches\"\n\n"
-                       "[[counters]]\nname = \"web\"\nevents = \"cycles,instructions\"\n"
-                       "target = \"unit\"\nunit = \"nginx.service\"\nmux = \"daemon\"\n"
-                       "slice-ms = 50\n\n"
-                       "[[counters]]\nname = \"cpu3\"\nevents = \"{a,b}\"\ntarget = \"cpu\"\n"
-                       "cpu = 3\n\n"
-                       "[[counters]]\nname = \"box\"\nevents = \"task-clock\"\ntarget = \"cgroup\"\n"
-                       "cgroup = \"machine.slice/box\"\n\n"
-                       "[[counters]]\nname = \"each.one_2\"\nevents = \"cpu-clock\"\n"
-                       "target = \"each\"\n");
+    fs::path p =
+        write("monitord.conf",
+              "[daemon]\nlog-level = \"info\"\n\n"
+              "[[counters]]\nname = \"clock\"\nevents = \"task-clock,context-switches\"\n\n"
+              "[[counters]]\nname = \"web\"\nevents = \"cycles,instructions\"\n"
+              "target = \"unit\"\nunit = \"nginx.service\"\nmux = \"daemon\"\n"
+              "slice-ms = 50\n\n"
+              "[[counters]]\nname = \"cpu3\"\nevents = \"{a,b}\"\ntarget = \"cpu\"\n"
+              "cpu = 3\n\n"
+              "[[counters]]\nname = \"box\"\nevents = \"task-clock\"\ntarget = \"cgroup\"\n"
+              "cgroup = \"machine.slice/box\"\n\n"
+              "[[counters]]\nname = \"each.one_2\"\nevents = \"cpu-clock\"\n"
+              "target = \"each\"\n");
     auto r = load_config(p, Config{});
     ASSERT_TRUE(r.has_value()) << r.error().to_string();
     const auto& c = r->counters;

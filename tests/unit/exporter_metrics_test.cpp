@@ -136,9 +136,8 @@ TEST(MachineMetrics, StandingCounterSessions) {
     web.counting = true;
     CounterReport totals;
     // Counted half the time it was enabled: the counters were shared.
-    totals.events = {ReportedEvent{"cycles", "cpu::cycles", "cpu", Count{1000, 4'000'000'000,
-                                                                          2'000'000'000, 2000, 0.5},
-                                   {}}};
+    totals.events = {ReportedEvent{
+        "cycles", "cpu::cycles", "cpu", Count{1000, 4'000'000'000, 2'000'000'000, 2000, 0.5}, {}}};
     web.totals = totals;
     CounterReport last;
     last.metrics = {{"ipc", "instructions per cycle", 1.25, true}};
@@ -148,7 +147,10 @@ TEST(MachineMetrics, StandingCounterSessions) {
     each.counting = true;
     CounterReport per_cpu;
     per_cpu.events = {ReportedEvent{
-        "task-clock", "perf::TASK_CLOCK", "perf", Count{},
+        "task-clock",
+        "perf::TASK_CLOCK",
+        "perf",
+        Count{},
         {{0, Count{7, 1'000'000'000, 1'000'000'000, 7, 1}}, {1, Count{9, 1, 1, 9, 1}}}}};
     each.totals = per_cpu;
     StandingSession failed;

@@ -182,9 +182,8 @@ TEST_F(StandingCountersTest, ASessionThatCannotOpenSaysWhyAndIsTriedAgain) {
     const auto now = std::chrono::steady_clock::now();
     components_->on_loop([&] { components_->counters().ticked(now + 1s); });
     EXPECT_EQ(session("box")["state"], "failed");
-    components_->on_loop([&] {
-        components_->counters().ticked(now + StandingCounters::kRetryInterval + 1s);
-    });
+    components_->on_loop(
+        [&] { components_->counters().ticked(now + StandingCounters::kRetryInterval + 1s); });
     EXPECT_EQ(session("box")["state"], "counting") << session("box").dump();
     EXPECT_EQ(session("bad")["state"], "failed");
 

@@ -1,0 +1,92 @@
+#include "cgroups.hpp"
+
+#include <fcntl.h>
+
+#include <sstream>
+
+namespace itest {
+
+// Where cgroup2 is mounted (/sys/fs/cgroup, or /sys/fs/cgroup/unified on a host that mixes
+// cgroup v1 and v2), from /proc/self/mountinfo; empty when it is not.
+fs::path cgroup2_mount() {
+    std::ifstream in("/proc/self/mountinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+        // ID PARENT MAJOR:MINOR ROOT MOUNT-POINT OPTIONS [OPTIONAL...] - TYPE SOURCE OPTIONS
+        const auto dash = line.find(" - ");
+        if (dash == std::string::npos) continue;
+        std::istringstream head(line.substr(0, dash));
+        std::istringstream tail(line.substr(dash + 3));
+        std::string id, parent, device, root, mount_point, type;
+        head >> id >> parent >> device >> root >> mount_point;
+        tail >> type;
+        if (type == "cgroup2") return mount_point;
+    }
+    return {};
+}
+
+// Why perf cannot count cgroup2 directories here, or "" when it can: the perf_event
+// controller has to be on the unified hierarchy (hierarchy 0 in /proc/cgroups), not bound to
+// a v1 one.
+std::string perf_event_off_cgroup2() {
+    std::ifstream in("/proc/cgroups");
+    if (!in) return "";
+    std::string line;
+    while (std::getline(in, line)) {
+        std::istringstream fields(line);
+        std::string name;
+        int hierarchy = -1;
+        if (!(fields >> name >> hierarchy) || name != "perf_event") continue;
+        if (hierarchy == 0) return "";
+        return "the perf_event controller is bound to cgroup v1 hierarchy " +
+               std::to_string(hierarchy);
+    }
+    return "the kernel has no perf_event cgroup controller";
+}
+
+// This process's own cgroup2 directory, which can hold processes; the mount point when it
+// cannot be told.
+fs::path own_cgroup(const fs::path& mount) {
+    std::ifstream in("/proc/self/cgroup");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (!line.starts_with("0::/")) continue;
+        const fs::path dir = mount / line.substr(4);
+        std::error_code ec;
+        if (fs::is_directory(dir, ec)) return dir;
+    }
+    return mount;
+}
+
+// Writes `text` to a cgroup or /proc file in one write(2), as the kernel takes it; "" or why
+// not.
+std::string write_kernel_file(const fs::path& file, const std::string& text) {
+    const int fd = ::open(file.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return file.string() + ": " + std::strerror(errno);
+    const ssize_t n = ::write(fd, text.data(), text.size());
+    const int err = errno;
+    ::close(fd);
+    if (n == static_cast<ssize_t>(text.size())) return "";
+    return file.string() + ": " + std::strerror(err);
+}
+
+using test_support::steal_ns;
+
+std::unique_ptr<Child> spin_at_top_priority(const CgroupDir* cg) {
+    using namespace std::chrono_literals;
+    auto child = std::make_unique<Child>(Child::Does::Spin);
+    const pid_t pid = child->pid();
+    EXPECT_GT(pid, 0) << "fork: " << std::strerror(errno);
+    if (pid <= 0) return child;
+    (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(pid), -20);
+    // Not before the child has its own session, or this would raise the test's.
+    if (test_support::wait_until([&] { return ::getsid(pid) == pid; }, 2s)) {
+        (void)write_kernel_file(fs::path("/proc") / std::to_string(pid) / "autogroup", "-20");
+    }
+    if (cg != nullptr) {
+        EXPECT_EQ(cg->add(pid), "");
+    }
+    return child;
+}
+
+}  // namespace itest
