@@ -2,8 +2,11 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+
+#include "monitor/perf/cgroup_target.hpp"
 
 namespace monitord {
 
@@ -76,9 +79,20 @@ void StandingCounters::open(Session& s, Clock::time_point now) {
         s.retry = now + kRetryInterval;
         return;
     }
-    s.per_cpu = (*session)->options().target.kind == perf::TargetKind::EachCpu;
-    s.run = runtime_.add_run(std::move(*session), kEverySecond, now);
+    const auto& options = (*session)->options();
+    s.per_cpu = options.target.kind == perf::TargetKind::EachCpu;
+    s.cgroup.clear();
     s.retry = Clock::time_point::max();
+    if (options.target.kind == perf::TargetKind::Cgroup) {
+        struct stat st {};
+        auto dir = perf::cgroup_directory(options.cgroup_root, options.target.cgroup);
+        if (dir && ::stat(dir->c_str(), &st) == 0) {
+            s.cgroup = std::move(*dir);
+            s.cgroup_ino = st.st_ino;
+            s.retry = now + kRetryInterval;
+        }
+    }
+    s.run = runtime_.add_run(std::move(*session), kEverySecond, now);
     spdlog::info("{}: counting {} on {}{}", label(s.config), s.config.request.events,
                  protocol::target_text(s.config.request),
                  s.error.empty() ? "" : " (it could not before)");
@@ -107,14 +121,29 @@ bool StandingCounters::run_stepped(const monitor::Runtime::Due::RunStep& step,
     return true;
 }
 
+bool StandingCounters::cgroup_replaced(const Session& s) {
+    struct stat st {};
+    return ::stat(s.cgroup.c_str(), &st) != 0 || st.st_ino != s.cgroup_ino;
+}
+
 void StandingCounters::retry_due(Clock::time_point now) {
-    bool opened = false;
+    bool changed = false;
     for (auto& s : sessions_) {
-        if (s.run != 0 || s.retry > now) continue;
+        if (s.retry > now) continue;
+        if (s.run != 0) {
+            s.retry = now + kRetryInterval;
+            if (!cgroup_replaced(s)) continue;
+            spdlog::info(
+                "{}: {} was removed or made again (a unit that restarted?); opening "
+                "the session again",
+                label(s.config), s.cgroup);
+            close(s);
+            changed = true;
+        }
         open(s, now);
-        opened = opened || s.run != 0;
+        changed = changed || s.run != 0;
     }
-    if (opened) schedule_changed_();
+    if (changed) schedule_changed_();
 }
 
 const monitor::CounterRun* StandingCounters::run_of(const Session& s) const {

@@ -3,8 +3,13 @@
 // periods of one second end on the loading tick: its totals and its last second are read
 // there, whoever asks. A reload adds, restarts (when changed) and removes sessions; an
 // unchanged one counts on. A session that cannot open (an event this machine lacks, a unit
-// that does not run yet) is kept with its reason and tried again every 10 s.
+// that does not run yet) is kept with its reason and tried again every 10 s. A session
+// counting a cgroup (or a unit's) looks at it every 10 s too: a cgroup removed, or made again
+// (a unit that restarted gets a new one at the same path), leaves the counters on the old
+// one counting nothing, so the session opens again on what the path names now.
 #pragma once
+
+#include <sys/types.h>
 
 #include <chrono>
 #include <functional>
@@ -41,7 +46,8 @@ class StandingCounters {
     void configure(const std::vector<StandingSessionConfig>& tables, Clock::time_point now);
     // What run_due() did to a run; false when the run is not a standing session's.
     bool run_stepped(const monitor::Runtime::Due::RunStep& step, Clock::time_point now);
-    // Tries the failed sessions again when their time has come (called on the tick).
+    // Tries the failed sessions again, and looks at the counted cgroups, when their time has
+    // come (called on the tick).
     void retry_due(Clock::time_point now);
 
     // The sessions, in table order; the one named only (empty when there is none).
@@ -58,11 +64,16 @@ class StandingCounters {
         StandingSessionConfig config;
         monitor::Runtime::RunId run = 0;  // 0: not counting
         std::string error;                // why not
+        // When to try again (not counting), or to look at the cgroup (counting one).
         Clock::time_point retry = Clock::time_point::max();
         bool per_cpu = false;
+        std::string cgroup;  // the directory of a cgroup or unit target, as opened
+        ino_t cgroup_ino = 0;
     };
 
     void open(Session& s, Clock::time_point now);
+    // Whether the cgroup the session counts is gone or another directory now.
+    static bool cgroup_replaced(const Session& s);
     void close(Session& s);
     const monitor::CounterRun* run_of(const Session& s) const;
 

@@ -193,6 +193,39 @@ TEST_F(StandingCountersTest, ASessionThatCannotOpenSaysWhyAndIsTriedAgain) {
     EXPECT_EQ(r->parameters["sessions"], (json{"box", "bad"}));
 }
 
+TEST_F(StandingCountersTest, ACgroupMadeAgainOrGoneIsSeenWithinTheRetryInterval) {
+    const auto box_dir = cgroups_.path() / "box";
+    std::filesystem::create_directory(box_dir);
+    auto box = table("box", "ppc750::L1_ICACHE_MISSES");
+    box.request.target = "cgroup";
+    box.request.cgroup = "box";
+    configure({box});
+    ASSERT_EQ(session("box")["state"], "counting");
+    ASSERT_EQ(devices(), 1u);
+    const auto now = std::chrono::steady_clock::now();
+    auto look = [&](std::chrono::seconds after) {
+        components_->on_loop([&] { components_->counters().ticked(now + after); });
+    };
+    look(11s);
+    EXPECT_EQ(devices(), 1u) << "the same cgroup: nothing to do";
+
+    // A unit that restarts: its cgroup is made again at the same path (a rename keeps the old
+    // directory, so the new one cannot reuse its inode).
+    std::filesystem::rename(box_dir, cgroups_.path() / "box-old");
+    std::filesystem::create_directory(box_dir);
+    look(15s);
+    EXPECT_EQ(devices(), 1u) << "looked at every 10 s, not every tick";
+    look(22s);
+    EXPECT_EQ(devices(), 2u) << "opened again on the new cgroup";
+    EXPECT_EQ(session("box")["state"], "counting");
+
+    std::filesystem::rename(box_dir, cgroups_.path() / "box-gone");
+    look(33s);
+    json gone = session("box");
+    EXPECT_EQ(gone["state"], "failed") << gone.dump();
+    EXPECT_NE(gone.value("error", "").find("box"), std::string::npos) << gone.dump();
+}
+
 TEST_F(StandingCountersTest, AnOnDemandPlanSaysWhichStandingSessionsShareItsCounters) {
     configure({table("l2", "ppc750::L2_CASTOUTS")});
     const json request = {{"events", "ppc750::L1_ICACHE_MISSES"}};
