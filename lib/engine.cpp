@@ -123,39 +123,86 @@ Result<void> Engine::tick(Clock::time_point now) {
 
 // Every online CPU gets a sample or a gap, so that all windows cover the same time; a CPU the
 // source measured but sysfs does not list yet is recorded too.
+namespace {
+
+// Pushes a value into the history of each CPU of `cpus` (sorted), made when it is new: the
+// value of the CPU at index i is value_of(i). A history whose CPU is not listed gets a gap,
+// and goes once nothing of it is left in the window. The map and the list are walked side by
+// side: no lookup per CPU.
+template <class Histories, class ValueOf>
+void push_each(Histories& histories, const std::vector<int>& cpus, std::size_t window,
+               double seconds, ValueOf value_of) {
+    auto it = histories.begin();
+    auto unlisted = [&] {
+        it->second.push(std::nullopt, seconds);
+        it = it->second.empty_of_data() ? histories.erase(it) : std::next(it);
+    };
+    for (std::size_t i = 0; i < cpus.size(); ++i) {
+        while (it != histories.end() && it->first < cpus[i]) unlisted();
+        if (it == histories.end() || it->first != cpus[i]) {
+            it = histories.try_emplace(it, cpus[i], window);
+        }
+        it->second.push(value_of(i), seconds);
+        ++it;
+    }
+    while (it != histories.end()) unlisted();
+}
+
+}  // namespace
+
 void Engine::record(SourceState& st, const LoadSample& sample, double seconds) {
     st.machine.push(sample.machine, seconds);
     if (st.machine_states) st.machine_states->push(sample.machine_states, seconds);
-    std::vector<int> cpus = online_;
-    for (const auto& [cpu, load] : sample.cpus) cpus.push_back(cpu);
-    std::sort(cpus.begin(), cpus.end());
-    cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
-    std::size_t measured = 0;  // index into sample.cpus (and cpu_states)
-    for (int cpu : cpus) {
-        while (measured < sample.cpus.size() && sample.cpus[measured].first < cpu) ++measured;
-        const bool here = measured < sample.cpus.size() && sample.cpus[measured].first == cpu;
-        st.cpus.try_emplace(cpu, options_.history_seconds)
-            .first->second.push(here ? sample.cpus[measured].second : std::nullopt, seconds);
-        if (st.machine_states) {
-            const bool known = here && measured < sample.cpu_states.size();
-            st.cpu_states.try_emplace(cpu, options_.history_seconds)
-                .first->second.push(known ? sample.cpu_states[measured] : std::nullopt, seconds);
-            if (here && measured < sample.cpu_seconds.size() && sample.cpu_seconds[measured]) {
-                st.cpu_seconds[cpu] += *sample.cpu_seconds[measured];
-                st.machine_seconds += *sample.cpu_seconds[measured];
+    // The CPUs online and those the sample measured (both sorted), each with its index in
+    // the sample (npos when it has no value there).
+    constexpr std::size_t npos = static_cast<std::size_t>(-1);
+    auto& cpus = record_cpus_;
+    auto& measured = record_measured_;
+    cpus.clear();
+    measured.clear();
+    {
+        auto online = online_.begin();
+        std::size_t m = 0;
+        while (online != online_.end() || m < sample.cpus.size()) {
+            const bool take_sample = m < sample.cpus.size() &&
+                                     (online == online_.end() || sample.cpus[m].first <= *online);
+            if (take_sample) {
+                if (online != online_.end() && *online == sample.cpus[m].first) ++online;
+                // A CPU listed twice by a malformed source counts once.
+                if (cpus.empty() || cpus.back() != sample.cpus[m].first) {
+                    cpus.push_back(sample.cpus[m].first);
+                    measured.push_back(m);
+                }
+                ++m;
+            } else {
+                if (cpus.empty() || cpus.back() != *online) {
+                    cpus.push_back(*online);
+                    measured.push_back(npos);
+                }
+                ++online;
             }
         }
     }
-    // CPUs that went away keep their history until it has aged out of the window.
-    for (auto it = st.cpus.begin(); it != st.cpus.end();) {
-        const bool listed = std::binary_search(cpus.begin(), cpus.end(), it->first);
-        if (!listed) it->second.push(std::nullopt, seconds);
-        it = !listed && it->second.empty_of_data() ? st.cpus.erase(it) : std::next(it);
-    }
-    for (auto it = st.cpu_states.begin(); it != st.cpu_states.end();) {
-        const bool listed = std::binary_search(cpus.begin(), cpus.end(), it->first);
-        if (!listed) it->second.push(std::nullopt, seconds);
-        it = !listed && it->second.empty_of_data() ? st.cpu_states.erase(it) : std::next(it);
+    const std::size_t window = options_.history_seconds;
+    push_each(st.cpus, cpus, window, seconds, [&](std::size_t i) -> std::optional<double> {
+        return measured[i] == npos ? std::nullopt : sample.cpus[measured[i]].second;
+    });
+    if (!st.machine_states) return;
+    push_each(st.cpu_states, cpus, window, seconds,
+              [&](std::size_t i) -> std::optional<StateShares> {
+                  const std::size_t m = measured[i];
+                  return m < sample.cpu_states.size() ? sample.cpu_states[m] : std::nullopt;
+              });
+    auto secs = st.cpu_seconds.begin();
+    for (std::size_t i = 0; i < cpus.size(); ++i) {
+        const std::size_t m = measured[i];
+        if (m >= sample.cpu_seconds.size() || !sample.cpu_seconds[m]) continue;
+        while (secs != st.cpu_seconds.end() && secs->first < cpus[i]) ++secs;
+        if (secs == st.cpu_seconds.end() || secs->first != cpus[i]) {
+            secs = st.cpu_seconds.try_emplace(secs, cpus[i]);
+        }
+        secs->second += *sample.cpu_seconds[m];
+        st.machine_seconds += *sample.cpu_seconds[m];
     }
 }
 

@@ -47,8 +47,9 @@ std::uint64_t CpuTimes::total() const {
     return sum;
 }
 
-Result<ProcStatSnapshot> parse_proc_stat(std::string_view text) {
+Result<ProcStatSnapshot> parse_proc_stat(std::string_view text, std::size_t expected_cpus) {
     ProcStatSnapshot snap;
+    snap.cpus.reserve(expected_cpus);
     bool have_machine = false;
     std::size_t lineno = 0;
     while (!text.empty()) {
@@ -72,16 +73,22 @@ Result<ProcStatSnapshot> parse_proc_stat(std::string_view text) {
 
         CpuTimes times;
         std::size_t columns = 0;
-        for (auto tok = next_token(rest); !tok.empty(); tok = next_token(rest)) {
-            if (columns == kCpuStateCount) break;  // a future kernel's extra column
+        // Each column: spaces, then digits up to a space or the end of the line.
+        const char* p = rest.data();
+        const char* const end = rest.data() + rest.size();
+        while (columns < kCpuStateCount) {  // a future kernel's extra columns are not read
+            while (p != end && *p == ' ') ++p;
+            if (p == end) break;
             std::uint64_t v = 0;
-            auto [p, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), v);
-            if (ec != std::errc{} || p != tok.data() + tok.size()) {
+            auto [after, ec] = std::from_chars(p, end, v);
+            if (ec != std::errc{} || (after != end && *after != ' ')) {
+                const char* tok_end = std::find(p, end, ' ');
                 return bad_line(lineno, line,
-                                "column " + std::to_string(columns + 1) + " '" + std::string{tok} +
-                                    "' is not an unsigned 64-bit number");
+                                "column " + std::to_string(columns + 1) + " '" +
+                                    std::string{p, tok_end} + "' is not an unsigned 64-bit number");
             }
             times.ticks[columns++] = v;
+            p = after;
         }
         if (columns < kMinColumns) {
             return bad_line(lineno, line,
@@ -96,8 +103,10 @@ Result<ProcStatSnapshot> parse_proc_stat(std::string_view text) {
         }
     }
     if (!have_machine) return fail(Status::BadData, "/proc/stat has no 'cpu' line");
-    std::sort(snap.cpus.begin(), snap.cpus.end(),
-              [](const CpuStatLine& a, const CpuStatLine& b) { return a.cpu < b.cpu; });
+    auto by_cpu = [](const CpuStatLine& a, const CpuStatLine& b) { return a.cpu < b.cpu; };
+    if (!std::is_sorted(snap.cpus.begin(), snap.cpus.end(), by_cpu)) {
+        std::sort(snap.cpus.begin(), snap.cpus.end(), by_cpu);
+    }
     auto dup = std::adjacent_find(snap.cpus.begin(), snap.cpus.end(),
                                   [](const auto& a, const auto& b) { return a.cpu == b.cpu; });
     if (dup != snap.cpus.end()) {
@@ -115,7 +124,8 @@ Result<ProcStatReader> ProcStatReader::open(const std::filesystem::path& proc_ro
 
 Result<ProcStatSnapshot> ProcStatReader::read() {
     if (auto r = pread_whole(fd_.get(), buffer_, path_); !r) return std::unexpected(r.error());
-    auto snap = parse_proc_stat(buffer_);
+    auto snap = parse_proc_stat(buffer_, cpus_);
+    if (snap) cpus_ = snap->cpus.size();
     if (!snap) {
         auto e = snap.error();
         if (path_ != "/proc/stat") e.message += " (read from " + path_.string() + ")";

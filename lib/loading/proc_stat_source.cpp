@@ -33,7 +33,14 @@ Result<LoadSample> ProcStatSource::sample() {
 
 LoadSample ProcStatSource::update(const ProcStatSnapshot& snap) {
     LoadSample out;
-    std::map<int, Previous> next;
+    const std::size_t n = snap.cpus.size();
+    out.cpus.reserve(n);
+    out.cpu_states.reserve(n);
+    out.cpu_seconds.reserve(n);
+    next_.clear();
+    next_.reserve(n);
+    // Both lists are sorted by CPU: one walk pairs each CPU with its previous reading.
+    auto prev = cpus_.begin();
     // The machine is its CPUs together: the times of those measured over the interval, added
     // up (not the kernel's "cpu" line, whose rounding and hotplug can put it outside them).
     // A CPU that came or went during the interval is left out; one whose counters went back
@@ -43,9 +50,10 @@ LoadSample ProcStatSource::update(const ProcStatSnapshot& snap) {
     bool unmeasurable = false;
     for (const auto& line : snap.cpus) {
         const std::uint64_t excluded_ns = exclude_ ? exclude_->excluded_cpu_ns(line.cpu) : 0;
-        auto prev = cpus_.find(line.cpu);
+        while (prev != cpus_.end() && prev->first < line.cpu) ++prev;
+        const bool known = prev != cpus_.end() && prev->first == line.cpu;
         std::optional<StateTimes> times;
-        if (prev != cpus_.end()) times = state_times_between(prev->second.times, line.times);
+        if (known) times = state_times_between(prev->second.times, line.times);
         if (times) {
             const double ticks =
                 excluded_ns >= prev->second.excluded_ns
@@ -54,7 +62,7 @@ LoadSample ProcStatSource::update(const ProcStatSnapshot& snap) {
             times->give_back_to_idle(ticks, excluded_state_);
             machine += *times;
             measured = true;
-        } else if (prev != cpus_.end()) {
+        } else if (known) {
             unmeasurable = true;
         }
         // A CPU absent from the previous reading (just came online) is listed, without a
@@ -63,13 +71,13 @@ LoadSample ProcStatSource::update(const ProcStatSnapshot& snap) {
         out.cpu_states.push_back(times ? times->shares() : std::nullopt);
         out.cpu_seconds.push_back(times ? std::optional{StateSeconds::of(*times, user_hz_)}
                                         : std::nullopt);
-        next.emplace(line.cpu, Previous{line.times, excluded_ns});
+        next_.emplace_back(line.cpu, Previous{line.times, excluded_ns});
     }
     if (measured && !unmeasurable) {
         out.machine = machine.load();
         out.machine_states = machine.shares();
     }
-    cpus_ = std::move(next);
+    cpus_.swap(next_);
     return out;
 }
 

@@ -5,12 +5,12 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
-#include <map>
 #include <memory>
 #include <string_view>
 #include <vector>
 
 #include "monitor/loading/cpu_list.hpp"
+#include "monitor/loading/cpu_map.hpp"
 #include "monitor/loading/idle_probe.hpp"
 #include "monitor/loading/load_history.hpp"
 #include "monitor/loading/load_source.hpp"
@@ -76,14 +76,14 @@ class Engine {
     struct SourceState {
         std::unique_ptr<LoadSource> source;
         LoadHistory machine;
-        std::map<int, LoadHistory> cpus;
+        CpuMap<LoadHistory> cpus;
         // Sources that know where the time went: the states' history, beside the loads'.
         std::optional<StateHistory> machine_states;
-        std::map<int, StateHistory> cpu_states;
+        CpuMap<StateHistory> cpu_states;
         // The time by state so far: the machine's is the sum of its CPUs'. A CPU that goes
         // away keeps its counters, so that they never go back when it returns.
         StateSeconds machine_seconds;
-        std::map<int, StateSeconds> cpu_seconds;
+        CpuMap<StateSeconds> cpu_seconds;
     };
 
     Engine(EngineOptions options, Clock::time_point now);
@@ -98,6 +98,9 @@ class Engine {
     std::vector<SourceState> sources_;
     std::size_t procstat_ = 0;  // index of the procstat source in sources_
     std::vector<int> online_;
+    // record()'s scratch lists, kept to be reused: the CPUs of a sample, and where each is in it.
+    std::vector<int> record_cpus_;
+    std::vector<std::size_t> record_measured_;
     // The sysfs online list; nullopt when it does not exist: then the CPUs of /proc/stat are
     // the online ones.
     std::optional<OnlineCpusReader> online_reader_;

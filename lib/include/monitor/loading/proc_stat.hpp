@@ -58,7 +58,8 @@ struct ProcStatSnapshot {
 // Parses the text of /proc/stat. Lines other than cpu lines are ignored. A file without a
 // "cpu" line, with fewer than 4 columns, or with a value that is not a 64-bit number is
 // BADDATA naming the line.
-Result<ProcStatSnapshot> parse_proc_stat(std::string_view text);
+// `expected_cpus`: room made for that many cpuN lines at once (a reader's last count).
+Result<ProcStatSnapshot> parse_proc_stat(std::string_view text, std::size_t expected_cpus = 0);
 
 // Keeps <proc_root>/stat open and re-reads it from the start on each read().
 class ProcStatReader {
@@ -75,6 +76,7 @@ class ProcStatReader {
     std::filesystem::path path_;
     UniqueFd fd_;
     std::string buffer_;
+    std::size_t cpus_ = 0;  // the cpuN lines of the last read
 };
 
 }  // namespace monitor

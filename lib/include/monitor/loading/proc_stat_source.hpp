@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "monitor/loading/cpu_time_exclusion.hpp"
 #include "monitor/loading/load_source.hpp"
@@ -56,7 +57,10 @@ class ProcStatSource final : public LoadSource {
     const CpuTimeExclusion* exclude_;
     double user_hz_;
     TimeState excluded_state_;
-    std::map<int, Previous> cpus_;  // previous reading per CPU present in it
+    // The previous reading of each CPU present in it, sorted by CPU (as readings are); and
+    // the vector the next one is made in, kept to be reused.
+    std::vector<std::pair<int, Previous>> cpus_;
+    std::vector<std::pair<int, Previous>> next_;
 };
 
 }  // namespace monitor
