@@ -1,5 +1,6 @@
 #include "exposition.hpp"
 
+#include <fmt/compile.h>
 #include <fmt/format.h>
 #include <prometheus/text_serializer.h>
 #include <zlib.h>
@@ -7,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <iterator>
 #include <sstream>
 
 namespace exporter {
@@ -53,9 +55,8 @@ std::vector<Entry> entries(std::string_view header) {
     return out;
 }
 
-std::string escaped(std::string_view s, bool quote) {
-    std::string out;
-    out.reserve(s.size());
+// Appends `s` with backslashes and newlines escaped, and double quotes when `quote`.
+void append_escaped(std::string& out, std::string_view s, bool quote) {
     for (char c : s) {
         if (c == '\\') {
             out += "\\\\";
@@ -67,13 +68,17 @@ std::string escaped(std::string_view s, bool quote) {
             out += c;
         }
     }
-    return out;
 }
 
-std::string number(double v) {
-    if (std::isnan(v)) return "NaN";
-    if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
-    return fmt::format("{}", v);
+void append_number(std::string& out, double v) {
+    if (std::isnan(v)) {
+        out += "NaN";
+    } else if (std::isinf(v)) {
+        out += v > 0 ? "+Inf" : "-Inf";
+    } else {
+        // The shortest text that reads back as the same double.
+        fmt::format_to(std::back_inserter(out), FMT_COMPILE("{}"), v);
+    }
 }
 
 std::string_view type_name(prometheus::MetricType t) {
@@ -106,29 +111,37 @@ double value_of(const prometheus::MetricFamily& f, const prometheus::ClientMetri
 // the exposition ends with "# EOF". Only counters and gauges are made here.
 std::string openmetrics(const std::vector<prometheus::MetricFamily>& families) {
     std::string out;
+    // Written in place, sample by sample: no string is made per label or number.
+    std::size_t samples = 0;
+    for (const auto& f : families) samples += f.metric.size();
+    out.reserve(samples * 80);
     for (const auto& f : families) {
-        std::string name = f.name;
-        std::string suffix;
+        std::string_view name = f.name;
+        std::string_view suffix;
         if (f.type == prometheus::MetricType::Counter && name.ends_with("_total")) {
-            name.resize(name.size() - 6);
+            name.remove_suffix(6);
             suffix = "_total";
         }
-        out += fmt::format("# TYPE {} {}\n", name, type_name(f.type));
-        if (!f.help.empty()) out += fmt::format("# HELP {} {}\n", name, escaped(f.help, true));
+        out.append("# TYPE ").append(name).append(" ").append(type_name(f.type)).append("\n");
+        if (!f.help.empty()) {
+            out.append("# HELP ").append(name).append(" ");
+            append_escaped(out, f.help, true);
+            out += '\n';
+        }
         for (const auto& m : f.metric) {
-            out += name;
-            out += suffix;
+            out.append(name).append(suffix);
             if (!m.label.empty()) {
                 out += '{';
                 for (std::size_t i = 0; i < m.label.size(); ++i) {
                     if (i > 0) out += ',';
-                    out +=
-                        fmt::format("{}=\"{}\"", m.label[i].name, escaped(m.label[i].value, true));
+                    out.append(m.label[i].name).append("=\"");
+                    append_escaped(out, m.label[i].value, true);
+                    out += '"';
                 }
                 out += '}';
             }
             out += ' ';
-            out += number(value_of(f, m));
+            append_number(out, value_of(f, m));
             out += '\n';
         }
     }
