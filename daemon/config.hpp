@@ -37,9 +37,6 @@ struct StandingSessionConfig {
     bool same_session(const StandingSessionConfig& o) const {
         return name == o.name && request == o.request;
     }
-    bool operator==(const StandingSessionConfig& o) const {
-        return same_session(o) && where == o.where;
-    }
 };
 
 struct Config {

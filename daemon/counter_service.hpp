@@ -59,8 +59,6 @@ class CounterService {
     // The on-demand session: "a collect of 1000 ms by pid 42 (uid 0), counting 3 events",
     // or empty.
     std::string describe() const;
-    // "2 standing sessions", or empty.
-    std::string describe_standing() const { return standing_.describe(); }
 
   private:
     struct Session {

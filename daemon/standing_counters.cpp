@@ -196,13 +196,4 @@ std::vector<std::string> StandingCounters::sharing(const perf::Plan& plan) const
     return out;
 }
 
-std::string StandingCounters::describe() const {
-    if (sessions_.empty()) return {};
-    const auto failed = std::count_if(sessions_.begin(), sessions_.end(),
-                                      [](const Session& s) { return s.run == 0; });
-    return fmt::format("{} standing session{}{}", sessions_.size(),
-                       sessions_.size() == 1 ? "" : "s",
-                       failed > 0 ? fmt::format(" ({} not counting)", failed) : "");
-}
-
 }  // namespace monitord

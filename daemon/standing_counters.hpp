@@ -56,8 +56,6 @@ class StandingCounters {
     std::vector<std::string> names() const;
     // The names of the counting sessions whose plans take counters of `plan`'s PMUs.
     std::vector<std::string> sharing(const monitor::perf::Plan& plan) const;
-    // "2 standing sessions (1 failed)", or empty.
-    std::string describe() const;
 
   private:
     struct Session {
