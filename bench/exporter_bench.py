@@ -3,7 +3,7 @@
 
 usage: exporter_bench.py [--monitord PATH] [--exporter PATH] [--node-exporter PATH]
                          [--cpus 2,64,256,1024] [--seconds S] [--quiet S] [--no-gzip]
-                         [--no-exporter]
+                         [--accept prometheus|text] [--no-exporter]
 
 For each machine size N, a synthetic machine: a /proc/stat and a /sys/devices/system/cpu
 tree of N CPUs in a temporary directory, the counters advanced once a second by a thread of
@@ -16,7 +16,10 @@ open and reads it again at each tick, so a file renamed over it would never be s
 
 First, with nothing scraping, monitord's own CPU time over --quiet seconds (its tick cost).
 Then both exporters are scraped once a second for --seconds, side by side in the same loop
-(the order alternating), asking for gzip as Prometheus does unless --no-gzip. Figures per N:
+(the order alternating), asking for gzip as Prometheus does unless --no-gzip, and with the
+Accept header Prometheus sends (OpenMetrics preferred; each side answers in the format it
+chooses, which the report names) or, with --accept text, for the text format 0.0.4 only.
+Figures per N:
 CPU time per scrape (the pipeline: monitord's and monitord-exporter's together; node_exporter
 alone), body bytes (uncompressed) per scrape, p50 and p99 of the scrape latency. CPU time is
 the threads' run time from /proc/PID/task/*/schedstat (nanoseconds), checked against utime +
@@ -58,6 +61,13 @@ NODE_BUSY = ("user", "nice", "system", "irq", "softirq", "steal")
 MONITORD_BUSY = NODE_BUSY + ("guest", "guest_nice")
 WIDTH = 12  # digits of every counter, so that the file keeps its length
 TARGET_RATIO = 0.5
+# The Accept header of Prometheus 2.x's scrapes, and the text format alone.
+ACCEPT = {
+    "prometheus": "application/openmetrics-text;version=1.0.0,"
+                  "application/openmetrics-text;version=0.0.1;q=0.75,"
+                  "text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
+    "text": "text/plain;version=0.0.4",
+}
 TARGET_LINEAR = 1.5
 TARGET_TICK = 0.1  # percent of one CPU at 1024 CPUs
 
@@ -270,10 +280,12 @@ def wait_until(what, check, proc, timeout=20):
 # ---- scraping -----------------------------------------------------------------------------
 
 class Scraper:
-    def __init__(self, name, port, use_gzip):
+    def __init__(self, name, port, use_gzip, accept):
         self.name = name
         self.port = port
         self.use_gzip = use_gzip
+        self.accept = accept
+        self.content_type = None  # as the last answer said
         self.conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
         self.latencies = []
         self.wire_bytes = []
@@ -281,7 +293,7 @@ class Scraper:
 
     def get(self):
         """One GET /metrics: (body text, seconds it took, bytes on the wire)."""
-        headers = {"Accept": "text/plain;version=0.0.4"}
+        headers = {"Accept": ACCEPT[self.accept]}
         if self.use_gzip:
             headers["Accept-Encoding"] = "gzip"
         for attempt in (0, 1):
@@ -298,6 +310,7 @@ class Scraper:
             took = time.perf_counter() - t0
             if resp.status != 200:
                 raise Failed(f"{self.name}: GET /metrics answered {resp.status}")
+            self.content_type = resp.getheader("Content-Type", "")
             body = gzip.decompress(raw) if resp.getheader("Content-Encoding") == "gzip" else raw
             return body.decode(), took, len(raw)
 
@@ -378,14 +391,15 @@ def run_size(args, ncpu, workdir):
             "--path.procfs", machine.proc, "--path.sysfs", machine.sys,
             "--web.listen-address", f"127.0.0.1:{node_port}"], root)
         procs.append(node)
-        targets = [("node_exporter", node, Scraper("node_exporter", node_port, args.gzip))]
+        targets = [("node_exporter", node,
+                    Scraper("node_exporter", node_port, args.gzip, args.accept))]
         if not args.no_exporter:
             exp_port = free_port()
             exporter = Process(f"monitord-exporter-{ncpu}", [
                 args.exporter, "--listen", f"127.0.0.1:{exp_port}", "--socket", sock], root)
             procs.append(exporter)
             targets.insert(0, ("monitord-exporter", exporter,
-                               Scraper("monitord-exporter", exp_port, args.gzip)))
+                               Scraper("monitord-exporter", exp_port, args.gzip, args.accept)))
         scrapers = [s for _, _, s in targets]
         # Up, and one scrape each that does not count (first-time allocations).
         for name, proc, scraper in targets:
@@ -436,6 +450,7 @@ def run_size(args, ncpu, workdir):
             "wire": statistics.mean(scraper.wire_bytes),
             "p50": 1000 * percentile(scraper.latencies, 50),
             "p99": 1000 * percentile(scraper.latencies, 99),
+            "format": scraper.content_type.split(";")[0],
         }
     # monitord's share of the pipeline: all its CPU time while scraped, the ticks included,
     # since node_exporter reads /proc/stat itself at each scrape.
@@ -472,8 +487,8 @@ def run_size(args, ncpu, workdir):
 def report(args, results):
     pipeline = "monitord-exporter"
     print(f"\n== exporter: {args.seconds} scrapes a second apart per size, gzip "
-          f"{'asked' if args.gzip else 'not asked'}; monitord's tick measured over "
-          f"{args.quiet} s unscraped")
+          f"{'asked' if args.gzip else 'not asked'}, Accept as {args.accept} asks; monitord's "
+          f"tick measured over {args.quiet} s unscraped")
     for r in results:
         print(f"\n{r['ncpu']} CPUs: monitord's tick {r['tick_percent']:.4f} % of one CPU; "
               f"monitord while scraped {r['monitord_ms']:.3f} ms a scrape")
@@ -483,7 +498,7 @@ def report(args, results):
             label = "monitord + exporter" if name == pipeline else name
             print(f"  {label:<26} {row['cpu_ms']:>13.3f} {1000 * row['cpu_ms'] / r['ncpu']:>10.3f}"
                   f" {row['bytes']:>10.0f} {row['wire']:>10.0f} {row['p50']:>7.2f}"
-                  f" {row['p99']:>7.2f}")
+                  f" {row['p99']:>7.2f}  {row['format']}")
             if name == pipeline:
                 print(f"  {'  of which the exporter':<26} {row['exporter_ms']:>13.3f}")
         print(f"  busy seconds a second of cpu{r['busy_cpu']}: " + ", ".join(
@@ -542,6 +557,8 @@ def main():
                    help="seconds of monitord unscraped per size, for its tick cost (10)")
     p.add_argument("--gzip", action=argparse.BooleanOptionalAction, default=True,
                    help="ask for gzip as Prometheus does (default yes)")
+    p.add_argument("--accept", choices=sorted(ACCEPT), default="prometheus",
+                   help="the Accept header: Prometheus's own (prometheus), or text 0.0.4 only")
     p.add_argument("--no-exporter", action="store_true",
                    help="leave monitord-exporter out: tick cost and node_exporter only")
     args = p.parse_args()

@@ -56,10 +56,10 @@ TEST(VarlinkIdlBuiltin, MonitorInterface) {
     EXPECT_EQ(method_names(*iface),
               (std::set<std::string>{"GetLoading", "GetStatus", "GetPmuInfo", "ListEvents",
                                      "PlanCounters", "CollectCounters", "StartCounters",
-                                     "ReadCounters", "StopCounters"}));
+                                     "ReadCounters", "StopCounters", "GetStandingCounters"}));
     EXPECT_NE(iface->error("InvalidMessage"), nullptr);
     for (auto e : {"PerfRunning", "PerfNotRunning", "NoSuchEvent", "PermissionDenied", "NoPmu",
-                   "NoSuchTarget", "InvalidRequest", "CounterFailure"}) {
+                   "NoSuchTarget", "InvalidRequest", "CounterFailure", "NoSuchSession"}) {
         EXPECT_NE(iface->error(e), nullptr) << e;
     }
     EXPECT_EQ(iface->method("NoSuchMethod"), nullptr);
