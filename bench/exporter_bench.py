@@ -553,8 +553,8 @@ def main():
         "NODE_EXPORTER_BIN", "/usr/bin/prometheus-node-exporter"))
     p.add_argument("--cpus", default="2,64,256,1024", help="machine sizes (2,64,256,1024)")
     p.add_argument("--seconds", type=int, default=60, help="scrapes per size, one a second (60)")
-    p.add_argument("--quiet", type=int, default=10,
-                   help="seconds of monitord unscraped per size, for its tick cost (10)")
+    p.add_argument("--quiet", type=int, default=30,
+                   help="seconds of monitord unscraped per size, for its tick cost (30)")
     p.add_argument("--gzip", action=argparse.BooleanOptionalAction, default=True,
                    help="ask for gzip as Prometheus does (default yes)")
     p.add_argument("--accept", choices=sorted(ACCEPT), default="prometheus",
