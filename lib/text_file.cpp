@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 #include "monitor/unique_fd.hpp"
@@ -11,26 +12,37 @@ namespace monitor {
 
 Result<void> pread_whole(int fd, std::string& out, const std::filesystem::path& name,
                          std::size_t limit) {
-    if (out.size() < 4096) out.resize(4096);
+    // Read into the room `out` already has (a file re-read every second keeps its size): no
+    // zeroing of it first, and one pread more only to find the end.
+    std::size_t room = std::max<std::size_t>(out.capacity(), 4096);
     std::size_t used = 0;
+    int error = 0;
     for (;;) {
-        if (used == out.size()) {
-            if (out.size() >= limit) {
-                return fail(Status::BadData,
-                            name.string() + ": larger than " + std::to_string(limit) + " bytes");
+        bool end = false;
+        out.resize_and_overwrite(room, [&](char* p, std::size_t n) {
+            while (used < n) {
+                const ssize_t r = ::pread(fd, p + used, n - used, static_cast<off_t>(used));
+                if (r < 0) {
+                    if (errno == EINTR) continue;
+                    error = errno;
+                    break;
+                }
+                if (r == 0) {
+                    end = true;
+                    break;
+                }
+                used += static_cast<std::size_t>(r);
             }
-            out.resize(std::min(out.size() * 2, limit));
+            return used;
+        });
+        if (error != 0) return fail_errno(error, "read " + name.string());
+        if (end) return {};
+        if (room >= limit) {
+            return fail(Status::BadData,
+                        name.string() + ": larger than " + std::to_string(limit) + " bytes");
         }
-        ssize_t n = ::pread(fd, out.data() + used, out.size() - used, static_cast<off_t>(used));
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            return fail_errno(errno, "read " + name.string());
-        }
-        if (n == 0) break;
-        used += static_cast<std::size_t>(n);
+        room = std::min(room * 2, limit);
     }
-    out.resize(used);
-    return {};
 }
 
 Result<std::string> read_text_file(const std::filesystem::path& path, std::size_t limit) {
