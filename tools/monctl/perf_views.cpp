@@ -130,7 +130,6 @@ std::string format_standing_session(const monitor::protocol::StandingSession& s)
         last.period.reset();
         out += format_counter_report(last, "the last second");
     }
-    if (s.plan && !s.plan->shared_with.empty()) out += format_plan(*s.plan);
     return out;
 }
 
