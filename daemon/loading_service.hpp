@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "monitor/loading/loading_report.hpp"
+#include "monitor/loading/probe_group.hpp"
 #include "monitor/runtime/runtime.hpp"
 #include "varlink_server.hpp"
 
@@ -28,6 +29,9 @@ class LoadingService {
     // an orderly stop does to the watchdog.
     void set_state(std::string state) { state_ = std::move(state); }
     void set_watchdog_on_stop(monitor::watchdog::OnStop on_stop) { on_stop_ = on_stop; }
+    void set_probe_group(std::optional<monitor::ProbeGroup> group) {
+        probe_group_ = std::move(group);
+    }
 
     // After a tick: the replies are made afresh, and the callers that asked for more get
     // theirs.
@@ -49,6 +53,7 @@ class LoadingService {
     const std::chrono::steady_clock::time_point started_;
     std::string state_ = "starting";
     monitor::watchdog::OnStop on_stop_ = monitor::watchdog::OnStop::Disarm;
+    std::optional<monitor::ProbeGroup> probe_group_;
     // Encoded GetLoading replies by query (per_cpu + 2 * history + 4 * states + 8 * totals +
     // 16 * more), valid until the loading changes.
     std::array<VarlinkServer::EncodedReply, 32> replies_;

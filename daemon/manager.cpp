@@ -97,6 +97,7 @@ Result<void> Manager::setup() {
     eo.sys_root = options_.sys_root;
     eo.history_seconds = options_.config.history_seconds;
     eo.probe = options_.config.probe;
+    if (eo.probe != monitor::ProbeMode::Off) place_probes();
     auto watchdog = std::make_shared<monitor::watchdog::Watchdog>(options_.config.watchdog_policy);
     // std::chrono::steady_clock is CLOCK_MONOTONIC, the clock of the loop's timer.
     auto runtime = monitor::Runtime::create(eo, std::move(watchdog),
@@ -121,6 +122,7 @@ Result<void> Manager::setup() {
     loading_ = std::make_unique<LoadingService>(*server_, *runtime_);
     loading_->setup();
     loading_->set_watchdog_on_stop(options_.config.watchdog_on_stop);
+    loading_->set_probe_group(probe_group_);
     auto counter_options = options_.counters;
     counter_options.proc_root = options_.proc_root;
     counter_options.sys_root = options_.sys_root;
@@ -172,6 +174,21 @@ int Manager::run() {
     }
     spdlog::info("Stopped");
     return 0;
+}
+
+void Manager::place_probes() {
+    // The real /proc and cgroup tree, not the injected roots: the group is this process's.
+    auto group = monitor::lower_probe_group("/proc", "/sys/fs/cgroup", ::getsid(0) == ::getpid());
+    if (!group) {
+        spdlog::warn("idle probes: cannot tell their task group: {}", group.error().to_string());
+        return;
+    }
+    probe_group_ = *group;
+    if (group->yields()) {
+        spdlog::info("{}", monitor::describe_probe_group(*group));
+    } else {
+        spdlog::warn("{}", monitor::describe_probe_group(*group));
+    }
 }
 
 void Manager::log_probes() const {
@@ -371,6 +388,7 @@ void Manager::reload() {
         runtime_->engine().set_history_seconds(options_.config.history_seconds);
         loading_->forget_replies();
         loading_->set_watchdog_on_stop(options_.config.watchdog_on_stop);
+        loading_->set_probe_group(probe_group_);
         apply_control_group();
         counters_->configure_standing(options_.config.counters, std::chrono::steady_clock::now());
         spdlog::info("Reloaded {}", have_file ? file.string() : std::string{"the defaults"});

@@ -49,6 +49,9 @@ class Manager {
     void reload();
     void notify_status() const;
     void log_probes() const;
+    // Lowers the autogroup of the idle probes when it is monitord's own, and says where they
+    // compete (monitor/loading/probe_group.hpp).
+    void place_probes();
     monitor::Result<void> arm_watchdog();
     // The group for a socket the daemon makes: [access] socket-group, else "monitor" when it
     // exists and the daemon may give it (root, or a member), else none (its own group).
@@ -66,6 +69,7 @@ class Manager {
     SourcePtr timer_;
     SourcePtr sigterm_, sigint_, sighup_;
     std::unique_ptr<monitor::Runtime> runtime_;
+    std::optional<monitor::ProbeGroup> probe_group_;
     std::optional<ControlSocket> socket_;
     AccessRules access_;  // before the server, which checks every call against it
     std::unique_ptr<VarlinkServer> server_;

@@ -234,6 +234,16 @@ WatchdogInfo watchdog_from_json(const json& j) {
     return w;
 }
 
+ProbeGroupInfo probe_group_info(const ProbeGroup& group) {
+    ProbeGroupInfo info;
+    info.kind = probe_group_kind_name(group.kind);
+    info.name = group.name;
+    info.nice = group.nice;
+    info.yields = group.yields();
+    info.note = describe_probe_group(group);
+    return info;
+}
+
 json to_json(const DaemonStatus& s) {
     json probes = json::array();
     for (const auto& p : s.probes) {
@@ -254,6 +264,14 @@ json to_json(const DaemonStatus& s) {
         {"sources", s.sources},
         {"probe_mode", s.probe_mode},
         {"probes", std::move(probes)},
+        {"probe_group",
+         s.probe_group
+             ? json{{"kind", s.probe_group->kind},
+                    {"name", s.probe_group->name},
+                    {"nice", s.probe_group->nice ? json(*s.probe_group->nice) : json(nullptr)},
+                    {"yields", s.probe_group->yields},
+                    {"note", s.probe_group->note}}
+             : json(nullptr)},
         {"history_seconds", s.history_seconds},
         {"watchdog", s.watchdog ? to_json(*s.watchdog) : json(nullptr)},
     };
@@ -278,6 +296,17 @@ DaemonStatus status_from_json(const json& j) {
         if (auto e = p.find("error"); e != p.end() && e->is_string())
             ps.error = e->get<std::string>();
         s.probes.push_back(std::move(ps));
+    }
+    if (auto g = j.find("probe_group"); g != j.end() && !g->is_null()) {
+        ProbeGroupInfo info;
+        info.kind = g->at("kind").get<std::string>();
+        info.name = g->at("name").get<std::string>();
+        if (auto n = g->find("nice"); n != g->end() && !n->is_null()) {
+            info.nice = n->get<std::int64_t>();
+        }
+        info.yields = g->at("yields").get<bool>();
+        info.note = g->at("note").get<std::string>();
+        s.probe_group = std::move(info);
     }
     s.history_seconds = j.at("history_seconds").get<std::int64_t>();
     if (auto w = j.find("watchdog"); w != j.end() && !w->is_null()) {

@@ -91,6 +91,7 @@ pid_t spawn(const std::vector<std::string>& argv, const SpawnOptions& opts,
             }
             std::snprintf(listen_pid.data(), listen_pid.size(), "LISTEN_PID=%d", ::getpid());
         }
+        if (opts.new_session) ::setsid();
         sigset_t none;
         sigemptyset(&none);
         ::sigprocmask(SIG_SETMASK, &none, nullptr);

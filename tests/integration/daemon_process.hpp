@@ -39,7 +39,8 @@ struct SpawnOptions {
     std::vector<std::string> env;        // "NAME=value" added to (or replacing in) the environment
     std::vector<std::string> unset_env;  // names removed from the environment
     std::optional<uid_t> uid;            // setgid/setuid to this user (and its gid) in the child
-    int pass_fd = -1;  // handed over as fd 3 with LISTEN_FDS=1 (socket activation)
+    int pass_fd = -1;          // handed over as fd 3 with LISTEN_FDS=1 (socket activation)
+    bool new_session = false;  // setsid() in the child, as systemd starts a service
 };
 
 // Runs a program to completion, capturing stdout and stderr. After `timeout` it is killed and

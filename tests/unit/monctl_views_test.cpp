@@ -125,6 +125,35 @@ TEST(FormatStatus, ShowsVersionPidStateCpusAndSources) {
     EXPECT_NE(line_starting(out, "  history:").find("90 s"), std::string::npos) << out;
 }
 
+// Where the probes compete, and a warning when they take time from other sessions' work.
+TEST(FormatStatus, ShowsTheProbesGroupAndWarnsWhenTheyDoNotYield) {
+    monitor::protocol::DaemonStatus st;
+    st.version = "0.1.0";
+    st.probe_mode = "spin";
+    st.probe_group = monitor::protocol::probe_group_info(
+        {monitor::ProbeGroup::Kind::Autogroup, "/autogroup-42", 19, true});
+    std::string out = format_status(st, "/s");
+    EXPECT_EQ(line_starting(out, "  probes:"),
+              "  probes:  spin, in autogroup /autogroup-42 at nice 19")
+        << out;
+    EXPECT_EQ(out.find("warning"), std::string::npos) << out;
+
+    st.probe_group = monitor::protocol::probe_group_info(
+        {monitor::ProbeGroup::Kind::Autogroup, "/autogroup-7", 0, false});
+    out = format_status(st, "/s");
+    EXPECT_NE(line_starting(out, "  warning:").find("share autogroup /autogroup-7"),
+              std::string::npos)
+        << out;
+
+    st.probe_group = monitor::protocol::probe_group_info(
+        {monitor::ProbeGroup::Kind::Cgroup, "/system.slice/monitord.service", {}, false});
+    out = format_status(st, "/s");
+    EXPECT_NE(line_starting(out, "  probes:").find("in cgroup /system.slice/monitord.service"),
+              std::string::npos)
+        << out;
+    EXPECT_NE(line_starting(out, "  warning:").find("CPUWeight=1"), std::string::npos) << out;
+}
+
 TEST(FormatStatus, OtherStates) {
     monitor::protocol::DaemonStatus st;
     st.version = "9.9";

@@ -184,6 +184,31 @@ TEST(DaemonStatusJson, RoundTrip) {
     EXPECT_EQ(back.cpus, s.cpus);
     EXPECT_EQ(back.sources, s.sources);
     EXPECT_EQ(back.history_seconds, s.history_seconds);
+    EXPECT_FALSE(back.probe_group);
+}
+
+// Every kind of group the probes can be in goes on the wire as the interface says, and back.
+TEST(DaemonStatusJson, ProbeGroupRoundTripsAndConforms) {
+    ProbeGroup own{ProbeGroup::Kind::Autogroup, "/autogroup-42", 19, true};
+    ProbeGroup shared{ProbeGroup::Kind::Autogroup, "/autogroup-7", 0, false};
+    ProbeGroup cgroup{ProbeGroup::Kind::Cgroup, "/system.slice/monitord.service", {}, false};
+    for (const auto& g : {own, shared, cgroup, ProbeGroup{}}) {
+        DaemonStatus s = sample_status();
+        s.probe_group = probe_group_info(g);
+        SCOPED_TRACE(s.probe_group->note);
+        expect_conforms("GetStatus", to_json(s));
+        DaemonStatus back = status_from_json(to_json(s));
+        ASSERT_TRUE(back.probe_group);
+        EXPECT_EQ(back.probe_group->kind, probe_group_kind_name(g.kind));
+        EXPECT_EQ(back.probe_group->name, g.name);
+        EXPECT_EQ(back.probe_group->nice, g.nice);
+        EXPECT_EQ(back.probe_group->yields, g.yields());
+        EXPECT_EQ(back.probe_group->note, describe_probe_group(g));
+    }
+    EXPECT_TRUE(own.yields());
+    EXPECT_FALSE(shared.yields());
+    EXPECT_FALSE(cgroup.yields());
+    EXPECT_TRUE(ProbeGroup{}.yields());
 }
 
 TEST(DaemonStatusJson, ConformsToGetStatus) {

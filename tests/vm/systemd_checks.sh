@@ -56,6 +56,10 @@ say "READY $(show StatusText)"
 check "socket /run/monitord/io.monitord.Monitor root:monitor 0660" \
     test "$(stat -c '%U:%G %a' /run/monitord/io.monitord.Monitor)" = "root:monitor 660"
 check "watchdog armed" bash -c "monctl watchdog status | grep -q ': armed'"
+# A service leads its session: monitord lowers its own autogroup, so that the SCHED_IDLE
+# probes yield to busy processes of other sessions too (monitord(8)).
+check "the idle probes yield to other sessions" \
+    bash -c "monctl status | grep -Eq 'probes: .*(at nice 19|root task group)'"
 monctl watchdog status
 
 # Access: members of monitor read; others are refused and told why.

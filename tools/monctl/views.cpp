@@ -119,7 +119,17 @@ std::string format_status(const monitor::protocol::DaemonStatus& st, const std::
     out += fmt::format("  CPUs:    {} ({} online)\n", format_cpu_list(st.cpus), st.cpus.size());
     out += fmt::format("  sources: {}\n", fmt::join(st.sources, ", "));
     out += fmt::format("  history: {} s\n", st.history_seconds);
-    out += fmt::format("  probes:  {}\n", st.probe_mode);
+    out += fmt::format("  probes:  {}", st.probe_mode);
+    if (const auto& g = st.probe_group) {
+        if (g->kind == "autogroup") {
+            out += fmt::format(", in autogroup {} at nice {}", g->name, g->nice.value_or(0));
+        } else if (g->kind == "cgroup") {
+            out += fmt::format(", in cgroup {}", g->name);
+        } else {
+            out += ", in the root task group";
+        }
+    }
+    out += '\n';
     for (const auto& p : st.probes) {
         out += fmt::format("    cpu{:<3} {}", p.cpu, p.state);
         if (p.baseline_ns) {
@@ -133,6 +143,9 @@ std::string format_status(const monitor::protocol::DaemonStatus& st, const std::
         }
         if (!p.error.empty()) out += ": " + p.error;
         out += '\n';
+    }
+    if (st.probe_group && !st.probe_group->yields) {
+        out += fmt::format("  warning: {}\n", st.probe_group->note);
     }
     out += fmt::format(
         "  watchdog: {}",

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "monitor/loading/loading_report.hpp"
+#include "monitor/loading/probe_group.hpp"
 #include "monitor/loading/probe_set.hpp"
 #include "monitor/watchdog/watchdog.hpp"
 
@@ -41,6 +42,17 @@ struct WatchdogInfo {
     std::string on_stop = "disarm";  // disarm, keep_armed: enum_value(on_stop_name(...))
 };
 
+// The task group the idle probes are in (monitor/loading/probe_group.hpp).
+struct ProbeGroupInfo {
+    std::string kind;  // root, autogroup, cgroup
+    std::string name;
+    std::optional<std::int64_t> nice;
+    bool yields = true;
+    std::string note;  // describe_probe_group()
+};
+
+ProbeGroupInfo probe_group_info(const ProbeGroup& group);
+
 struct DaemonStatus {
     std::string version;
     double uptime = 0;  // seconds
@@ -50,6 +62,7 @@ struct DaemonStatus {
     std::vector<std::string> sources;
     std::string probe_mode = "off";  // spin, sleep, off
     std::vector<ProbeStatus> probes;
+    std::optional<ProbeGroupInfo> probe_group;  // nullopt with probe_mode off
     std::int64_t history_seconds = 0;
     std::optional<WatchdogInfo> watchdog;
 };
