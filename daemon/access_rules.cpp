@@ -32,6 +32,7 @@ constexpr std::array kTable{
     MethodAccess{"io.monitord.Monitor.StartCounters", Access::Control, kCounting, kCountYourOwn},
     MethodAccess{"io.monitord.Monitor.ReadCounters", Access::Read, {}, {}},
     MethodAccess{"io.monitord.Monitor.StopCounters", Access::Control, kCounting, kCountYourOwn},
+    MethodAccess{"io.monitord.Monitor.ResetCounters", Access::Control, kCounting, kCountYourOwn},
     MethodAccess{"io.monitord.Monitor.GetStandingCounters", Access::Read, {}, {}},
 };
 

@@ -70,23 +70,47 @@ CounterService::Response CounterService::get_standing(const Call& call) const {
         name = it->get<std::string>();
     }
     auto sessions = standing_.report(name);
-    if (name && sessions.empty()) {
-        const auto names = standing_.names();
-        return monitor::varlink::make_error(
-            error_name("NoSuchSession"),
-            json{{"message", names.empty()
-                                 ? fmt::format("no standing session '{}': monitord.conf has no "
-                                               "[[counters]] tables",
-                                               *name)
-                                 : fmt::format("no standing session '{}'; there are {}", *name,
-                                               fmt::join(names, ", "))},
-                 {"sessions", names}});
-    }
+    if (name && sessions.empty()) return no_such_session(*name);
     json list = json::array();
     for (const auto& s : sessions) list.push_back(protocol::to_json(s));
     Reply r;
     r.parameters = json{{"sessions", std::move(list)}};
     return r;
+}
+
+Reply CounterService::no_such_session(const std::string& name) const {
+    const auto names = standing_.names();
+    return monitor::varlink::make_error(
+        error_name("NoSuchSession"),
+        json{{"message", names.empty() ? fmt::format("no standing session '{}': monitord.conf "
+                                                     "has no [[counters]] tables",
+                                                     name)
+                                       : fmt::format("no standing session '{}'; there are {}", name,
+                                                     fmt::join(names, ", "))},
+             {"sessions", names}});
+}
+
+CounterService::Response CounterService::reset(const Call& call) {
+    if (auto it = call.parameters.find("session"); it != call.parameters.end() && !it->is_null()) {
+        const auto name = it->get<std::string>();
+        if (!standing_.has(name)) return no_such_session(name);
+        auto before = standing_.reset(name);
+        if (!before) return error_reply(before.error());
+        spdlog::info("Standing counter session '{}' reset to zero", name);
+        Reply r;
+        r.parameters = json{{"report", protocol::to_json(*before)}};
+        return r;
+    }
+    if (!active_) return error_reply({Status::NotRdy, "no counter session is running"});
+    auto& r = run();
+    auto before = r.reset();
+    if (!before) return error_reply(before.error());
+    spdlog::info("Counter session reset to zero ({})", active_->started_by);
+    Reply reply;
+    reply.parameters =
+        json{{"report", protocol::to_json(protocol::make_report(
+                            r.session().plan(), *before, active_->per_cpu, std::nullopt, false))}};
+    return reply;
 }
 
 void CounterService::setup() {
@@ -117,6 +141,8 @@ void CounterService::setup() {
                        [this](const Call&, const Peer&) -> Response { return read(); });
     server_.add_method(p + "StopCounters",
                        [this](const Call&, const Peer&) -> Response { return stop(); });
+    server_.add_method(p + "ResetCounters",
+                       [this](const Call& c, const Peer&) -> Response { return reset(c); });
     server_.add_method(p + "GetStandingCounters",
                        [this](const Call& c, const Peer&) -> Response { return get_standing(c); });
 }

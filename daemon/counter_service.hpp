@@ -82,6 +82,9 @@ class CounterService {
     Response read();
     Response stop();
     Response get_standing(const monitor::varlink::Call& call) const;
+    Response reset(const monitor::varlink::Call& call);
+    // NoSuchSession for `name`, listing the sessions there are.
+    monitor::varlink::Reply no_such_session(const std::string& name) const;
     // The plan as a reply carries it, with the standing sessions it shares counters with.
     monitor::protocol::CounterPlan plan_message(const monitor::perf::Plan& plan) const;
     // Opens the request's counters as the one session `s` (its client-side fields filled

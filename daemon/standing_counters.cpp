@@ -185,6 +185,28 @@ std::vector<std::string> StandingCounters::names() const {
     return out;
 }
 
+bool StandingCounters::has(const std::string& name) const {
+    return std::ranges::any_of(sessions_, [&](const Session& s) { return s.config.name == name; });
+}
+
+monitor::Result<protocol::CounterReport> StandingCounters::reset(const std::string& name) {
+    auto it =
+        std::ranges::find_if(sessions_, [&](const Session& s) { return s.config.name == name; });
+    if (it == sessions_.end()) {
+        return monitor::fail(monitor::Status::BadArg,
+                             fmt::format("no standing session '{}'", name));
+    }
+    auto* run = it->run == 0 ? nullptr : runtime_.run(it->run);
+    if (run == nullptr) {
+        return monitor::fail(
+            monitor::Status::NotRdy,
+            fmt::format("standing session '{}' is not counting: {}", name, it->error));
+    }
+    auto before = run->reset();
+    if (!before) return std::unexpected(before.error());
+    return protocol::make_report(run->session().plan(), *before, it->per_cpu, std::nullopt, false);
+}
+
 std::vector<std::string> StandingCounters::sharing(const perf::Plan& plan) const {
     std::vector<std::string> out;
     for (const auto& s : sessions_) {

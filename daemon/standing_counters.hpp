@@ -54,6 +54,11 @@ class StandingCounters {
     std::vector<monitor::protocol::StandingSession> report(
         const std::optional<std::string>& name) const;
     std::vector<std::string> names() const;
+    // Whether a session of that name is configured.
+    bool has(const std::string& name) const;
+    // Counts the named session from zero again (monitor::CounterRun::reset): returns its
+    // counts up to now, since it started or was last reset. NOTRDY for one not counting.
+    monitor::Result<monitor::protocol::CounterReport> reset(const std::string& name);
     // The names of the counting sessions whose plans take counters of `plan`'s PMUs.
     std::vector<std::string> sharing(const monitor::perf::Plan& plan) const;
 

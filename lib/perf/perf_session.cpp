@@ -673,6 +673,20 @@ Result<PerfReport> PerfSession::read() {
 }
 
 Result<void> PerfSession::read(PerfReport& rep) {
+    if (auto r = read_raw(rep); !r) return r;
+    if (baseline_) rep.subtract(*baseline_);
+    return {};
+}
+
+Result<PerfReport> PerfSession::reset() {
+    PerfReport raw;
+    if (auto r = read_raw(raw); !r) return std::unexpected(r.error());
+    PerfReport before = baseline_ ? raw.since(*baseline_) : raw;
+    baseline_ = std::move(raw);
+    return before;
+}
+
+Result<void> PerfSession::read_raw(PerfReport& rep) {
     if (!stopped_) {
         if (auto r = poll(); !r) return r;
     }

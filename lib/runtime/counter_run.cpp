@@ -104,6 +104,17 @@ Result<CounterRun::Step> CounterRun::advance(Clock::time_point now) {
     return step;
 }
 
+Result<perf::PerfReport> CounterRun::reset() {
+    if (finished_) return fail(Status::NotRdy, "the session has ended");
+    auto before = session_->reset();
+    if (!before) return before;
+    // The reading the period under way started from is now zero, in the shape of a reading:
+    // the period counts from the reset, not from a read after it.
+    readings_[current_] = *before;
+    readings_[current_].subtract(*before);
+    return before;
+}
+
 Result<void> CounterRun::finish() {
     if (finished_) return {};
     finished_ = true;

@@ -255,6 +255,59 @@ TEST_F(PerfCommands, OneSessionAtATimeAndStopEndsIt) {
     EXPECT_NE(again.err.find("no counter session is running"), std::string::npos) << again.err;
 }
 
+// pfm's PCNTCLEARCNT: a reset shows the counts up to it, then the session counts from zero
+// again (its elapsed time too) and grows.
+TEST_F(PerfCommands, ResetCountsFromZeroAgain) {
+    auto start = daemon_->monctl({"perf", "start", "-e", "perf::TASK-CLOCK"});
+    ASSERT_EQ(start.exit_code, 0) << start.err;
+    auto report = [&](std::vector<std::string> args) {
+        args.insert(args.begin(), "perf");
+        args.push_back("--json");
+        auto r = daemon_->monctl(args);
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+        return r.exit_code == 0 ? nlohmann::json::parse(r.out)["report"] : nlohmann::json{};
+    };
+    auto count = [](const nlohmann::json& rep) {
+        return rep.is_object() ? rep["events"][0]["value"]["count"].get<double>() : -1.0;
+    };
+    std::this_thread::sleep_for(500ms);
+    const auto before_read = report({"read"});
+    const auto at_reset = report({"reset"});
+    const auto after = report({"read"});
+    std::this_thread::sleep_for(500ms);
+    const auto later = report({"read"});
+    auto text = daemon_->monctl({"perf", "reset"});
+    auto stop = daemon_->monctl({"perf", "stop"});
+    EXPECT_EQ(stop.exit_code, 0) << stop.err;
+
+    std::printf(
+        "task-clock: %.0f read, %.0f at the reset (%.3f s), %.0f just after (%.3f s), "
+        "%.0f half a second later\n",
+        count(before_read), count(at_reset), at_reset["elapsed"].get<double>(), count(after),
+        after["elapsed"].get<double>(), count(later));
+    EXPECT_GT(count(before_read), 0);
+    EXPECT_GE(count(at_reset), count(before_read));  // nothing counted is lost
+    EXPECT_GE(at_reset["elapsed"].get<double>(), 0.5);
+    EXPECT_LT(count(after), count(at_reset) / 4);  // from zero: a few ms of two CPUs
+    EXPECT_LT(after["elapsed"].get<double>(), 0.25);
+    EXPECT_GT(count(later), count(after));
+    EXPECT_GE(later["elapsed"].get<double>(), 0.5);
+    EXPECT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find("The running session counts from zero again; its counts up to the "
+                            "reset:"),
+              std::string::npos)
+        << text.out;
+    EXPECT_NE(text.out.find("perf::TASK-CLOCK"), std::string::npos) << text.out;
+
+    // No session to reset, and no standing session of that name.
+    auto none = daemon_->monctl({"perf", "reset"});
+    EXPECT_EQ(none.exit_code, 1);
+    EXPECT_NE(none.err.find("no counter session is running"), std::string::npos) << none.err;
+    auto unknown = daemon_->monctl({"perf", "reset", "nope"});
+    EXPECT_EQ(unknown.exit_code, 1);
+    EXPECT_NE(unknown.err.find("no standing session 'nope'"), std::string::npos) << unknown.err;
+}
+
 TEST_F(PerfCommands, AClientThatGoesAwayFreesTheCounters) {
     {
         monitor::varlink::Client c = daemon_->connect();
@@ -325,6 +378,23 @@ TEST_F(PerfCommands, StandingSessionsFollowTheConfigurationAndItsReloads) {
     ASSERT_EQ(clock.size(), 1u);
     const double counted = clock[0]["totals"]["events"][0]["value"]["count"];
     EXPECT_GT(counted, 0) << clock.dump();
+
+    // A reset by name: the counts up to it, then the totals count from zero on the next tick.
+    auto reset = d->monctl({"perf", "reset", "clock", "--json"});
+    ASSERT_EQ(reset.exit_code, 0) << reset.err;
+    const double up_to_reset =
+        nlohmann::json::parse(reset.out)["report"]["events"][0]["value"]["count"];
+    EXPECT_GE(up_to_reset, counted);
+    ASSERT_TRUE(test_support::wait_until(
+        [&] {
+            auto c = show_json({"clock"});
+            return c.at(0)["totals"]["events"][0]["value"]["count"].get<double>() < up_to_reset;
+        },
+        3s));
+    auto failed_reset = d->monctl({"perf", "reset", "later"});
+    EXPECT_EQ(failed_reset.exit_code, 1);
+    EXPECT_NE(failed_reset.err.find("standing session 'later' is not counting"), std::string::npos)
+        << failed_reset.err;
 
     // An on-demand session counts beside them.
     auto collect = d->monctl({"perf", "collect", "-e", "perf::TASK-CLOCK", "-d", "200ms"});
@@ -414,6 +484,9 @@ TEST_F(PerfAccess, TheSocketGroupMayLookButNotCount) {
     EXPECT_NE(collect.err.find("counting needs root (monitord.conf's [access] control-group"),
               std::string::npos)
         << collect.err;
+    auto reset = monctl_as(nobody_uid(), *d, {"perf", "reset"});
+    EXPECT_EQ(reset.exit_code, 1);
+    EXPECT_NE(reset.err.find("counting needs root"), std::string::npos) << reset.err;
     // A user outside the group cannot connect, and is told what it takes.
     constexpr uid_t kStranger = 54321;
     auto stranger = monctl_as(kStranger, *d, {"status"});

@@ -58,9 +58,9 @@ TEST(AccessTable, EveryMethodOfTheInterfacesHasExactlyOneEntry) {
 }
 
 TEST(AccessTable, CountingControlsAndEverythingElseReads) {
-    const std::set<std::string_view> control = {"io.monitord.Monitor.CollectCounters",
-                                                "io.monitord.Monitor.StartCounters",
-                                                "io.monitord.Monitor.StopCounters"};
+    const std::set<std::string_view> control = {
+        "io.monitord.Monitor.CollectCounters", "io.monitord.Monitor.StartCounters",
+        "io.monitord.Monitor.StopCounters", "io.monitord.Monitor.ResetCounters"};
     for (const auto& rule : method_access()) {
         EXPECT_EQ(rule.access, control.contains(rule.method) ? Access::Control : Access::Read)
             << rule.method;

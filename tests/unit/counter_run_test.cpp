@@ -288,5 +288,79 @@ TEST_F(CounterRunTest, FinishingEarlyStopsTheCountersAndKeepsTheTotals) {
     EXPECT_FALSE(step->finished);
 }
 
+// A reset (pfm's PCNTCLEARCNT) returns the counts so far. The counts then start from zero
+// and grow again, and the period under way counts from the reset, on its schedule.
+TEST_F(CounterRunTest, AResetReturnsTheCountsSoFarAndCountsFromZeroAgain) {
+    TickSchedule ticks(t0_);  // ticks at +1 s, +2 s, ...
+    auto run =
+        start("ppc750::CYCLES", {.duration = 4s, .interval = 1s}, &ticks, perf::MuxMode::Kernel);
+    ASSERT_TRUE(run);
+    auto now = t0_;
+    pass(*run, 1500ms, now);
+    ASSERT_EQ(run->periods(), 1);
+    auto before = run->reset();
+    ASSERT_TRUE(before) << before.error().to_string();
+    EXPECT_EQ(before->events[0].total.count, 300'000'000u);  // 1.5 s at 200 MHz
+    auto zero = run->session().read();
+    ASSERT_TRUE(zero);
+    EXPECT_EQ(zero->events[0].total.count, 0u);
+
+    pass(*run, 500ms, now);  // the period ending at +2 s: the half second since the reset
+    ASSERT_EQ(run->periods(), 2);
+    EXPECT_EQ(run->period().events[0].total.count, 100'000'000u);
+    EXPECT_EQ(run->totals().events[0].total.count, 100'000'000u);
+    pass(*run, 1s, now);
+    EXPECT_EQ(run->period().events[0].total.count, 200'000'000u);
+    EXPECT_EQ(run->totals().events[0].total.count, 300'000'000u);
+
+    // Again, between two periods: the counts since the first reset.
+    pass(*run, 250ms, now);
+    before = run->reset();
+    ASSERT_TRUE(before);
+    EXPECT_EQ(before->events[0].total.count, 350'000'000u);
+    pass(*run, 750ms, now);  // the end, at +4 s
+    ASSERT_TRUE(run->finished());
+    EXPECT_EQ(run->period().events[0].total.count, 150'000'000u);
+    EXPECT_EQ(run->totals().events[0].total.count, 150'000'000u);
+
+    auto after_end = run->reset();
+    ASSERT_FALSE(after_end);
+    EXPECT_EQ(after_end.error().status, Status::NotRdy);
+}
+
+// A session's reads after a reset count from it, on every instance and in every group, with
+// the times since the reset.
+TEST_F(CounterRunTest, AResetSessionCountsTimesAndGroupsFromTheReset) {
+    auto run = start(kTwoSets, {}, nullptr, perf::MuxMode::Kernel);
+    ASSERT_TRUE(run);
+    auto now = t0_;
+    pass(*run, 2s, now);
+    auto& session = run->session();
+    auto before = session.reset();
+    ASSERT_TRUE(before);
+    ASSERT_EQ(before->events.size(), 4u);
+    pass(*run, 1s, now);
+    auto after = session.read();
+    ASSERT_TRUE(after);
+    for (std::size_t e = 0; e < after->events.size(); ++e) {
+        const auto& v = after->events[e].total;
+        const auto& b = before->events[e].total;
+        SCOPED_TRACE(after->events[e].name);
+        // Half the time counted before: fewer counts, shorter times.
+        EXPECT_LT(v.enabled_ns, b.enabled_ns);
+        EXPECT_LE(v.running_ns, v.enabled_ns);
+        EXPECT_LT(v.count, b.count);
+        ASSERT_EQ(after->events[e].per_instance.size(), 1u);
+        EXPECT_EQ(after->events[e].per_instance[0].count, v.count);
+    }
+    std::uint64_t group_counts = 0;
+    for (const auto& g : after->groups) {
+        for (auto c : g.counts) group_counts += c;
+    }
+    std::uint64_t event_counts = 0;
+    for (const auto& e : after->events) event_counts += e.total.count;
+    EXPECT_EQ(group_counts, event_counts);
+}
+
 }  // namespace
 }  // namespace monitor

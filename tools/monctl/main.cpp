@@ -173,6 +173,11 @@ int main(int argc, char** argv) {
     auto* perf_show = perf->add_subcommand(
         "show", "Show the standing sessions of monitord.conf ([[counters]]) and their counts");
     perf_show->add_option("name", po.session, "Only this session");
+    auto* perf_reset = perf->add_subcommand(
+        "reset",
+        "Count from zero again: the running session, or the standing session named; "
+        "show the counts up to the reset");
+    perf_reset->add_option("name", po.session, "The standing session to reset");
     auto* perf_stat = perf->add_subcommand(
         "stat", "Run a command and count it from its first instruction to its exit");
     for (auto* sub : {perf_plan, perf_collect, perf_start, perf_stat}) {
@@ -210,7 +215,7 @@ int main(int argc, char** argv) {
     perf_collect->add_option("-d,--duration", po.duration, "How long: 5s, 250ms, 2m (default 1s)");
     perf_collect->add_option("-i,--interval", po.interval,
                              "Show the counts of every period of this length as well");
-    for (auto* sub : {perf_collect, perf_read, perf_stop, perf_stat}) {
+    for (auto* sub : {perf_collect, perf_read, perf_stop, perf_reset, perf_stat}) {
         sub->add_flag("--csv", po.csv, "Comma-separated values, one line per event");
     }
     perf_stat->add_option("command", po.command, "The command and its arguments (after --)")
@@ -246,6 +251,7 @@ int main(int argc, char** argv) {
         if (perf_read->parsed()) return monctl::perf_read(po);
         if (perf_stop->parsed()) return monctl::perf_stop(po);
         if (perf_show->parsed()) return monctl::perf_show(po);
+        if (perf_reset->parsed()) return monctl::perf_reset(po);
         if (perf_stat->parsed()) return monctl::perf_stat(po);
     } catch (const nlohmann::json::exception& e) {
         // Replies are checked against the interface first; this is the backstop for a reply

@@ -273,6 +273,22 @@ int perf_stop(const PerfOptions& o) {
     return kExitOk;
 }
 
+int perf_reset(const PerfOptions& o) {
+    auto c = connect(o);
+    if (!c) return report_error(c.error());
+    json params = json::object();
+    if (!o.session.empty()) params["session"] = o.session;
+    auto reply = c->call("ResetCounters", params);
+    if (!reply) return report_error(reply.error());
+    if (!o.json && !o.csv) {
+        std::cout << (o.session.empty() ? std::string{"The running session"}
+                                        : fmt::format("Standing session '{}'", o.session))
+                  << " counts from zero again; its counts up to the reset:\n";
+    }
+    show_report(o, *reply, true, std::cout);
+    return kExitOk;
+}
+
 int perf_show(const PerfOptions& o) {
     auto c = connect(o);
     if (!c) return report_error(c.error());

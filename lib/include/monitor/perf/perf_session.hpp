@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -204,6 +205,10 @@ class PerfSession {
     // The same into `into`, whose vectors and strings are reused: a caller that reads every
     // period into the same report allocates nothing.
     Result<void> read(PerfReport& into);
+    // Counts from zero again (pfm's PCNTCLEARCNT): returns the counts so far (since the start
+    // or the last reset), and later reads count from here, their elapsed time too. The
+    // counters keep counting: nothing falls between the counts returned and the next read.
+    Result<PerfReport> reset();
     // Stops counting: later reads return the final totals.
     Result<void> stop();
     bool stopped() const { return stopped_; }
@@ -230,6 +235,8 @@ class PerfSession {
     Result<void> poll_slot(Instance& inst, int slot);
     Result<void> poll_instance(Instance& inst);  // the free-running groups and the slot's
     Result<void> poll();
+    // read() before the reset's baseline comes off.
+    Result<void> read_raw(PerfReport& rep);
 
     struct GroupHandles {
         std::vector<int> handles;            // per member
@@ -263,6 +270,7 @@ class PerfSession {
     bool exec_seen_ = false;  // enable_on_exec: the kernel has started the first set
     bool narrow_ = false;
     std::vector<CounterReading> readings_;  // scratch for group reads
+    std::optional<PerfReport> baseline_;    // the raw counts at the last reset
 };
 
 }  // namespace monitor::perf

@@ -64,6 +64,10 @@ class CounterRun {
     // Ends the run now (a stop before its duration): the counters stop and totals() holds
     // the final counts. Does nothing more when the run is finished already.
     Result<void> finish();
+    // Counts from zero again (perf::PerfSession::reset): returns the counts so far, since
+    // the start or the last reset. totals() and the period under way then count from here;
+    // the periods keep their schedule. NOTRDY once the run is finished.
+    Result<perf::PerfReport> reset();
 
     bool finished() const { return finished_; }
     const CounterRunOptions& options() const { return options_; }
