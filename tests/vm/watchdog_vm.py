@@ -6,7 +6,8 @@ libraries, guest_init.sh as /init), and -device i6300esb -watchdog-action powero
 Cases, each in a fresh VM, for the i6300esb and then for softdog:
   idle     monitord runs on an idle machine for 3x the timeout: the VM stays up, pets seen;
            a second monitord on the same device fails with EBUSY and names the usual holders
-  busy95   every CPU 95 % busy (bench-duty-cycle) for 3x the timeout: the VM stays up
+  busy95   every CPU about 95 % busy (bench-duty-cycle) for 3x the timeout: the VM stays up,
+           and the probes' figure is within 3 points of what the load achieved
   busy     a normal-priority busy loop on every CPU: the VM ends within 2x the timeout +
            margin (a credit under way when the load began may complete within one timeout,
            with the sliver of CPU a SCHED_IDLE probe still gets; the watchdog fires one
@@ -115,13 +116,23 @@ def run_case(case, wd, timeout, kernel, initramfs, log_dir):
     # The load the probes measured over the last 20 s of it (the daemon's window).
     measured = [float(m.group(1)) for l in lines
                 for m in [re.search(r"VMTEST: MEASURED ([\d.]+)", l)] if m]
+    # What the load itself achieved (its threads' CPU time over its run): under TCG the guest
+    # loses time to the host from run to run, 91-95 % here for 98 % asked, so the probes are
+    # held to what the load did, not to what it was asked.
+    achieved = [float(m.group(1)) for l in lines
+                for m in [re.search(r"achieved ([\d.]+)", l)] if m]
     if case == "busy95" and "LOAD" not in marks:
         problems.append("the load never started")
-    elif case == "busy95" and (not measured or measured[0] < 93):
-        problems.append(f"the probes measured {measured[0] if measured else 0:.1f} % busy, "
-                        "not about 95 %")
+    elif case == "busy95" and (not measured or not achieved):
+        problems.append("no figure from the probes or from the load")
+    elif case == "busy95" and achieved[0] < 88:
+        problems.append(f"the load reached only {achieved[0]:.1f} % busy: not a busy machine")
+    elif case == "busy95" and abs(measured[0] - achieved[0]) > 3:
+        problems.append(f"the probes measured {measured[0]:.1f} % busy, the load achieved "
+                        f"{achieved[0]:.1f} %")
     verdict = "ok" if not problems else "FAILED: " + "; ".join(problems)
-    what_load = f" ({measured[0]:.1f} % busy)" if measured else ""
+    what_load = (f" ({measured[0]:.1f} % busy, the load {achieved[0]:.1f} %)"
+                 if measured and achieved else f" ({measured[0]:.1f} % busy)" if measured else "")
     what = f"stayed up{what_load}" if alive else f"ended {after:.1f} s after the {'load' if 'LOAD' in marks else 'kill' if 'KILLED' in marks else 'start'}"
     summary = (f"{wd:9} {case:8} {what:40} pets seen {max(pets) if pets else 0:4}  "
                f"VM {wall:5.1f} s  {verdict}")
