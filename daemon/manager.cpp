@@ -388,7 +388,6 @@ void Manager::reload() {
         runtime_->engine().set_history_seconds(options_.config.history_seconds);
         loading_->forget_replies();
         loading_->set_watchdog_on_stop(options_.config.watchdog_on_stop);
-        loading_->set_probe_group(probe_group_);
         apply_control_group();
         counters_->configure_standing(options_.config.counters, std::chrono::steady_clock::now());
         spdlog::info("Reloaded {}", have_file ? file.string() : std::string{"the defaults"});

@@ -53,4 +53,11 @@ Result<std::string> read_text_file(const std::filesystem::path& path, std::size_
     return text;
 }
 
+std::string_view trim_space(std::string_view s) {
+    constexpr std::string_view kSpace = " \t\r\n";
+    const auto first = s.find_first_not_of(kSpace);
+    if (first == std::string_view::npos) return {};
+    return s.substr(first, s.find_last_not_of(kSpace) - first + 1);
+}
+
 }  // namespace monitor

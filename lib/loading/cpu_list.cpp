@@ -13,13 +13,6 @@ namespace {
 
 constexpr int kMaxCpuId = 1 << 16;  // far above any kernel's NR_CPUS
 
-std::string_view trim(std::string_view s) {
-    const auto ws = " \t\r\n";
-    auto b = s.find_first_not_of(ws);
-    if (b == std::string_view::npos) return {};
-    return s.substr(b, s.find_last_not_of(ws) - b + 1);
-}
-
 bool parse_id(std::string_view s, int& out) {
     if (s.empty()) return false;
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
@@ -30,7 +23,7 @@ bool parse_id(std::string_view s, int& out) {
 
 Result<std::vector<int>> parse_cpu_list(std::string_view text) {
     std::vector<int> cpus;
-    text = trim(text);
+    text = trim_space(text);
     if (!text.empty() && (text.back() == ',' || text.front() == ',')) {
         return fail(Status::BadData, "bad CPU list '" + std::string{text} +
                                          "': empty element (expected N or N-M, e.g. 0-3,5)");

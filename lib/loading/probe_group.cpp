@@ -15,11 +15,6 @@ namespace {
 
 constexpr int kLowestNice = 19;
 
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.remove_suffix(1);
-    return s;
-}
-
 // The cgroup whose task group the process is in, if a cgroup under the cpu controller: the
 // path in a v1 hierarchy with the cpu controller, or the v2 path when it has cpu.weight.
 // nullopt for the root group (or no cgroups at all).
@@ -88,7 +83,7 @@ Result<ProbeGroup> find_probe_group(const std::filesystem::path& proc_root,
         if (enabled.error().status == Status::NoDev) return group;
         return std::unexpected(enabled.error());
     }
-    if (trim(*enabled) == "0") return group;
+    if (trim_space(*enabled) == "0") return group;
     const auto file = proc_root / "self/autogroup";
     auto text = read_text_file(file);
     if (!text) {
@@ -96,7 +91,7 @@ Result<ProbeGroup> find_probe_group(const std::filesystem::path& proc_root,
         return std::unexpected(text.error());
     }
     // "/autogroup-42 nice 0"
-    const std::string_view line = trim(*text);
+    const std::string_view line = trim_space(*text);
     const auto space = line.find(" nice ");
     int nice = 0;
     const auto number = space == line.npos ? std::string_view{} : line.substr(space + 6);

@@ -11,13 +11,6 @@
 namespace monitor::perf {
 namespace {
 
-std::string_view trim(std::string_view s) {
-    constexpr std::string_view kSpace = " \t\r\n";
-    while (!s.empty() && kSpace.find(s.front()) != std::string_view::npos) s.remove_prefix(1);
-    while (!s.empty() && kSpace.find(s.back()) != std::string_view::npos) s.remove_suffix(1);
-    return s;
-}
-
 // The value of the first "key : value" line of cpuinfo with this key.
 std::optional<std::string_view> field(std::string_view text, std::string_view key) {
     while (!text.empty()) {
@@ -26,7 +19,7 @@ std::optional<std::string_view> field(std::string_view text, std::string_view ke
         text = end == std::string_view::npos ? std::string_view{} : text.substr(end + 1);
         const auto colon = line.find(':');
         if (colon == std::string_view::npos) continue;
-        if (trim(line.substr(0, colon)) == key) return trim(line.substr(colon + 1));
+        if (trim_space(line.substr(0, colon)) == key) return trim_space(line.substr(colon + 1));
     }
     return std::nullopt;
 }
@@ -63,7 +56,7 @@ Processor read_processor(const std::filesystem::path& proc_root,
     p.core_pmu = std::filesystem::exists(devices / "cpu", ec);
     if (p.core_pmu) {
         if (auto name = read_text_file(devices / "cpu/caps/pmu_name")) {
-            p.core_pmu_name = std::string{trim(*name)};
+            p.core_pmu_name = std::string{trim_space(*name)};
         }
     }
     const auto path = proc_root / "cpuinfo";

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 #include "monitor/status.hpp"
 
@@ -16,5 +17,8 @@ Result<std::string> read_text_file(const std::filesystem::path& path,
 // procfs file kept open can be re-read without reopening it. `name` is used in errors.
 Result<void> pread_whole(int fd, std::string& out, const std::filesystem::path& name,
                          std::size_t limit = std::size_t{1} << 24);
+
+// `s` without the spaces, tabs and line ends around it.
+std::string_view trim_space(std::string_view s);
 
 }  // namespace monitor
