@@ -100,25 +100,27 @@ MON_status bad_state(const char* call, State now, const char* needed) {
                 std::string{call} + ": MON is " + state_name(now) + "; it must be " + needed);
 }
 
-// What remains of a counting session that ended: filling the collection's structure and
-// calling its callback, done outside every lock so that the callback may call MON.
+// What remains of a counting session that ended: calling its collection's callback, done
+// outside every lock so that the callback may call MON. The collection's structure is filled
+// before, by end_session() under the data lock, so that a caller who sees the session over
+// (MON_start_perf_mon no longer MON_PRFRUN) finds the counts in it.
 struct Ending {
     MON_status status = MON_SUCCESS;
     MON_perf_stats stats{};
-    MON_perf_stats* out = nullptr;
+    MON_perf_stats* out = nullptr;  // filled when status is MON_SUCCESS
     MON_perf_callback callback = nullptr;
     void* user = nullptr;
 
     void finish() {
         const bool filled = status == MON_SUCCESS && out != nullptr;
-        if (filled) *out = stats;
         if (callback != nullptr) callback(status, filled ? out : &stats, user);
     }
 };
 
 // Ends the session: stops it unless its run finished by itself (`failure`: the reason its run
-// failed), and reads its final counts. Under m.data. Whatever happens, the session is gone
-// afterwards; a failure (also for want of memory) is the ending's status.
+// failed), reads its final counts and stores them in its collection's structure. Under m.data.
+// Whatever happens, the session is gone afterwards; a failure (also for want of memory) is the
+// ending's status.
 Ending end_session(Mon& m, const monitor::Error* failure = nullptr) noexcept {
     auto& p = m.perf;
     Ending e;
@@ -142,6 +144,7 @@ Ending end_session(Mon& m, const monitor::Error* failure = nullptr) noexcept {
         }
         e.stats = monitor::mon::to_stats(run->totals(), p.event_of_set);
         p.last = e.stats;
+        if (e.out != nullptr) *e.out = e.stats;
         return MON_SUCCESS;
     });
     m.runtime->remove_run(id);
