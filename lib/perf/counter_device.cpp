@@ -85,6 +85,13 @@ Error explain_open_error(int err, const EventSpec& event, const OpenTarget& targ
         }
         case ENOENT:
         case EOPNOTSUPP:
+            if (event.type == PERF_TYPE_BREAKPOINT) {
+                return Error{Status::NoPmu,
+                             fmt::format("{}: this kernel has no breakpoint PMU "
+                                         "(CONFIG_HAVE_HW_BREAKPOINT), so no breakpoint counts "
+                                         "here",
+                                         what)};
+            }
             if (hardware(event)) {
                 return Error{
                     Status::NoPmu,
@@ -117,7 +124,27 @@ Error explain_open_error(int err, const EventSpec& event, const OpenTarget& targ
                          fmt::format("{}: the system is out of file descriptors (fs.file-max); "
                                      "count fewer events",
                                      what)};
+        case ENOSPC:
+            if (event.type == PERF_TYPE_BREAKPOINT) {
+                return Error{Status::Busy,
+                             fmt::format("{}: every breakpoint register is taken (by this "
+                                         "session's other breakpoints, another session, a "
+                                         "debugger's watchpoints or perf); `monctl perf info` "
+                                         "says how many there are",
+                                         what)};
+            }
+            return Error{Status::IoErr,
+                         fmt::format("{}: perf_event_open: {}", what, std::strerror(err))};
         case EINVAL:
+            if (event.type == PERF_TYPE_BREAKPOINT) {
+                return Error{Status::BadArg,
+                             fmt::format("{}: the kernel refused this breakpoint: the address "
+                                         "must be a multiple of the length, an execute "
+                                         "breakpoint takes the length of a long, and a kernel "
+                                         "address can neither be watched in user mode only "
+                                         "(:u) nor in the kernel's entry code",
+                                         what)};
+            }
             return Error{Status::BadArg,
                          fmt::format("{}: the kernel rejected the event for this target "
                                      "(type {}, config {:#x})",
@@ -135,6 +162,7 @@ Result<int> PerfEventDevice::open(const EventSpec& event, const OpenTarget& targ
     attr.config = event.config;
     attr.config1 = event.config1;
     attr.config2 = event.config2;
+    attr.bp_type = event.bp_type;
     attr.exclude_user = event.exclude_user;
     attr.exclude_kernel = event.exclude_kernel;
     attr.exclude_hv = event.exclude_hv;

@@ -79,6 +79,8 @@ const PmuModule* EventCatalog::module_of(std::string_view name) const {
 Result<EventSpec> EventCatalog::resolve(std::string_view name) const {
     if (name.empty()) return fail(Status::BadArg, "an empty event name");
     const EventName parts = split_event_name(name);
+    auto owner = std::ranges::find_if(modules_, [&](const auto& m) { return m->owns_name(name); });
+    if (owner != modules_.end()) return (*owner)->resolve(parts);
     const PmuModule* module = parts.pmu.empty() ? nullptr : module_of(parts.pmu);
     if (module == nullptr) {
         auto other =
@@ -138,7 +140,10 @@ std::vector<std::string> EventCatalog::closest(std::string_view name, std::size_
     if (!all) return {};
     for (auto& e : *all) {
         std::string_view candidate = e.name;
-        if (!qualified) candidate = candidate.substr(candidate.find(kSeparator) + 2);
+        const auto separator = candidate.find(kSeparator);
+        if (!qualified && separator != std::string_view::npos) {
+            candidate = candidate.substr(separator + kSeparator.size());
+        }
         scored.emplace_back(edit_distance(bare, candidate), std::move(e.name));
     }
     std::ranges::stable_sort(scored, {}, &std::pair<std::size_t, std::string>::first);

@@ -15,6 +15,9 @@
 #include <filesystem>
 #include <map>
 
+#include "monitor/perf/breakpoint_pmu.hpp"
+#include "monitor/perf/process_symbols.hpp"
+
 namespace monitor::perf {
 namespace {
 
@@ -130,6 +133,56 @@ Result<std::vector<EventRequest>> parse_event_list(std::string_view list) {
     return out;
 }
 
+namespace {
+
+// The kernel holds a debug register for each breakpoint open on a CPU and never multiplexes
+// them: a session counts at most as many at once as the machine has (the breakpoint PMU's
+// counters, found when the catalog was made).
+Result<void> fits_breakpoints(const EventCatalog& catalog, const std::vector<EventSpec>& events) {
+    std::vector<std::string_view> names;
+    for (const auto& e : events) {
+        if (e.type == PERF_TYPE_BREAKPOINT) names.push_back(e.name);
+    }
+    const PmuInfo* pmu = catalog.find_pmu(kBreakpointPmu);
+    if (names.empty() || pmu == nullptr || pmu->counters <= 0 ||
+        names.size() <= static_cast<std::size_t>(pmu->counters)) {
+        return {};
+    }
+    return fail(Status::BadArg,
+                fmt::format("{} breakpoints ({}), but this machine has {} breakpoint registers "
+                            "free, and a breakpoint holds one for as long as it counts (they "
+                            "never take turns): count at most {} at once",
+                            names.size(), fmt::join(names, ", "), pmu->counters, pmu->counters));
+}
+
+// A breakpoint named by a symbol, at the address its target has it: the running process's
+// (its executable, then its shared objects), or the executable a command is about to run.
+Result<void> place_symbol(EventSpec& event, const CountTarget& target) {
+    if (event.bp_symbol.empty()) return {};
+    Result<SymbolAddress> found = std::unexpected(Error{});
+    if ((target.kind == TargetKind::Process || target.kind == TargetKind::Thread) &&
+        !target.enable_on_exec) {
+        found = find_process_symbol(target.pid, event.bp_symbol);
+    } else if (target.enable_on_exec && !target.program.empty()) {
+        found = find_program_symbol(target.program, event.bp_symbol);
+    } else {
+        const char* what = target.enable_on_exec               ? "a command of unknown executable"
+                           : target.kind == TargetKind::Cgroup ? "a cgroup"
+                                                               : "whole CPUs";
+        return fail(Status::BadArg,
+                    fmt::format("{}: a symbol names an address in one program, and this target "
+                                "is {}: count a process (-p PID) or a command, or give the "
+                                "address",
+                                event.name, what));
+    }
+    if (!found) {
+        return fail(found.error().status, fmt::format("{}: {}", event.name, found.error().message));
+    }
+    return place_breakpoint(event, found->address, found->object);
+}
+
+}  // namespace
+
 bool shares_counters(const Plan& a, const Plan& b) {
     auto takes_counters = [](const Plan::Group& g) {
         return std::any_of(g.members.begin(), g.members.end(),
@@ -150,7 +203,9 @@ Result<Plan> make_plan(const EventCatalog& catalog, const SessionOptions& option
     for (const auto& req : options.events) {
         auto spec = catalog.resolve(req.name);
         if (!spec) return std::unexpected(spec.error());
-        if (options.counter_budget > 0) {
+        // A budget gives the free-running events a counter too, breakpoints excepted: they
+        // hold a debug register for as long as they are open, so they never take turns.
+        if (options.counter_budget > 0 && spec->type != PERF_TYPE_BREAKPOINT) {
             if (spec->counters == 0) {
                 spec->counters = first_counters(options.counter_budget);
                 spec->counter_pmu = spec->pmu;
@@ -167,6 +222,7 @@ Result<Plan> make_plan(const EventCatalog& catalog, const SessionOptions& option
         plan.events.push_back(std::move(*spec));
         plan.requested_groups.push_back(req.group);
     }
+    if (auto r = fits_breakpoints(catalog, plan.events); !r) return std::unexpected(r.error());
 
     // A group must live on one PMU: the kernel groups events of one PMU only (software
     // events, which count all the time anyway, excepted).
@@ -347,8 +403,9 @@ Result<std::unique_ptr<PerfSession>> PerfSession::start(const EventCatalog& cata
                                                         SessionOptions options) {
     auto plan = make_plan(catalog, options);
     if (!plan) return std::unexpected(plan.error());
-    for (const auto& event : plan->events) {
+    for (auto& event : plan->events) {
         if (auto r = catalog.countable(event); !r) return std::unexpected(r.error());
+        if (auto r = place_symbol(event, options.target); !r) return std::unexpected(r.error());
     }
     if (options.slice <= std::chrono::nanoseconds::zero()) {
         return fail(Status::BadArg, "the multiplexing slice must be longer than zero");

@@ -5,15 +5,17 @@
 
 #include <array>
 
+#include "monitor/perf/breakpoint_pmu.hpp"
 #include "monitor/perf/libpfm_pmus.hpp"
 #include "monitor/perf/ppc750_pmu.hpp"
 
 namespace monitor::perf {
 namespace {
 
-constexpr std::array<PmuFactory, 2> kModules = {
+constexpr std::array<PmuFactory, 3> kModules = {
     &make_libpfm_pmus,
     &make_ppc750_pmu,
+    &make_breakpoint_pmu,
 };
 
 }  // namespace

@@ -125,6 +125,16 @@ uid_t nobody_uid() {
     return pw != nullptr ? pw->pw_uid : 65534;
 }
 
+std::string find_in_path(const std::string& name) {
+    const char* path = std::getenv("PATH");
+    std::istringstream dirs(path != nullptr ? path : "/usr/bin:/bin");
+    for (std::string dir; std::getline(dirs, dir, ':');) {
+        const auto file = std::filesystem::path(dir.empty() ? "." : dir) / name;
+        if (::access(file.c_str(), X_OK) == 0) return file.string();
+    }
+    return {};
+}
+
 RunResult run(const std::vector<std::string>& argv, const SpawnOptions& opts,
               std::chrono::milliseconds timeout, bool stop_at_timeout) {
     ScratchDir dir{ScratchDir::Everyone};

@@ -52,6 +52,9 @@ RunResult run(const std::vector<std::string>& argv, const SpawnOptions& opts = {
 // The uid of "nobody" (65534 on Debian).
 uid_t nobody_uid();
 
+// `name` in the directories of $PATH, or "" (run() and Process do not search $PATH).
+std::string find_in_path(const std::string& name);
+
 // Another program running in the background (monitord-exporter, prometheus), its output in
 // files of its own directory; killed when destroyed.
 class Process {

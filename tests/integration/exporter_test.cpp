@@ -26,14 +26,8 @@ std::string exporter_bin() {
     return v != nullptr ? v : "/nonexistent";
 }
 
-// The path of a program on $PATH, or "" (the test's run() does not search $PATH).
-std::string which(const std::string& program) {
-    auto r = run({"/bin/sh", "-c", "command -v " + program});
-    while (!r.out.empty() && r.out.back() == '\n') r.out.pop_back();
-    return r.exit_code == 0 ? r.out : "";
-}
 bool have(const std::string& program) {
-    return !which(program).empty();
+    return !find_in_path(program).empty();
 }
 
 // A loopback TCP socket listening on a port of the kernel's choosing.
@@ -88,7 +82,7 @@ struct Http {
 // curl ARGS URL: the status code, the body and the response headers.
 Http get(const std::string& url, std::vector<std::string> args = {}) {
     ScratchDir dir("curl");
-    static const std::string curl = which("curl");
+    static const std::string curl = find_in_path("curl");
     std::vector<std::string> argv{curl,         "-sS",
                                   "--max-time", "10",
                                   "-D",         (dir.path() / "headers").string(),
@@ -401,7 +395,7 @@ TEST_F(ExporterTest, PrometheusSeesTheBusyCpuBusyTheIdleOneIdleAndTheStandingSes
             << "scrape_configs:\n  - job_name: monitord\n    static_configs:\n"
             << "      - targets: ['127.0.0.1:" << exporter_.port << "']\n";
     }
-    auto prometheus = Process::start({which("prometheus"),
+    auto prometheus = Process::start({find_in_path("prometheus"),
                                       "--config.file=" + (dir.path() / "prometheus.yml").string(),
                                       "--storage.tsdb.path=" + (dir.path() / "data").string(),
                                       "--web.listen-address=127.0.0.1:" + std::to_string(port)});

@@ -52,17 +52,6 @@ class PerfProcess : public ::testing::Test {
 };
 Daemon* PerfProcess::daemon_ = nullptr;
 
-// `name` in the directories of $PATH, or empty.
-std::string find_in_path(const std::string& name) {
-    const char* path = std::getenv("PATH");
-    std::istringstream dirs(path != nullptr ? path : "/usr/bin:/bin");
-    for (std::string dir; std::getline(dirs, dir, ':');) {
-        const auto file = std::filesystem::path(dir.empty() ? "." : dir) / name;
-        if (::access(file.c_str(), X_OK) == 0) return file.string();
-    }
-    return {};
-}
-
 // The task clock in milliseconds from perf stat -x, output ("2988.70,msec,task-clock,...").
 std::optional<double> perf_task_clock_ms(const std::string& csv) {
     std::istringstream in(csv);

@@ -10,7 +10,9 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <thread>
 
@@ -81,6 +83,22 @@ std::string target_text(const PerfOptions& o, std::optional<int> threads = std::
     if (!o.cgroup.empty()) return fmt::format("cgroup {}", o.cgroup);
     if (!o.unit.empty()) return fmt::format("unit {}", o.unit);
     return o.per_cpu ? "each CPU" : "all CPUs";
+}
+
+// The file execvp() runs for `name`: `name` itself when it has a '/', else the first
+// executable of that name in $PATH; empty when there is none (exec will say so).
+std::filesystem::path executable_for(const std::string& name) {
+    if (name.find('/') != std::string::npos) return name;
+    const char* path = std::getenv("PATH");
+    std::string_view dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
+    while (true) {
+        const auto colon = dirs.find(':');
+        const std::filesystem::path file =
+            std::filesystem::path(colon == 0 ? "." : std::string(dirs.substr(0, colon))) / name;
+        if (::access(file.c_str(), X_OK) == 0) return file;
+        if (colon == std::string_view::npos) return {};
+        dirs.remove_prefix(colon + 1);
+    }
 }
 
 // Waits for `child` to end while doing what `run` asks when it asks (a failure is said and
@@ -357,6 +375,7 @@ int perf_stat(const PerfOptions& o) {
     options->target.kind = monitor::perf::TargetKind::Process;
     options->target.pid = child;
     options->target.enable_on_exec = true;
+    options->target.program = executable_for(o.command.front());
     auto session = monitor::perf::PerfSession::start(
         *catalog, std::make_unique<monitor::perf::PerfEventDevice>(), *options);
     if (!session) {

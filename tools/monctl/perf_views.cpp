@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <locale>
 
+#include "monitor/perf/breakpoint_pmu.hpp"
 #include "views.hpp"
 
 namespace monctl {
@@ -141,6 +142,14 @@ std::string format_pmus(const std::vector<monitor::perf::PmuInfo>& pmus,
         out += fmt::format("{:<24} {:>8} {:>6} {:>6} {:>7}  {}{}\n", p.name, p.counters,
                            p.fixed_counters, p.counter_width, p.events, p.description,
                            p.source == monitor::perf::kBuiltInSource ? " (built-in table)" : "");
+    }
+    for (const auto& p : pmus) {
+        if (p.name == monitor::perf::kBreakpointPmu && p.unavailable.empty()) {
+            out += fmt::format(
+                "\n{}: {} breakpoint register{} free when the daemon started; each breakpoint "
+                "event (mem:ADDR[/LEN][:ACCESS]) holds one while it counts\n",
+                p.name, p.counters, p.counters == 1 ? "" : "s");
+        }
     }
     for (const auto& p : pmus) {
         if (!p.unavailable.empty()) {

@@ -52,6 +52,14 @@ struct EventSpec {
     std::uint64_t config = 0;
     std::uint64_t config1 = 0;
     std::uint64_t config2 = 0;
+    // A breakpoint's HW_BREAKPOINT_R|W|X; its address and length are config1 and config2
+    // (bp_addr and bp_len share their places in perf_event_attr).
+    std::uint32_t bp_type = 0;
+    // A breakpoint named by a symbol of its target ("mem:counter+8"): the symbol and the
+    // offset from it. Its address (config1) is found when a session starts, where the target
+    // is known (place_breakpoint).
+    std::string bp_symbol;
+    std::uint64_t bp_offset = 0;
     bool exclude_user = false;
     bool exclude_kernel = false;
     bool exclude_hv = false;

@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -59,6 +60,9 @@ struct CountTarget {
     // Process: start counting at its next exec (a command launched to be counted, stopped
     // before its exec: it has one thread, which is all that is opened).
     bool enable_on_exec = false;
+    // enable_on_exec: the executable it will run, where breakpoints named by symbol are
+    // looked up (the process is not running it yet).
+    std::filesystem::path program;
     std::string cgroup;  // Cgroup: a path below the cgroup2 root, or absolute
 };
 

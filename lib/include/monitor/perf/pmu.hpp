@@ -62,6 +62,10 @@ class PmuModule {
     // PMUs it knows by other names. The catalog gives such names to the first module that does.
     virtual bool resolves_other_names() const { return false; }
 
+    // Whether `name` is in a syntax of the module's own, outside PMU::EVENT (the breakpoint
+    // module's "mem:ADDR"). The catalog gives such names to it before any other.
+    virtual bool owns_name(std::string_view) const { return false; }
+
     // The event `name` names: its EventSpec, with what it measures. NOEVENT when the module
     // has no such event (the catalog then names the closest known ones), BADARG for a bad
     // modifier or a code that no counter can hold. Events resolve on any machine; whether

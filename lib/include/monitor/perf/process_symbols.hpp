@@ -1,0 +1,38 @@
+// Symbols of the programs being counted, as elfutils' libdwfl reads them: the address a
+// running process has a function or variable at (its executable and the shared objects it
+// maps, relocated as /proc/PID/maps places them), and the address of a symbol of an
+// executable that is about to run. Breakpoints named by symbol (`mem:counter:w`) are placed
+// with them.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "monitor/status.hpp"
+
+namespace monitor::perf {
+
+struct SymbolAddress {
+    std::uint64_t address = 0;
+    std::uint64_t size = 0;  // st_size: 0 when the symbol does not say
+    std::string object;      // the file that defines it
+};
+
+// Symbol `name` (a function or a variable) in process `pid`: in its executable if defined
+// there, else in the one shared object that defines it. NOEVENT naming what was searched
+// for an unknown symbol (and that a stripped file keeps only its dynamic symbols), BADARG
+// when several shared objects define it, NODEV for a process that is gone, PERM when its
+// memory map cannot be read.
+Result<SymbolAddress> find_process_symbol(pid_t pid, std::string_view name);
+
+// Symbol `name` of the executable `program` before it runs: only an executable linked at
+// fixed addresses (not position-independent) has it where it says; BADARG for a
+// position-independent one, saying how to count it instead.
+Result<SymbolAddress> find_program_symbol(const std::filesystem::path& program,
+                                          std::string_view name);
+
+}  // namespace monitor::perf

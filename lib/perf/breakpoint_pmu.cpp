@@ -1,0 +1,314 @@
+#include "monitor/perf/breakpoint_pmu.hpp"
+
+#include <fmt/format.h>
+#include <linux/hw_breakpoint.h>
+#include <linux/perf_event.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "monitor/perf/counter_device.hpp"
+#include "monitor/unique_fd.hpp"
+
+namespace monitor::perf {
+namespace {
+
+constexpr std::string_view kPrefix = "mem:";
+constexpr std::string_view kSyntax = "mem:ADDR[/LEN][:ACCESS]";
+// More than any processor has (x86 4, arm64 up to 16): where probing stops.
+constexpr int kMostSlots = 32;
+
+// The x86 debug registers' rules (arch/x86/kernel/hw_breakpoint.c), which the kernel enforces
+// with a bare EINVAL: no breakpoint on reads alone, an execute breakpoint is one instruction
+// (its length is that of a long), and a data breakpoint's address is a multiple of its length.
+#if defined(__x86_64__) || defined(__i386__)
+constexpr bool kX86Rules = true;
+#else
+constexpr bool kX86Rules = false;
+#endif
+
+struct Access {
+    bool read = false;
+    bool write = false;
+    bool execute = false;
+
+    std::uint32_t bp_type() const {
+        std::uint32_t t = 0;
+        if (read) t |= HW_BREAKPOINT_R;
+        if (write) t |= HW_BREAKPOINT_W;
+        if (execute) t |= HW_BREAKPOINT_X;
+        return t;
+    }
+    std::string letters() const {
+        return std::string(read ? "r" : "") + (write ? "w" : "") + (execute ? "x" : "");
+    }
+    std::string_view what() const {
+        if (execute) return "executions";
+        if (read && write) return "reads and writes";
+        return read ? "reads" : "writes";
+    }
+};
+
+// An access modifier, "rw", "x": nullopt when `s` is not one (it may be :u or :k).
+std::optional<Access> parse_access(std::string_view s) {
+    if (s.empty()) return std::nullopt;
+    Access a;
+    for (char c : s) {
+        bool* bit = c == 'r' ? &a.read : c == 'w' ? &a.write : c == 'x' ? &a.execute : nullptr;
+        if (bit == nullptr || *bit) return std::nullopt;
+        *bit = true;
+    }
+    return a;
+}
+
+// "0x7ffd1000" or "4096".
+std::optional<std::uint64_t> parse_number(std::string_view s) {
+    int base = 10;
+    if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+        s.remove_prefix(2);
+        base = 16;
+    }
+    std::uint64_t v = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
+    if (s.empty() || ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
+    return v;
+}
+
+class BreakpointPmu final : public PmuModule {
+  public:
+    explicit BreakpointPmu(BreakpointSlots slots) : slots_(std::move(slots)) {}
+
+    std::vector<PmuInfo> pmus() const override {
+        PmuInfo p;
+        p.name = kBreakpointPmu;
+        p.description = fmt::format("hardware breakpoints (debug registers), as {}", kSyntax);
+        p.counters = slots_.count;
+        p.events = 1;
+        p.source = kKernelSource;
+        return {std::move(p)};
+    }
+    bool owns_name(std::string_view name) const override { return is_breakpoint_name(name); }
+    Result<EventSpec> resolve(const EventName& name) const override;
+    void list(std::string_view, std::vector<EventInfo>& out) const override {
+        out.push_back(
+            {.name = std::string(kSyntax),
+             .description =
+                 "Counts the target's accesses to LEN bytes at ADDR (a number, 0x for "
+                 "hex, or a symbol of the target process with an offset: counter, "
+                 "counter+8): ACCESS r reads, w writes, rw both (the default), x executions "
+                 "of the instruction there; LEN 1, 2, 4 (the default) or 8. Each takes "
+                 "one of the breakpoints the PMU line gives as counters.",
+             .pmu = std::string(kBreakpointPmu)});
+    }
+    std::string counter_name(std::string_view, int counter) const override {
+        return fmt::format("breakpoint {}", counter + 1);
+    }
+    Result<void> counts_on(const Processor&) const override {
+        if (slots_.count > 0) return {};
+        return fail(Status::NoPmu, slots_.why_none);
+    }
+
+  private:
+    BreakpointSlots slots_;
+};
+
+// A symbol as ELF files name them: "counter", "_ZN3app5stateE", "memcpy@GLIBC_2.14".
+bool symbol_name(std::string_view s) {
+    if (s.empty() || (std::isdigit(static_cast<unsigned char>(s[0])) != 0)) return false;
+    return std::ranges::all_of(s, [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '.' ||
+               c == '$' || c == '@';
+    });
+}
+
+Result<void> bad_breakpoint(std::string_view name, std::string why) {
+    return fail(Status::BadArg,
+                fmt::format("{}: {} (breakpoints are named {})", name, std::move(why), kSyntax));
+}
+
+// What the address of a placed breakpoint must be.
+Result<void> check_address(const EventSpec& spec) {
+    const std::uint64_t addr = spec.config1;
+    const std::uint64_t len = spec.config2;
+    if (kX86Rules && (spec.bp_type & HW_BREAKPOINT_X) == 0 && addr % len != 0) {
+        return bad_breakpoint(
+            spec.name, fmt::format("the address {:#x}{} is not a multiple of the length {}: x86 "
+                                   "watches aligned ranges only ({:#x}/{} holds it)",
+                                   addr,
+                                   spec.bp_symbol.empty() ? std::string{}
+                                                          : fmt::format(" (of {})", spec.bp_symbol),
+                                   len, addr & ~(len - 1), len));
+    }
+    return {};
+}
+
+std::string describe(const Access& access, std::uint64_t len, std::string_view where) {
+    return fmt::format("{} of the {} byte{} at {}", access.what(), len, len == 1 ? "" : "s", where);
+}
+
+Access access_of(const EventSpec& spec) {
+    return {.read = (spec.bp_type & HW_BREAKPOINT_R) != 0,
+            .write = (spec.bp_type & HW_BREAKPOINT_W) != 0,
+            .execute = (spec.bp_type & HW_BREAKPOINT_X) != 0};
+}
+
+Result<EventSpec> BreakpointPmu::resolve(const EventName& name) const {
+    const std::string_view full = name.full;
+    auto bad = [&](std::string why) -> Result<EventSpec> {
+        return std::unexpected(bad_breakpoint(full, std::move(why)).error());
+    };
+    if (!is_breakpoint_name(full)) return bad("not a breakpoint");
+    std::string_view rest = full.substr(kPrefix.size());
+    const auto colon = rest.find(':');
+    const std::string_view where = rest.substr(0, colon);
+    std::string_view mods = colon == std::string_view::npos ? "" : rest.substr(colon + 1);
+    const auto slash = where.find('/');
+    const std::string_view at = where.substr(0, slash);
+
+    // An address, or a symbol of the target with an offset from it.
+    std::optional<std::uint64_t> addr = parse_number(at);
+    std::string_view symbol;
+    std::uint64_t offset = 0;
+    if (!addr) {
+        const auto plus = at.find('+');
+        symbol = at.substr(0, plus);
+        if (!symbol_name(symbol)) {
+            return bad(
+                fmt::format("'{}' is neither an address (a number: 0x7ffd1000, 4096) nor "
+                            "a symbol of the target (counter, counter+8)",
+                            at));
+        }
+        if (plus != std::string_view::npos) {
+            const auto o = parse_number(at.substr(plus + 1));
+            if (!o) {
+                return bad(
+                    fmt::format("offset '{}': a number of bytes (8, 0x10)", at.substr(plus + 1)));
+            }
+            offset = *o;
+        }
+    }
+    // The access, when given, comes first among the modifiers; :u and :k may follow.
+    Access access{.read = true, .write = true};
+    {
+        const auto next = mods.find(':');
+        if (auto a = parse_access(mods.substr(0, next))) {
+            access = *a;
+            mods = next == std::string_view::npos ? "" : mods.substr(next + 1);
+        }
+    }
+    if (access.execute && (access.read || access.write)) {
+        return bad("a breakpoint counts executions or data accesses, not both: use two events");
+    }
+    std::uint64_t len = access.execute ? sizeof(long) : 4;
+    if (slash != std::string_view::npos) {
+        const std::string_view len_text = where.substr(slash + 1);
+        const auto l = parse_number(len_text);
+        if (!l || (*l != 1 && *l != 2 && *l != 4 && *l != 8)) {
+            return bad(
+                fmt::format("length '{}': a breakpoint covers 1, 2, 4 or 8 bytes", len_text));
+        }
+        len = *l;
+    }
+    if (kX86Rules) {
+        if (access.read && !access.write) {
+            return bad(
+                "x86 breakpoints cannot count reads alone: use :rw (reads and writes) or "
+                ":w");
+        }
+        if (access.execute && len != sizeof(long)) {
+            return bad(
+                fmt::format("an execute breakpoint covers one instruction: leave out the "
+                            "length, or give /{}",
+                            sizeof(long)));
+        }
+    }
+    auto m = parse_modifiers(mods, full);
+    if (!m) return std::unexpected(m.error());
+
+    EventSpec spec;
+    spec.name = full;
+    spec.pmu = kBreakpointPmu;
+    spec.counter_pmu = kBreakpointPmu;
+    spec.type = PERF_TYPE_BREAKPOINT;
+    spec.bp_type = access.bp_type();
+    spec.config2 = len;  // bp_len
+    m->apply_to(spec);
+    if (addr) {
+        spec.config1 = *addr;  // bp_addr
+        spec.canonical = fmt::format("mem:{:#x}/{}:{}", *addr, len, access.letters());
+        spec.description = describe(access, len, fmt::format("{:#x}", *addr));
+        if (auto ok = check_address(spec); !ok) return std::unexpected(ok.error());
+    } else {
+        spec.bp_symbol = symbol;
+        spec.bp_offset = offset;
+        const std::string at_symbol =
+            offset == 0 ? std::string(symbol) : fmt::format("{}+{:#x}", symbol, offset);
+        spec.canonical = fmt::format("mem:{}/{}:{}", at_symbol, len, access.letters());
+        spec.description = describe(access, len, at_symbol);
+    }
+    return spec;
+}
+
+}  // namespace
+
+bool is_breakpoint_name(std::string_view name) {
+    return name.starts_with(kPrefix);
+}
+
+Result<void> place_breakpoint(EventSpec& spec, std::uint64_t symbol_address,
+                              std::string_view object) {
+    spec.config1 = symbol_address + spec.bp_offset;
+    const std::string at = spec.bp_offset == 0
+                               ? spec.bp_symbol
+                               : fmt::format("{}+{:#x}", spec.bp_symbol, spec.bp_offset);
+    spec.description = describe(access_of(spec), spec.config2,
+                                fmt::format("{} ({:#x} in {})", at, spec.config1, object));
+    return check_address(spec);
+}
+
+BreakpointSlots probe_breakpoint_slots() {
+    // Watched by breakpoints that are never enabled.
+    static std::uint32_t watched = 0;
+    std::vector<UniqueFd> held;
+    while (static_cast<int>(held.size()) < kMostSlots) {
+        perf_event_attr attr{};
+        attr.size = sizeof attr;
+        attr.type = PERF_TYPE_BREAKPOINT;
+        attr.bp_type = HW_BREAKPOINT_W;
+        attr.bp_addr = reinterpret_cast<std::uintptr_t>(&watched);
+        attr.bp_len = HW_BREAKPOINT_LEN_4;
+        attr.disabled = 1;
+        attr.exclude_kernel = 1;
+        attr.exclude_hv = 1;
+        const long fd = ::syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+        if (fd < 0) {
+            const int err = errno;
+            if (!held.empty()) break;  // ENOSPC: the registers are all held now
+            EventSpec probe;
+            probe.name = "a breakpoint";
+            probe.type = PERF_TYPE_BREAKPOINT;
+            probe.exclude_kernel = true;
+            return {0, explain_open_error(err, probe, {.pid = ::getpid()}).message};
+        }
+        held.emplace_back(static_cast<int>(fd));
+    }
+    return {static_cast<int>(held.size()), {}};
+}
+
+Result<std::unique_ptr<PmuModule>> make_breakpoint_pmu() {
+    return std::make_unique<BreakpointPmu>(probe_breakpoint_slots());
+}
+
+std::unique_ptr<PmuModule> breakpoint_pmu(BreakpointSlots slots) {
+    return std::make_unique<BreakpointPmu>(std::move(slots));
+}
+
+}  // namespace monitor::perf
