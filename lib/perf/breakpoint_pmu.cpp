@@ -275,28 +275,26 @@ Result<void> place_breakpoint(EventSpec& spec, std::uint64_t symbol_address,
 }
 
 BreakpointSlots probe_breakpoint_slots() {
-    // Watched by breakpoints that are never enabled.
+    // Watched by breakpoints that are never enabled, on the calling thread.
     static std::uint32_t watched = 0;
+    EventSpec probe;
+    probe.name = "a breakpoint";
+    probe.type = PERF_TYPE_BREAKPOINT;
+    probe.bp_type = HW_BREAKPOINT_W;
+    probe.config1 = reinterpret_cast<std::uintptr_t>(&watched);
+    probe.config2 = HW_BREAKPOINT_LEN_4;
+    probe.exclude_kernel = true;
+    probe.exclude_hv = true;
+    const OpenTarget self{.pid = static_cast<pid_t>(::syscall(SYS_gettid))};
     std::vector<UniqueFd> held;
     while (static_cast<int>(held.size()) < kMostSlots) {
-        perf_event_attr attr{};
-        attr.size = sizeof attr;
-        attr.type = PERF_TYPE_BREAKPOINT;
-        attr.bp_type = HW_BREAKPOINT_W;
-        attr.bp_addr = reinterpret_cast<std::uintptr_t>(&watched);
-        attr.bp_len = HW_BREAKPOINT_LEN_4;
+        perf_event_attr attr = event_attr(probe, self);
         attr.disabled = 1;
-        attr.exclude_kernel = 1;
-        attr.exclude_hv = 1;
-        const long fd = ::syscall(SYS_perf_event_open, &attr, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+        const long fd = open_event(attr, self, -1);
         if (fd < 0) {
             const int err = errno;
             if (!held.empty()) break;  // ENOSPC: the registers are all held now
-            EventSpec probe;
-            probe.name = "a breakpoint";
-            probe.type = PERF_TYPE_BREAKPOINT;
-            probe.exclude_kernel = true;
-            return {0, explain_open_error(err, probe, {.pid = ::getpid()}).message};
+            return {0, explain_open_error(err, probe, self).message};
         }
         held.emplace_back(static_cast<int>(fd));
     }

@@ -155,7 +155,7 @@ Error explain_open_error(int err, const EventSpec& event, const OpenTarget& targ
     }
 }
 
-Result<int> PerfEventDevice::open(const EventSpec& event, const OpenTarget& target, int leader) {
+perf_event_attr event_attr(const EventSpec& event, const OpenTarget& target) {
     perf_event_attr attr{};
     attr.size = sizeof attr;
     attr.type = event.type;
@@ -166,10 +166,25 @@ Result<int> PerfEventDevice::open(const EventSpec& event, const OpenTarget& targ
     attr.exclude_user = event.exclude_user;
     attr.exclude_kernel = event.exclude_kernel;
     attr.exclude_hv = event.exclude_hv;
+    attr.inherit = target.inherit;
+    return attr;
+}
+
+long open_event(perf_event_attr& attr, const OpenTarget& target, int group_fd) {
+    unsigned long flags = PERF_FLAG_FD_CLOEXEC;
+    pid_t pid = target.pid;
+    if (target.cgroup_fd >= 0) {
+        flags |= PERF_FLAG_PID_CGROUP;
+        pid = target.cgroup_fd;
+    }
+    return ::syscall(SYS_perf_event_open, &attr, pid, target.cpu, group_fd, flags);
+}
+
+Result<int> PerfEventDevice::open(const EventSpec& event, const OpenTarget& target, int leader) {
+    perf_event_attr attr = event_attr(event, target);
     // A group reads in one call: a read of any of its descriptors returns every member.
     attr.read_format =
         PERF_FORMAT_GROUP | PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
-    attr.inherit = target.inherit;
     attr.disabled = leader < 0;
     attr.enable_on_exec = leader < 0 && target.enable_on_exec;
 
@@ -177,13 +192,7 @@ Result<int> PerfEventDevice::open(const EventSpec& event, const OpenTarget& targ
     if (leader >= 0 && group_fd < 0) {
         return fail(Status::BadArg, fmt::format("{}: no open group leader {}", event.name, leader));
     }
-    unsigned long flags = PERF_FLAG_FD_CLOEXEC;
-    pid_t pid = target.pid;
-    if (target.cgroup_fd >= 0) {
-        flags |= PERF_FLAG_PID_CGROUP;
-        pid = target.cgroup_fd;
-    }
-    long fd = ::syscall(SYS_perf_event_open, &attr, pid, target.cpu, group_fd, flags);
+    const long fd = open_event(attr, target, group_fd);
     if (fd < 0) return std::unexpected(explain_open_error(errno, event, target));
     const std::size_t index =
         leader < 0 ? 0 : counters_[static_cast<std::size_t>(leader)].group_size++;

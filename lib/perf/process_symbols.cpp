@@ -6,9 +6,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <vector>
+
+#include "monitor/text_file.hpp"
 
 namespace monitor::perf {
 namespace {
@@ -85,6 +88,40 @@ int visit(Dwfl_Module* module, void**, const char* object, Dwarf_Addr, void* arg
     return DWARF_CB_OK;
 }
 
+// Reports the modules of process `pid` to `dwfl`, from its memory map: 0, or an errno value.
+// The map is filtered first: libelf maps the files it reads (the program's own, when it looks
+// at itself) privately and writable at offset 0, where no loader puts a segment, and such a
+// mapping would be taken for a second copy of the module at the wrong place.
+int report_process(Dwfl* dwfl, pid_t pid) {
+    auto maps = read_text_file(fmt::format("/proc/{}/maps", pid), 64 << 20);
+    if (!maps) {
+        if (maps.error().status == Status::Perm) return EACCES;
+        return std::filesystem::exists(fmt::format("/proc/{}", pid)) ? EIO : ENOENT;
+    }
+    std::string kept;
+    std::string_view rest = *maps;
+    while (!rest.empty()) {
+        const auto end = rest.find('\n');
+        const std::string_view line = rest.substr(0, end);
+        rest = end == std::string_view::npos ? std::string_view{} : rest.substr(end + 1);
+        // "start-end perms offset dev inode path"
+        const auto perms = line.find(' ');
+        if (perms == std::string_view::npos) continue;
+        const std::string_view rest_of_line = line.substr(perms + 1);
+        const bool writable_at_zero =
+            rest_of_line.starts_with("rw") && rest_of_line.substr(5).starts_with("00000000 ");
+        const bool shared = rest_of_line.size() > 3 && rest_of_line[3] == 's';
+        if (writable_at_zero || shared) continue;
+        kept.append(line);
+        kept.push_back('\n');
+    }
+    FILE* f = ::fmemopen(kept.data(), kept.size(), "r");
+    if (f == nullptr) return errno;
+    const int r = dwfl_linux_proc_maps_report(dwfl, f);
+    std::fclose(f);
+    return r < 0 ? EIO : r;
+}
+
 std::string executable_of(pid_t pid) {
     std::error_code ec;
     auto exe = std::filesystem::read_symlink(fmt::format("/proc/{}/exe", pid), ec);
@@ -97,7 +134,7 @@ Result<SymbolAddress> find_process_symbol(pid_t pid, std::string_view name) {
     DwflPtr dwfl{dwfl_begin(&kProcessCallbacks)};
     if (!dwfl) return fail(Status::AllocMem, fmt::format("libdwfl: {}", dwfl_errmsg(-1)));
     dwfl_report_begin(dwfl.get());
-    const int r = dwfl_linux_proc_report(dwfl.get(), pid);
+    const int r = report_process(dwfl.get(), pid);
     dwfl_report_end(dwfl.get(), nullptr, nullptr);
     if (r == ENOENT || r == ESRCH) {
         return fail(Status::NoDev, fmt::format("symbol '{}': no such process {}", name, pid));
@@ -164,6 +201,41 @@ Result<SymbolAddress> find_program_symbol(const std::filesystem::path& program,
                 fmt::format("{} has no function or variable '{}' (a stripped file keeps only "
                             "the symbols it exports)",
                             program.string(), name));
+}
+
+struct AddressNames::Process {
+    DwflPtr dwfl;  // null when its map could not be read
+};
+
+AddressNames::AddressNames() = default;
+AddressNames::~AddressNames() = default;
+
+AddressNames::Name AddressNames::name(pid_t pid, std::uint64_t ip) {
+    auto& p = processes_[pid];
+    if (!p) {
+        p = std::make_unique<Process>();
+        DwflPtr dwfl{dwfl_begin(&kProcessCallbacks)};
+        if (dwfl) {
+            dwfl_report_begin(dwfl.get());
+            const int r = report_process(dwfl.get(), pid);
+            dwfl_report_end(dwfl.get(), nullptr, nullptr);
+            if (r == 0) p->dwfl = std::move(dwfl);
+        }
+    }
+    if (!p->dwfl) return {.object = fmt::format("[process {} exited]", pid)};
+    Dwfl_Module* module = dwfl_addrmodule(p->dwfl.get(), ip);
+    if (module == nullptr) return {.object = "[unknown]"};
+    const char* object =
+        dwfl_module_info(module, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+    Name n{.object = object != nullptr ? object : "[unknown]"};
+    GElf_Off offset = 0;
+    GElf_Sym sym;
+    if (const char* f =
+            dwfl_module_addrinfo(module, ip, &offset, &sym, nullptr, nullptr, nullptr)) {
+        n.function = f;
+        n.function_address = ip - offset;
+    }
+    return n;
 }
 
 }  // namespace monitor::perf

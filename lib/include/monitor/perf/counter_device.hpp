@@ -3,6 +3,7 @@
 // the real one (perf_event_open); a simulated PMU stands in where the machine has none.
 #pragma once
 
+#include <linux/perf_event.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -82,6 +83,14 @@ class PerfEventDevice final : public CounterDevice {
     std::vector<Counter> counters_;  // by handle
     std::vector<std::uint64_t> buf_;
 };
+
+// The perf_event_attr of `event` on `target`: its type, config, breakpoint, modes and
+// inheritance; how it is read, sampled and enabled is the caller's.
+perf_event_attr event_attr(const EventSpec& event, const OpenTarget& target);
+
+// perf_event_open(attr) on `target` (a cgroup by its descriptor), close-on-exec, in the group
+// of `group_fd` (-1 for none): the descriptor, or -1 with errno set.
+long open_event(perf_event_attr& attr, const OpenTarget& target, int group_fd);
 
 // Why perf_event_open refused `event` with `err`, and what to do about it: PERM (paranoid
 // level and privilege), NOPMU (no driver for its PMU: no hardware counters here), NODEV (no

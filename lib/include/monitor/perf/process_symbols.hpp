@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -34,5 +36,30 @@ Result<SymbolAddress> find_process_symbol(pid_t pid, std::string_view name);
 // position-independent one, saying how to count it instead.
 Result<SymbolAddress> find_program_symbol(const std::filesystem::path& program,
                                           std::string_view name);
+
+// Names the code at sampled addresses: the function and the object at an address of a
+// process, as the process has them mapped. One libdwfl session per process, made at its first
+// address and kept, so that a process that exits later is still named.
+class AddressNames {
+  public:
+    struct Name {
+        std::string function;  // empty when no symbol covers the address (stripped code)
+        std::string object;    // the file mapped there; "[unknown]" when nothing is
+        std::uint64_t function_address = 0;
+    };
+
+    AddressNames();
+    ~AddressNames();
+    AddressNames(const AddressNames&) = delete;
+    AddressNames& operator=(const AddressNames&) = delete;
+
+    // The code at `ip` in process `pid`. A process whose map could not be read (it had
+    // exited) gives "[process N exited]" as its object.
+    Name name(pid_t pid, std::uint64_t ip);
+
+  private:
+    struct Process;
+    std::map<pid_t, std::unique_ptr<Process>> processes_;
+};
 
 }  // namespace monitor::perf

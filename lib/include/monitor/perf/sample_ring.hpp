@@ -1,0 +1,85 @@
+// One sampling event and the ring buffer the kernel writes its samples into: every `period`
+// events (or about `frequency` times a second) the kernel records where the target was (the
+// instruction address, the process and thread, the CPU, the mode), and the records that it
+// had to drop because the ring was full, and its throttling of too frequent samples. The
+// reader drains the ring whenever it likes; nothing is lost but what the kernel reports lost.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+
+#include "monitor/perf/counter_device.hpp"
+#include "monitor/perf/event_spec.hpp"
+#include "monitor/status.hpp"
+#include "monitor/unique_fd.hpp"
+
+namespace monitor::perf {
+
+// How often the kernel samples: every `period` events of the event (pfm's counter preload),
+// or about `frequency` times a second (the kernel adjusts the period to keep to it).
+struct SampleRate {
+    std::uint64_t period = 0;
+    std::uint64_t frequency = 0;
+};
+
+// The mode the processor was in at a sample (pfm's IPL histogram).
+enum class SampleMode : std::uint8_t { User, Kernel, Hypervisor, Guest, Unknown };
+
+struct Sample {
+    std::uint64_t ip = 0;  // the sampled instruction address (the SIA)
+    pid_t pid = -1;        // 0: the idle task
+    pid_t tid = -1;
+    int cpu = -1;
+    std::uint64_t time_ns = 0;  // CLOCK_MONOTONIC, as perf_event_open's default clock
+    std::uint64_t period = 0;   // the events this sample stands for
+    SampleMode mode = SampleMode::Unknown;
+};
+
+// What one drain found besides the samples.
+struct DrainStats {
+    std::size_t samples = 0;
+    std::uint64_t lost = 0;       // samples the kernel dropped: the ring was full
+    std::uint64_t throttled = 0;  // times the kernel throttled the event (too many samples)
+};
+
+class SampleRing {
+  public:
+    // Opens `event` on `target` sampling at `rate`, disabled, with a ring of `pages` pages
+    // (a power of two) of data. BADARG for a rate of 0 or both given, or a bad page count;
+    // the counter device's explanations for what perf_event_open refuses.
+    static Result<std::unique_ptr<SampleRing>> open(const EventSpec& event,
+                                                    const OpenTarget& target, SampleRate rate,
+                                                    std::size_t pages = 64);
+    ~SampleRing();
+    SampleRing(const SampleRing&) = delete;
+    SampleRing& operator=(const SampleRing&) = delete;
+
+    Result<void> enable();
+    Result<void> disable();
+
+    // Hands each sample written since the last drain to `on_sample`, oldest first, and frees
+    // its place in the ring.
+    DrainStats drain(const std::function<void(const Sample&)>& on_sample);
+
+    // The events counted so far (with a period, the samples due are this over the period).
+    Result<std::uint64_t> count() const;
+
+    // The descriptor, to poll(2) for data.
+    int fd() const { return fd_.get(); }
+
+  private:
+    SampleRing(UniqueFd fd, void* map, std::size_t map_size, std::size_t data_offset,
+               std::size_t data_size);
+
+    UniqueFd fd_;
+    void* map_ = nullptr;
+    std::size_t map_size_ = 0;
+    std::size_t data_offset_ = 0;
+    std::size_t data_size_ = 0;
+};
+
+}  // namespace monitor::perf

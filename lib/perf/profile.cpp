@@ -1,0 +1,93 @@
+#include "monitor/perf/profile.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace monitor::perf {
+namespace {
+
+std::vector<ProfileLine> top_lines(const std::map<std::string, std::uint64_t>& counts,
+                                   std::uint64_t total, std::size_t top) {
+    std::vector<ProfileLine> lines;
+    lines.reserve(counts.size());
+    for (const auto& [name, n] : counts) {
+        lines.push_back(
+            {name, n,
+             total == 0 ? 0.0 : 100.0 * static_cast<double>(n) / static_cast<double>(total)});
+    }
+    std::ranges::stable_sort(lines, std::ranges::greater{}, &ProfileLine::samples);
+    if (top != 0 && lines.size() > top) lines.resize(top);
+    return lines;
+}
+
+}  // namespace
+
+void Profile::add(const Sample& s, AddressNames& names) {
+    ++samples_;
+    addresses_[s.ip] += 1;
+    std::string function;
+    std::string object;
+    if (s.pid == 0) {
+        ++modes_.idle;
+        function = object = "[idle]";
+    } else if (s.mode == SampleMode::Kernel) {
+        ++modes_.kernel;
+        function = object = "[kernel]";
+    } else if (s.mode == SampleMode::User) {
+        ++modes_.user;
+        auto n = names.name(s.pid, s.ip);
+        object = n.object;
+        function = n.function.empty() ? fmt::format("[{:#x}] ({})", s.ip, n.object)
+                                      : fmt::format("{} ({})", n.function, n.object);
+    } else {
+        ++modes_.other;
+        function = object = "[other mode]";
+    }
+    functions_[function] += 1;
+    objects_[object] += 1;
+}
+
+void Profile::add(const DrainStats& drain) {
+    lost_ += drain.lost;
+    throttled_ += drain.throttled;
+}
+
+ProfileReport Profile::report(std::size_t top) const {
+    return {.samples = samples_,
+            .lost = lost_,
+            .throttled = throttled_,
+            .modes = modes_,
+            .functions = top_lines(functions_, samples_, top),
+            .objects = top_lines(objects_, samples_, top)};
+}
+
+Result<AddressHistogram> Profile::histogram(std::uint64_t start, std::uint64_t end,
+                                            std::uint64_t bucket_size,
+                                            std::size_t max_buckets) const {
+    if (end <= start) {
+        return fail(Status::BadArg,
+                    fmt::format("address range {:#x}-{:#x} is empty: give its start and an end "
+                                "above it",
+                                start, end));
+    }
+    if (bucket_size == 0) return fail(Status::BadArg, "a bucket of 0 bytes: give 1 or more");
+    const std::uint64_t span = end - start;
+    const std::uint64_t n = span / bucket_size + (span % bucket_size != 0 ? 1 : 0);
+    if (n > max_buckets) {
+        return fail(Status::BadArg,
+                    fmt::format("address range {:#x}-{:#x} in {}-byte buckets is {} buckets, more "
+                                "than {}: give a narrower range or buckets of {} bytes or more",
+                                start, end, bucket_size, n, max_buckets,
+                                span / max_buckets + (span % max_buckets != 0 ? 1 : 0)));
+    }
+    AddressHistogram h{.start = start, .bucket_size = bucket_size};
+    h.buckets.assign(static_cast<std::size_t>(n), 0);
+    for (auto it = addresses_.lower_bound(start); it != addresses_.end() && it->first < end; ++it) {
+        h.buckets[static_cast<std::size_t>((it->first - start) / bucket_size)] += it->second;
+        h.samples += it->second;
+    }
+    return h;
+}
+
+}  // namespace monitor::perf

@@ -1,0 +1,183 @@
+#include "monitor/perf/sample_ring.hpp"
+
+#include <fmt/format.h>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+namespace monitor::perf {
+namespace {
+
+// What each sample record holds, in the kernel's order.
+constexpr std::uint64_t kSampleType =
+    PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD;
+
+struct SampleRecord {
+    std::uint64_t ip;
+    std::uint32_t pid, tid;
+    std::uint64_t time;
+    std::uint32_t cpu, reserved;
+    std::uint64_t period;
+};
+
+struct LostRecord {
+    std::uint64_t id;
+    std::uint64_t lost;
+};
+
+SampleMode mode_of(std::uint16_t misc) {
+    switch (misc & PERF_RECORD_MISC_CPUMODE_MASK) {
+        case PERF_RECORD_MISC_USER:
+            return SampleMode::User;
+        case PERF_RECORD_MISC_KERNEL:
+            return SampleMode::Kernel;
+        case PERF_RECORD_MISC_HYPERVISOR:
+            return SampleMode::Hypervisor;
+        case PERF_RECORD_MISC_GUEST_USER:
+        case PERF_RECORD_MISC_GUEST_KERNEL:
+            return SampleMode::Guest;
+        default:
+            return SampleMode::Unknown;
+    }
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SampleRing>> SampleRing::open(const EventSpec& event,
+                                                     const OpenTarget& target, SampleRate rate,
+                                                     std::size_t pages) {
+    if ((rate.period == 0) == (rate.frequency == 0)) {
+        return fail(Status::BadArg,
+                    fmt::format("{}: sample every N events (a period above 0) or N times a "
+                                "second (a frequency above 0), one of the two",
+                                event.name));
+    }
+    if (pages == 0 || !std::has_single_bit(pages)) {
+        return fail(Status::BadArg,
+                    fmt::format("a sample ring of {} pages: a power of two is needed", pages));
+    }
+    perf_event_attr attr = event_attr(event, target);
+    attr.sample_type = kSampleType;
+    if (rate.frequency != 0) {
+        attr.freq = 1;
+        attr.sample_freq = rate.frequency;
+    } else {
+        attr.sample_period = rate.period;
+    }
+    attr.disabled = 1;
+    attr.enable_on_exec = target.enable_on_exec;
+    attr.use_clockid = 1;
+    attr.clockid = CLOCK_MONOTONIC;
+    const long fd = open_event(attr, target, -1);
+    if (fd < 0) return std::unexpected(explain_open_error(errno, event, target));
+    UniqueFd owned(static_cast<int>(fd));
+
+    const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    const std::size_t size = (pages + 1) * page;
+    void* map = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, owned.get(), 0);
+    if (map == MAP_FAILED) {
+        const int err = errno;
+        return fail(
+            err == EPERM || err == ENOMEM ? Status::AllocMem : Status::IoErr,
+            fmt::format("{}: mapping a sample ring of {} KiB: {}{}", event.name, size / 1024,
+                        std::strerror(err),
+                        err == EPERM ? " (kernel.perf_event_mlock_kb, or RLIMIT_MEMLOCK)" : ""));
+    }
+    const auto* header = static_cast<const perf_event_mmap_page*>(map);
+    // Kernels before 4.1 leave data_offset and data_size 0: the data follows the first page.
+    const std::size_t offset = header->data_offset != 0 ? header->data_offset : page;
+    const std::size_t data = header->data_size != 0 ? header->data_size : pages * page;
+    return std::unique_ptr<SampleRing>(new SampleRing(std::move(owned), map, size, offset, data));
+}
+
+SampleRing::SampleRing(UniqueFd fd, void* map, std::size_t map_size, std::size_t data_offset,
+                       std::size_t data_size)
+    : fd_(std::move(fd)),
+      map_(map),
+      map_size_(map_size),
+      data_offset_(data_offset),
+      data_size_(data_size) {}
+
+SampleRing::~SampleRing() {
+    if (map_ != nullptr) ::munmap(map_, map_size_);
+}
+
+Result<void> SampleRing::enable() {
+    if (::ioctl(fd_.get(), PERF_EVENT_IOC_ENABLE, 0) < 0) {
+        return fail_errno(errno, "enable a sampling event");
+    }
+    return {};
+}
+
+Result<void> SampleRing::disable() {
+    if (::ioctl(fd_.get(), PERF_EVENT_IOC_DISABLE, 0) < 0) {
+        return fail_errno(errno, "disable a sampling event");
+    }
+    return {};
+}
+
+Result<std::uint64_t> SampleRing::count() const {
+    std::uint64_t value = 0;
+    const ssize_t n = ::read(fd_.get(), &value, sizeof value);
+    if (n < 0) return fail_errno(errno, "read a sampling event's count");
+    if (n != sizeof value) {
+        return fail(Status::BadData, fmt::format("read a sampling event's count: {} bytes", n));
+    }
+    return value;
+}
+
+DrainStats SampleRing::drain(const std::function<void(const Sample&)>& on_sample) {
+    auto* header = static_cast<perf_event_mmap_page*>(map_);
+    const auto* data = static_cast<const unsigned char*>(map_) + data_offset_;
+    // The kernel writes up to data_head, then publishes it; the records before it are whole.
+    const std::uint64_t head = __atomic_load_n(&header->data_head, __ATOMIC_ACQUIRE);
+    std::uint64_t tail = header->data_tail;
+    DrainStats stats;
+    std::vector<unsigned char> record;
+    while (tail < head) {
+        // A record may wrap around the end of the ring: copy it out whole.
+        perf_event_header h;
+        auto copy = [&](void* out, std::uint64_t at, std::size_t n) {
+            const std::size_t start = at % data_size_;
+            const std::size_t first = std::min(n, data_size_ - start);
+            std::memcpy(out, data + start, first);
+            std::memcpy(static_cast<unsigned char*>(out) + first, data, n - first);
+        };
+        copy(&h, tail, sizeof h);
+        if (h.size < sizeof h || tail + h.size > head) break;  // never, from a sane kernel
+        record.resize(h.size);
+        copy(record.data(), tail, h.size);
+        const unsigned char* body = record.data() + sizeof h;
+        const std::size_t body_size = h.size - sizeof h;
+        if (h.type == PERF_RECORD_SAMPLE && body_size >= sizeof(SampleRecord)) {
+            SampleRecord r;
+            std::memcpy(&r, body, sizeof r);
+            ++stats.samples;
+            on_sample(Sample{.ip = r.ip,
+                             .pid = static_cast<pid_t>(r.pid),
+                             .tid = static_cast<pid_t>(r.tid),
+                             .cpu = static_cast<int>(r.cpu),
+                             .time_ns = r.time,
+                             .period = r.period,
+                             .mode = mode_of(h.misc)});
+        } else if (h.type == PERF_RECORD_LOST && body_size >= sizeof(LostRecord)) {
+            LostRecord r;
+            std::memcpy(&r, body, sizeof r);
+            stats.lost += r.lost;
+        } else if (h.type == PERF_RECORD_THROTTLE) {
+            ++stats.throttled;
+        }
+        tail += h.size;
+    }
+    __atomic_store_n(&header->data_tail, tail, __ATOMIC_RELEASE);
+    return stats;
+}
+
+}  // namespace monitor::perf
