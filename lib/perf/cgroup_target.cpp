@@ -1,10 +1,26 @@
 #include "monitor/perf/cgroup_target.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
 
 namespace monitor::perf {
 
 namespace fs = std::filesystem;
+
+Result<UniqueFd> open_cgroup(std::string_view root, std::string_view cgroup) {
+    auto dir = cgroup_directory(root, cgroup);
+    if (!dir) return std::unexpected(dir.error());
+    const int fd = ::open(dir->c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) {
+        const int err = errno;
+        return fail(err == ENOENT || err == ENOTDIR ? Status::NoDev : Status::IoErr,
+                    fmt::format("cgroup {}: {}", *dir, std::strerror(err)));
+    }
+    return UniqueFd(fd);
+}
 
 Result<std::string> cgroup_directory(std::string_view root, std::string_view cgroup) {
     const fs::path base = fs::path(root).lexically_normal();

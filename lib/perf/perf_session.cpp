@@ -39,8 +39,8 @@ unsigned mode_of(const EventSpec& e) {
     return (e.exclude_user ? 1U : 0U) | (e.exclude_kernel ? 2U : 0U) | (e.exclude_hv ? 4U : 0U);
 }
 
-// The threads of process `pid` now: the entries of /proc/PID/task, as perf stat -p reads them
-// (for the id of a thread that is not the main one, the threads of its whole process).
+}  // namespace
+
 Result<std::vector<pid_t>> process_threads(pid_t pid) {
     const std::string dir = fmt::format("/proc/{}/task", pid);
     auto gone = [&] {
@@ -76,8 +76,6 @@ Result<std::vector<pid_t>> process_threads(pid_t pid) {
     if (err != 0) return fail_errno(err, fmt::format("process {}: read {}", pid, dir));
     return tids;
 }
-
-}  // namespace
 
 Result<std::vector<EventRequest>> parse_event_list(std::string_view list) {
     std::vector<EventRequest> out;
@@ -447,17 +445,12 @@ Result<void> PerfSession::open_all() {
             targets.push_back({.pid = t.pid, .inherit = true});
             break;
         case TargetKind::Cgroup: {
-            auto dir = cgroup_directory(options_.cgroup_root, t.cgroup);
-            if (!dir) return std::unexpected(dir.error());
-            const std::string& path = *dir;
-            int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-            if (fd < 0) {
-                int err = errno;
-                return fail(err == ENOENT || err == ENOTDIR ? Status::NoDev : Status::IoErr,
-                            fmt::format("cgroup {}: {}", path, std::strerror(err)));
+            auto fd = open_cgroup(options_.cgroup_root, t.cgroup);
+            if (!fd) return std::unexpected(fd.error());
+            cgroup_fd_ = std::move(*fd);
+            for (int cpu : options_.cpus) {
+                targets.push_back({.cpu = cpu, .cgroup_fd = cgroup_fd_.get()});
             }
-            cgroup_fd_.reset(fd);
-            for (int cpu : options_.cpus) targets.push_back({.cpu = cpu, .cgroup_fd = fd});
             break;
         }
     }

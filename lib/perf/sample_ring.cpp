@@ -48,21 +48,18 @@ SampleMode mode_of(std::uint16_t misc) {
     }
 }
 
-}  // namespace
-
-Result<std::unique_ptr<SampleRing>> SampleRing::open(const EventSpec& event,
-                                                     const OpenTarget& target, SampleRate rate,
-                                                     std::size_t pages) {
+Result<void> check_rate(const EventSpec& event, SampleRate rate) {
     if ((rate.period == 0) == (rate.frequency == 0)) {
         return fail(Status::BadArg,
                     fmt::format("{}: sample every N events (a period above 0) or N times a "
                                 "second (a frequency above 0), one of the two",
                                 event.name));
     }
-    if (pages == 0 || !std::has_single_bit(pages)) {
-        return fail(Status::BadArg,
-                    fmt::format("a sample ring of {} pages: a power of two is needed", pages));
-    }
+    return {};
+}
+
+// Opens `event` on `target` sampling at `rate`, disabled: the descriptor.
+Result<UniqueFd> open_sampling(const EventSpec& event, const OpenTarget& target, SampleRate rate) {
     perf_event_attr attr = event_attr(event, target);
     attr.sample_type = kSampleType;
     if (rate.frequency != 0) {
@@ -77,7 +74,22 @@ Result<std::unique_ptr<SampleRing>> SampleRing::open(const EventSpec& event,
     attr.clockid = CLOCK_MONOTONIC;
     const long fd = open_event(attr, target, -1);
     if (fd < 0) return std::unexpected(explain_open_error(errno, event, target));
-    UniqueFd owned(static_cast<int>(fd));
+    return UniqueFd(static_cast<int>(fd));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SampleRing>> SampleRing::open(const EventSpec& event,
+                                                     const OpenTarget& target, SampleRate rate,
+                                                     std::size_t pages) {
+    if (auto ok = check_rate(event, rate); !ok) return std::unexpected(ok.error());
+    if (pages == 0 || !std::has_single_bit(pages)) {
+        return fail(Status::BadArg,
+                    fmt::format("a sample ring of {} pages: a power of two is needed", pages));
+    }
+    auto opened = open_sampling(event, target, rate);
+    if (!opened) return std::unexpected(opened.error());
+    UniqueFd owned = std::move(*opened);
 
     const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
     const std::size_t size = (pages + 1) * page;
@@ -105,6 +117,18 @@ SampleRing::SampleRing(UniqueFd fd, void* map, std::size_t map_size, std::size_t
       data_offset_(data_offset),
       data_size_(data_size) {}
 
+Result<void> SampleRing::attach(const EventSpec& event, const OpenTarget& target, SampleRate rate) {
+    if (auto ok = check_rate(event, rate); !ok) return ok;
+    auto fd = open_sampling(event, target, rate);
+    if (!fd) return std::unexpected(fd.error());
+    if (::ioctl(fd->get(), PERF_EVENT_IOC_SET_OUTPUT, fd_.get()) < 0) {
+        return fail_errno(
+            errno, fmt::format("{}: send the samples of {} to a ring", event.name, target.pid));
+    }
+    attached_.push_back(std::move(*fd));
+    return {};
+}
+
 SampleRing::~SampleRing() {
     if (map_ != nullptr) ::munmap(map_, map_size_);
 }
@@ -113,14 +137,25 @@ Result<void> SampleRing::enable() {
     if (::ioctl(fd_.get(), PERF_EVENT_IOC_ENABLE, 0) < 0) {
         return fail_errno(errno, "enable a sampling event");
     }
+    for (const auto& fd : attached_) {
+        if (::ioctl(fd.get(), PERF_EVENT_IOC_ENABLE, 0) < 0) {
+            return fail_errno(errno, "enable a sampling event");
+        }
+    }
     return {};
 }
 
 Result<void> SampleRing::disable() {
-    if (::ioctl(fd_.get(), PERF_EVENT_IOC_DISABLE, 0) < 0) {
-        return fail_errno(errno, "disable a sampling event");
-    }
-    return {};
+    // Every one is tried; the first failure is the result.
+    Result<void> result;
+    auto off = [&](int fd) {
+        if (::ioctl(fd, PERF_EVENT_IOC_DISABLE, 0) < 0 && result) {
+            result = fail_errno(errno, "disable a sampling event");
+        }
+    };
+    off(fd_.get());
+    for (const auto& fd : attached_) off(fd.get());
+    return result;
 }
 
 Result<std::uint64_t> SampleRing::count() const {

@@ -4,9 +4,12 @@
 // for are reported lost, and bad rates and address ranges are refused.
 #include "monitor/perf/profile.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -16,8 +19,10 @@
 #include <numeric>
 #include <string>
 
+#include "monitor/loading/cpu_list.hpp"
 #include "monitor/perf/event_catalog.hpp"
 #include "monitor/perf/process_symbols.hpp"
+#include "monitor/perf/profile_session.hpp"
 #include "monitor/perf/sample_ring.hpp"
 
 extern "C" {
@@ -164,6 +169,130 @@ TEST(Profile, SamplesTheRingHadNoRoomForAreReportedLost) {
                 0.02 * static_cast<double>(due))
         << "kept and lost make up what was due: " << report.samples << " kept, " << report.lost
         << " lost, " << due << " due";
+}
+
+// A child of this test that burns CPU 3:1 in the two functions, 40 ms of CPU a round, says
+// so, and exits when told to.
+class Burner {
+  public:
+    explicit Burner(int rounds = 30) {
+        int done[2];
+        int go[2];
+        if (::pipe2(done, O_CLOEXEC) < 0 || ::pipe2(go, O_CLOEXEC) < 0) return;
+        pid_ = ::fork();
+        if (pid_ == 0) {
+            ::close(done[0]);
+            ::close(go[1]);
+            char byte = 0;
+            if (::read(go[0], &byte, 1) != 1) ::_exit(1);
+            for (int i = 0; i < rounds; ++i) {
+                monitord_profile_burn_three(30'000'000);
+                monitord_profile_burn_one(10'000'000);
+            }
+            (void)::write(done[1], "d", 1);
+            while (::read(go[0], &byte, 1) > 0) {
+            }
+            ::_exit(0);
+        }
+        ::close(done[1]);
+        ::close(go[0]);
+        done_ = done[0];
+        go_ = go[1];
+    }
+    ~Burner() {
+        if (go_ >= 0) ::close(go_);
+        if (done_ >= 0) ::close(done_);
+        if (pid_ > 0) ::waitpid(pid_, nullptr, 0);
+    }
+    pid_t pid() const { return pid_; }
+    void go() { (void)::write(go_, "g", 1); }
+    // Whether it has burnt all it had to, waiting up to `ms`.
+    bool done(int ms) {
+        pollfd p{done_, POLLIN, 0};
+        return ::poll(&p, 1, ms) == 1;
+    }
+
+  private:
+    pid_t pid_ = -1;
+    int done_ = -1;
+    int go_ = -1;
+};
+
+// The share of `function` of this test program in `report`, -1 when absent.
+double share(const ProfileReport& report, const std::string& function) {
+    const std::string exe = std::filesystem::read_symlink("/proc/self/exe").string();
+    for (const auto& l : report.functions) {
+        if (l.name == function + " (" + exe + ")") return l.percent;
+    }
+    return -1;
+}
+
+// Runs `burner` under `session`, draining as it goes (the child's code is named while it
+// lives), and stops the session.
+void profile_run(ProfileSession& session, Burner& burner) {
+    burner.go();
+    for (int i = 0; i < 300 && !burner.done(100); ++i) session.drain();
+    ASSERT_TRUE(session.stop());
+}
+
+TEST(ProfileSession, AProcessIsSampledOnEveryCpuByName) {
+    auto c = EventCatalog::create();
+    ASSERT_TRUE(c) << c.error().to_string();
+    auto online = monitor::read_online_cpus("/sys");
+    ASSERT_TRUE(online);
+    Burner burner;
+    ASSERT_GT(burner.pid(), 0);
+    ProfileOptions o;
+    o.target = {.kind = TargetKind::Process, .pid = burner.pid()};
+    o.cpus = *online;
+    o.rate = {.frequency = 1000};
+    auto s = ProfileSession::start(*c, o);
+    if (!s && s.error().status == Status::Perm) GTEST_SKIP() << s.error().to_string();
+    ASSERT_TRUE(s) << s.error().to_string();
+    EXPECT_EQ((*s)->threads(), 1u);
+    EXPECT_EQ((*s)->fds().size(), online->size()) << "a ring on every CPU";
+    profile_run(**s, burner);
+    const auto report = (*s)->profile().report(5);
+    ASSERT_GT(report.samples, 900u) << "about 1200 were due";
+    const double three = share(report, "monitord_profile_burn_three");
+    const double one = share(report, "monitord_profile_burn_one");
+    EXPECT_NEAR(three, 75.0, 5.0);
+    EXPECT_NEAR(one, 25.0, 5.0);
+    EXPECT_EQ(report.modes.idle, 0u) << "a process is never the idle task";
+    std::printf("process %d: %llu samples, burn_three %.1f %%, burn_one %.1f %%\n", burner.pid(),
+                static_cast<unsigned long long>(report.samples), three, one);
+}
+
+// Every CPU, everything on them: the burner's functions keep their 3:1 (within 8 points:
+// 0.4 s of it at 500 Hz, about 200 samples), and every sample is of one mode or another.
+// Every process sampled is named, so it is kept short.
+TEST(ProfileSession, AllCpusSampleEverything) {
+    auto c = EventCatalog::create();
+    ASSERT_TRUE(c) << c.error().to_string();
+    auto online = monitor::read_online_cpus("/sys");
+    ASSERT_TRUE(online);
+    Burner burner(10);
+    ASSERT_GT(burner.pid(), 0);
+    ProfileOptions o;
+    o.target = {.kind = TargetKind::AllCpus};
+    o.cpus = *online;
+    o.rate = {.frequency = 500};
+    auto s = ProfileSession::start(*c, o);
+    if (!s && s.error().status == Status::Perm) GTEST_SKIP() << s.error().to_string();
+    ASSERT_TRUE(s) << s.error().to_string();
+    EXPECT_EQ((*s)->threads(), 0u);
+    profile_run(**s, burner);
+    const auto report = (*s)->profile().report();
+    const double three = share(report, "monitord_profile_burn_three");
+    const double one = share(report, "monitord_profile_burn_one");
+    ASSERT_GT(three, 0) << "the burner was sampled";
+    EXPECT_NEAR(three / (three + one), 0.75, 0.08);
+    const auto& m = report.modes;
+    EXPECT_EQ(m.idle + m.user + m.kernel + m.other, report.samples);
+    std::printf("all CPUs: %llu samples: %llu idle, %llu user, %llu kernel\n",
+                static_cast<unsigned long long>(report.samples),
+                static_cast<unsigned long long>(m.idle), static_cast<unsigned long long>(m.user),
+                static_cast<unsigned long long>(m.kernel));
 }
 
 TEST(Profile, BadRatesAndRangesAreRefused) {

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "monitor/status.hpp"
+#include "monitor/unique_fd.hpp"
 
 namespace monitor::perf {
 
@@ -15,6 +16,9 @@ namespace monitor::perf {
 // "/system.slice" are one cgroup). BADARG for a path with a ".." component, which could lead
 // out of the tree.
 Result<std::string> cgroup_directory(std::string_view root, std::string_view cgroup);
+
+// That directory opened, as perf_event_open takes a cgroup: NODEV when it does not exist.
+Result<UniqueFd> open_cgroup(std::string_view root, std::string_view cgroup);
 
 // The cgroup of a systemd unit, relative to `root`: the directory of the unit's name in the
 // tree (system.slice/NAME.service, or deeper for units in other slices); ".service" is

@@ -125,6 +125,11 @@ struct Plan {
 
 Result<Plan> make_plan(const EventCatalog& catalog, const SessionOptions& options);
 
+// The threads of process `pid` now: the entries of /proc/PID/task, as perf stat -p reads them
+// (for the id of a thread that is not the main one, the threads of its whole process). NODEV
+// for a process that is gone.
+Result<std::vector<pid_t>> process_threads(pid_t pid);
+
 // Whether two plans take counters of a same PMU: opened together, the kernel multiplexes
 // them (their running times then fall below their enabled times). Events that take no
 // counter share nothing. CPUs are not compared: a process or cgroup may run on any.

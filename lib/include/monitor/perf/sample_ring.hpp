@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include "monitor/perf/counter_device.hpp"
 #include "monitor/perf/event_spec.hpp"
@@ -54,10 +55,14 @@ class SampleRing {
     static Result<std::unique_ptr<SampleRing>> open(const EventSpec& event,
                                                     const OpenTarget& target, SampleRate rate,
                                                     std::size_t pages = 64);
+    // Opens `event` on another `target` (another thread, on the same CPU) writing its samples
+    // into this ring (PERF_EVENT_IOC_SET_OUTPUT), disabled until enable().
+    Result<void> attach(const EventSpec& event, const OpenTarget& target, SampleRate rate);
     ~SampleRing();
     SampleRing(const SampleRing&) = delete;
     SampleRing& operator=(const SampleRing&) = delete;
 
+    // Every event of the ring.
     Result<void> enable();
     Result<void> disable();
 
@@ -65,7 +70,8 @@ class SampleRing {
     // its place in the ring.
     DrainStats drain(const std::function<void(const Sample&)>& on_sample);
 
-    // The events counted so far (with a period, the samples due are this over the period).
+    // The events its first event counted so far (with a period, the samples due are this over
+    // the period).
     Result<std::uint64_t> count() const;
 
     // The descriptor, to poll(2) for data.
@@ -76,6 +82,7 @@ class SampleRing {
                std::size_t data_size);
 
     UniqueFd fd_;
+    std::vector<UniqueFd> attached_;
     void* map_ = nullptr;
     std::size_t map_size_ = 0;
     std::size_t data_offset_ = 0;

@@ -1,0 +1,68 @@
+// A sampling run on a target, as a counting session is a counting run: one sample ring per
+// CPU (the kernel refuses to map a ring of an inherited event that follows a task across CPUs,
+// so a process or a command is sampled on every CPU, as perf record does), every thread of a
+// process sending its samples into its CPU's ring, and the samples added into one Profile as
+// they are drained.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "monitor/perf/event_catalog.hpp"
+#include "monitor/perf/perf_session.hpp"
+#include "monitor/perf/profile.hpp"
+#include "monitor/perf/sample_ring.hpp"
+#include "monitor/status.hpp"
+#include "monitor/unique_fd.hpp"
+
+namespace monitor::perf {
+
+// perf record's defaults: the CPU clock, about 4000 samples a second.
+inline constexpr const char* kDefaultProfileEvent = "perf::CPU-CLOCK";
+inline constexpr std::uint64_t kDefaultProfileFrequency = 4000;
+
+struct ProfileOptions {
+    std::string event = kDefaultProfileEvent;
+    SampleRate rate{.frequency = kDefaultProfileFrequency};
+    CountTarget target;
+    std::vector<int> cpus;  // the online CPUs: a ring on each (one for OneCpu)
+    std::string cgroup_root = "/sys/fs/cgroup";
+    std::size_t ring_pages = 128;  // per CPU
+};
+
+class ProfileSession {
+  public:
+    // Opens the rings, enabled (a command's start at its exec). Errors name the event and the
+    // target; a rate of 0 is BADARG.
+    static Result<std::unique_ptr<ProfileSession>> start(const EventCatalog& catalog,
+                                                         ProfileOptions options);
+
+    // Adds the samples written since the last drain to the profile.
+    void drain();
+    // Stops sampling, and drains what is left.
+    Result<void> stop();
+
+    const Profile& profile() const { return profile_; }
+    const EventSpec& event() const { return event_; }
+    // The threads of a process target opened at the start.
+    std::size_t threads() const { return threads_; }
+    // The rings' descriptors, to poll(2) for samples.
+    std::vector<int> fds() const;
+
+  private:
+    ProfileSession() = default;
+
+    EventSpec event_;
+    std::vector<std::unique_ptr<SampleRing>> rings_;
+    UniqueFd cgroup_fd_;
+    Profile profile_;
+    AddressNames names_;
+    std::size_t threads_ = 0;
+    bool stopped_ = false;
+};
+
+}  // namespace monitor::perf
