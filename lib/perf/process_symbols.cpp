@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "monitor/text_file.hpp"
@@ -204,7 +205,8 @@ Result<SymbolAddress> find_program_symbol(const std::filesystem::path& program,
 }
 
 struct AddressNames::Process {
-    DwflPtr dwfl;  // null when its map could not be read
+    DwflPtr dwfl;         // null when its map could not be read
+    std::string missing;  // then, the object its addresses are given
 };
 
 AddressNames::AddressNames() = default;
@@ -220,9 +222,12 @@ AddressNames::Name AddressNames::name(pid_t pid, std::uint64_t ip) {
             const int r = report_process(dwfl.get(), pid);
             dwfl_report_end(dwfl.get(), nullptr, nullptr);
             if (r == 0) p->dwfl = std::move(dwfl);
+            p->missing = r == EACCES || r == EPERM
+                             ? fmt::format("[process {}: its map is unreadable]", pid)
+                             : fmt::format("[process {} exited]", pid);
         }
     }
-    if (!p->dwfl) return {.object = fmt::format("[process {} exited]", pid)};
+    if (!p->dwfl) return {.object = p->missing.empty() ? "[unknown]" : p->missing};
     Dwfl_Module* module = dwfl_addrmodule(p->dwfl.get(), ip);
     if (module == nullptr) return {.object = "[unknown]"};
     const char* object =

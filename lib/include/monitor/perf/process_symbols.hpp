@@ -53,8 +53,8 @@ class AddressNames {
     AddressNames(const AddressNames&) = delete;
     AddressNames& operator=(const AddressNames&) = delete;
 
-    // The code at `ip` in process `pid`. A process whose map could not be read (it had
-    // exited) gives "[process N exited]" as its object.
+    // The code at `ip` in process `pid`. A process whose map could not be read gives
+    // "[process N exited]" (or "[process N: its map is unreadable]") as its object.
     Name name(pid_t pid, std::uint64_t ip);
 
   private:
