@@ -20,6 +20,12 @@ constexpr std::string_view kCountYourOwn =
     "a session counts with the daemon's privileges. `monctl perf stat -- CMD` counts your own "
     "command without them";
 
+// A profile samples with them too, and reads the sampled processes' memory maps.
+constexpr std::string_view kSampling = "sampling";
+constexpr std::string_view kSampleYourOwn =
+    "a profile samples with the daemon's privileges. `perf record` samples your own command "
+    "without them";
+
 constexpr std::array kTable{
     MethodAccess{"org.varlink.service.GetInfo", Access::Read, {}, {}},
     MethodAccess{"org.varlink.service.GetInterfaceDescription", Access::Read, {}, {}},
@@ -34,6 +40,7 @@ constexpr std::array kTable{
     MethodAccess{"io.monitord.Monitor.StopCounters", Access::Control, kCounting, kCountYourOwn},
     MethodAccess{"io.monitord.Monitor.ResetCounters", Access::Control, kCounting, kCountYourOwn},
     MethodAccess{"io.monitord.Monitor.GetStandingCounters", Access::Read, {}, {}},
+    MethodAccess{"io.monitord.Monitor.Profile", Access::Control, kSampling, kSampleYourOwn},
 };
 
 // The interface's own PermissionDenied when it has one (io.monitord.Monitor), else the

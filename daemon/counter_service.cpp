@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <system_error>
 
+#include "perf_errors.hpp"
+
 namespace monitord {
 
 using monitor::Result;
@@ -154,47 +156,7 @@ std::string CounterService::describe() const {
 }
 
 Reply CounterService::error_reply(const monitor::Error& e, const std::string& events) const {
-    switch (e.status) {
-        case Status::PrfRun:
-            return monitor::varlink::make_error(error_name("PerfRunning"),
-                                                json{{"message", e.message}});
-        case Status::NotRdy:
-            return monitor::varlink::make_error(error_name("PerfNotRunning"),
-                                                json{{"message", e.message}});
-        case Status::NoEvent: {
-            json suggestions = json::array();
-            // The first name that does not resolve is the one the message is about.
-            if (catalog_) {
-                if (auto list = perf::parse_event_list(events)) {
-                    for (const auto& r : *list) {
-                        if (!catalog_->resolve(r.name)) {
-                            for (auto& s : catalog_->closest(r.name)) suggestions.push_back(s);
-                            break;
-                        }
-                    }
-                }
-            }
-            return monitor::varlink::make_error(
-                error_name("NoSuchEvent"),
-                json{{"message", e.message}, {"suggestions", std::move(suggestions)}});
-        }
-        case Status::Perm:
-            return monitor::varlink::make_error(error_name("PermissionDenied"),
-                                                json{{"message", e.message}});
-        case Status::NoPmu:
-            return monitor::varlink::make_error(error_name("NoPmu"), json{{"message", e.message}});
-        case Status::NoDev:
-            return monitor::varlink::make_error(error_name("NoSuchTarget"),
-                                                json{{"message", e.message}});
-        case Status::BadArg:
-            return monitor::varlink::make_error(error_name("InvalidRequest"),
-                                                json{{"message", e.message}});
-        default:
-            return monitor::varlink::make_error(
-                error_name("CounterFailure"),
-                json{{"status", std::string(monitor::status_name(e.status))},
-                     {"message", e.message}});
-    }
+    return perf_error_reply(e, catalog_ ? &*catalog_ : nullptr, events);
 }
 
 CounterService::Response CounterService::get_pmu_info() const {

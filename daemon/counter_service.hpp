@@ -59,6 +59,10 @@ class CounterService {
     // The on-demand session: "a collect of 1000 ms by pid 42 (uid 0), counting 3 events",
     // or empty.
     std::string describe() const;
+    // The event catalog, made by setup(); null when performance counters are unavailable,
+    // for catalog_error().
+    const monitor::perf::EventCatalog* catalog() const { return catalog_ ? &*catalog_ : nullptr; }
+    const std::string& catalog_error() const { return catalog_error_; }
 
   private:
     struct Session {

@@ -49,6 +49,7 @@ Manager::Manager(ManagerOptions options) : options_(std::move(options)) {}
 Manager::~Manager() {
     release_watchdog();
     if (server_) server_->set_close_handler({});
+    profiles_.reset();  // its rings and sources, before the loop goes
     counters_.reset();  // its runs, before the runtime goes
     loading_.reset();
     server_.reset();  // before the socket it serves
@@ -130,9 +131,17 @@ Result<void> Manager::setup() {
         *server_, *runtime_, [this] { schedule(); }, std::move(counter_options));
     counters_->setup();
     counters_->configure_standing(options_.config.counters, std::chrono::steady_clock::now());
+    profiles_ = std::make_unique<ProfileService>(
+        e, *server_, counters_->catalog(), counters_->catalog_error(),
+        [this] { return runtime_->engine().online_cpus(); },
+        ProfileServiceOptions{.cgroup_root = options_.counters.cgroup_root,
+                              .kallsyms = options_.proc_root / "kallsyms"});
+    profiles_->setup();
     apply_control_group();
-    server_->set_close_handler(
-        [this](std::uint64_t connection) { counters_->connection_closed(connection); });
+    server_->set_close_handler([this](std::uint64_t connection) {
+        counters_->connection_closed(connection);
+        profiles_->connection_closed(connection);
+    });
     if (auto r = server_->start(); !r) return r;
 
     sd_event_source* t = nullptr;

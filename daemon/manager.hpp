@@ -13,6 +13,7 @@
 #include "counter_service.hpp"
 #include "loading_service.hpp"
 #include "monitor/runtime/runtime.hpp"
+#include "profile_service.hpp"
 #include "sd_event_ptr.hpp"
 #include "varlink_server.hpp"
 
@@ -75,6 +76,7 @@ class Manager {
     std::unique_ptr<VarlinkServer> server_;
     std::unique_ptr<LoadingService> loading_;
     std::unique_ptr<CounterService> counters_;
+    std::unique_ptr<ProfileService> profiles_;
     std::string last_tick_error_;
 };
 

@@ -1,12 +1,16 @@
 #include "monitor/perf/process_symbols.hpp"
 
+#include <cxxabi.h>
 #include <elfutils/libdwfl.h>
 #include <fmt/format.h>
 #include <gelf.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -93,7 +97,15 @@ int visit(Dwfl_Module* module, void**, const char* object, Dwarf_Addr, void* arg
 // The map is filtered first: libelf maps the files it reads (the program's own, when it looks
 // at itself) privately and writable at offset 0, where no loader puts a segment, and such a
 // mapping would be taken for a second copy of the module at the wrong place.
-int report_process(Dwfl* dwfl, pid_t pid) {
+// A mapping of a process's map: what names the code libdwfl has no module for ([vdso],
+// code generated at run time).
+struct MapRange {
+    std::uint64_t start = 0;
+    std::uint64_t end = 0;
+    std::string name;  // the path or [vdso]; "[anonymous]" for none
+};
+
+int report_process(Dwfl* dwfl, pid_t pid, std::vector<MapRange>* ranges = nullptr) {
     auto maps = read_text_file(fmt::format("/proc/{}/maps", pid), 64 << 20);
     if (!maps) {
         if (maps.error().status == Status::Perm) return EACCES;
@@ -112,6 +124,24 @@ int report_process(Dwfl* dwfl, pid_t pid) {
         const bool writable_at_zero =
             rest_of_line.starts_with("rw") && rest_of_line.substr(5).starts_with("00000000 ");
         const bool shared = rest_of_line.size() > 3 && rest_of_line[3] == 's';
+        if (ranges != nullptr && rest_of_line.size() > 2 && rest_of_line[2] == 'x') {
+            MapRange r;
+            const auto dash = line.find('-');
+            const std::string_view range = line.substr(0, perms);
+            std::from_chars(range.data(), range.data() + dash, r.start, 16);
+            std::from_chars(range.data() + dash + 1, range.data() + range.size(), r.end, 16);
+            // The path is the sixth field: after perms, offset, dev and inode.
+            std::string_view fields = rest_of_line;
+            for (int i = 0; i < 4 && !fields.empty(); ++i) {
+                fields = trim_space(fields);
+                const auto space = fields.find(' ');
+                fields =
+                    space == std::string_view::npos ? std::string_view{} : fields.substr(space);
+            }
+            fields = trim_space(fields);
+            r.name = fields.empty() ? std::string{"[anonymous]"} : std::string{fields};
+            ranges->push_back(std::move(r));
+        }
         if (writable_at_zero || shared) continue;
         kept.append(line);
         kept.push_back('\n');
@@ -121,6 +151,16 @@ int report_process(Dwfl* dwfl, pid_t pid) {
     const int r = dwfl_linux_proc_maps_report(dwfl, f);
     std::fclose(f);
     return r < 0 ? EIO : r;
+}
+
+// A C++ symbol as its source names it ("(anonymous namespace)::burn(long)"); others as they
+// are.
+std::string demangled(const char* symbol) {
+    if (symbol[0] != '_' || symbol[1] != 'Z') return symbol;
+    int status = 0;
+    std::unique_ptr<char, decltype(&std::free)> d{
+        abi::__cxa_demangle(symbol, nullptr, nullptr, &status), &std::free};
+    return status == 0 && d ? std::string{d.get()} : std::string{symbol};
 }
 
 std::string executable_of(pid_t pid) {
@@ -205,31 +245,71 @@ Result<SymbolAddress> find_program_symbol(const std::filesystem::path& program,
 }
 
 struct AddressNames::Process {
-    DwflPtr dwfl;         // null when its map could not be read
-    std::string missing;  // then, the object its addresses are given
+    DwflPtr dwfl;                  // null when its map could not be read
+    std::vector<MapRange> ranges;  // its executable mappings
+    std::string missing;           // then, the object its addresses are given
+    std::chrono::steady_clock::time_point read_at;
 };
 
-AddressNames::AddressNames() = default;
+AddressNames::AddressNames(std::filesystem::path kallsyms) : kallsyms_(std::move(kallsyms)) {}
 AddressNames::~AddressNames() = default;
+
+namespace {
+
+// A libdwfl session of process `pid`'s map as it is now, or the object to name its addresses
+// with when the map cannot be read.
+void read_map(pid_t pid, DwflPtr& out, std::vector<MapRange>& ranges, std::string& missing) {
+    DwflPtr dwfl{dwfl_begin(&kProcessCallbacks)};
+    if (!dwfl) return;
+    dwfl_report_begin(dwfl.get());
+    std::vector<MapRange> read;
+    const int r = report_process(dwfl.get(), pid, &read);
+    dwfl_report_end(dwfl.get(), nullptr, nullptr);
+    if (r == 0) {
+        out = std::move(dwfl);
+        ranges = std::move(read);
+        return;
+    }
+    missing = r == EACCES || r == EPERM ? fmt::format("[process {}: its map is unreadable]", pid)
+                                        : fmt::format("[process {} exited]", pid);
+}
+
+}  // namespace
 
 AddressNames::Name AddressNames::name(pid_t pid, std::uint64_t ip) {
     auto& p = processes_[pid];
+    const auto now = std::chrono::steady_clock::now();
     if (!p) {
         p = std::make_unique<Process>();
-        DwflPtr dwfl{dwfl_begin(&kProcessCallbacks)};
-        if (dwfl) {
-            dwfl_report_begin(dwfl.get());
-            const int r = report_process(dwfl.get(), pid);
-            dwfl_report_end(dwfl.get(), nullptr, nullptr);
-            if (r == 0) p->dwfl = std::move(dwfl);
-            p->missing = r == EACCES || r == EPERM
-                             ? fmt::format("[process {}: its map is unreadable]", pid)
-                             : fmt::format("[process {} exited]", pid);
-        }
+        p->read_at = now;
+        read_map(pid, p->dwfl, p->ranges, p->missing);
     }
     if (!p->dwfl) return {.object = p->missing.empty() ? "[unknown]" : p->missing};
+    // Code without an ELF file behind it (the vDSO, code generated at run time) is named by
+    // its mapping: libdwfl may take it for the end of the module mapped before it.
+    for (const auto& r : p->ranges) {
+        if (ip >= r.start && ip < r.end && r.name.starts_with('[')) return {.object = r.name};
+    }
     Dwfl_Module* module = dwfl_addrmodule(p->dwfl.get(), ip);
-    if (module == nullptr) return {.object = "[unknown]"};
+    if (module == nullptr && now - p->read_at >= std::chrono::seconds(1)) {
+        // Mapped since the map was read (a dlopen), if the process is still there.
+        p->read_at = now;
+        DwflPtr again;
+        std::vector<MapRange> ranges;
+        std::string missing;
+        read_map(pid, again, ranges, missing);
+        if (again) {
+            p->dwfl = std::move(again);
+            p->ranges = std::move(ranges);
+            module = dwfl_addrmodule(p->dwfl.get(), ip);
+        }
+    }
+    if (module == nullptr) {
+        for (const auto& r : p->ranges) {
+            if (ip >= r.start && ip < r.end) return {.object = r.name};
+        }
+        return {.object = "[unknown]"};
+    }
     const char* object =
         dwfl_module_info(module, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
     Name n{.object = object != nullptr ? object : "[unknown]"};
@@ -237,10 +317,23 @@ AddressNames::Name AddressNames::name(pid_t pid, std::uint64_t ip) {
     GElf_Sym sym;
     if (const char* f =
             dwfl_module_addrinfo(module, ip, &offset, &sym, nullptr, nullptr, nullptr)) {
-        n.function = f;
+        n.function = demangled(f);
         n.function_address = ip - offset;
     }
     return n;
+}
+
+void AddressNames::load_kernel() {
+    if (!kernel_) kernel_ = KernelSymbols::load(kallsyms_);
+}
+
+AddressNames::Name AddressNames::kernel(std::uint64_t ip) {
+    load_kernel();
+    auto found = kernel_->find(ip);
+    if (!found) return {.object = "[kernel]"};
+    return {.function = std::string(found->function),
+            .object = std::string(found->object),
+            .function_address = found->address};
 }
 
 }  // namespace monitor::perf

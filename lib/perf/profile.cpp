@@ -23,29 +23,36 @@ std::vector<ProfileLine> top_lines(const std::map<std::string, std::uint64_t>& c
 
 }  // namespace
 
-void Profile::add(const Sample& s, AddressNames& names) {
+SampleLabel Profile::label(const Sample& s, AddressNames& names) {
+    if (s.pid == 0) return {"[idle]", "[idle]"};
+    if (s.mode == SampleMode::Kernel) {
+        auto n = names.kernel(s.ip);
+        if (n.function.empty()) return {n.object, n.object};
+        return {fmt::format("{} ({})", n.function, n.object), n.object};
+    }
+    if (s.mode == SampleMode::User) {
+        auto n = names.name(s.pid, s.ip);
+        // Code without a symbol is one line per object; --range shows its addresses.
+        if (n.function.empty()) return {fmt::format("[no symbol] ({})", n.object), n.object};
+        return {fmt::format("{} ({})", n.function, n.object), n.object};
+    }
+    return {"[other mode]", "[other mode]"};
+}
+
+void Profile::add(const Sample& s, const SampleLabel& label) {
     ++samples_;
     addresses_[s.ip] += 1;
-    std::string function;
-    std::string object;
     if (s.pid == 0) {
         ++modes_.idle;
-        function = object = "[idle]";
     } else if (s.mode == SampleMode::Kernel) {
         ++modes_.kernel;
-        function = object = "[kernel]";
     } else if (s.mode == SampleMode::User) {
         ++modes_.user;
-        auto n = names.name(s.pid, s.ip);
-        object = n.object;
-        function = n.function.empty() ? fmt::format("[{:#x}] ({})", s.ip, n.object)
-                                      : fmt::format("{} ({})", n.function, n.object);
     } else {
         ++modes_.other;
-        function = object = "[other mode]";
     }
-    functions_[function] += 1;
-    objects_[object] += 1;
+    functions_[label.function] += 1;
+    objects_[label.object] += 1;
 }
 
 void Profile::add(const DrainStats& drain) {
@@ -62,9 +69,8 @@ ProfileReport Profile::report(std::size_t top) const {
             .objects = top_lines(objects_, samples_, top)};
 }
 
-Result<AddressHistogram> Profile::histogram(std::uint64_t start, std::uint64_t end,
-                                            std::uint64_t bucket_size,
-                                            std::size_t max_buckets) const {
+Result<std::size_t> histogram_buckets(std::uint64_t start, std::uint64_t end,
+                                      std::uint64_t bucket_size, std::size_t max_buckets) {
     if (end <= start) {
         return fail(Status::BadArg,
                     fmt::format("address range {:#x}-{:#x} is empty: give its start and an end "
@@ -81,8 +87,16 @@ Result<AddressHistogram> Profile::histogram(std::uint64_t start, std::uint64_t e
                                 start, end, bucket_size, n, max_buckets,
                                 span / max_buckets + (span % max_buckets != 0 ? 1 : 0)));
     }
+    return static_cast<std::size_t>(n);
+}
+
+Result<AddressHistogram> Profile::histogram(std::uint64_t start, std::uint64_t end,
+                                            std::uint64_t bucket_size,
+                                            std::size_t max_buckets) const {
+    auto n = histogram_buckets(start, end, bucket_size, max_buckets);
+    if (!n) return std::unexpected(n.error());
     AddressHistogram h{.start = start, .bucket_size = bucket_size};
-    h.buckets.assign(static_cast<std::size_t>(n), 0);
+    h.buckets.assign(*n, 0);
     for (auto it = addresses_.lower_bound(start); it != addresses_.end() && it->first < end; ++it) {
         h.buckets[static_cast<std::size_t>((it->first - start) / bucket_size)] += it->second;
         h.samples += it->second;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "monitor/perf/cgroup_target.hpp"
 
@@ -14,8 +15,17 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::start(const EventCatalog
     if (!event) return std::unexpected(event.error());
     if (auto ok = catalog.countable(*event); !ok) return std::unexpected(ok.error());
     const auto& t = options.target;
+    if (!options.user && !options.kernel) {
+        return fail(Status::BadArg, fmt::format("{}: sample user mode, kernel mode or both, not "
+                                                "neither",
+                                                options.event));
+    }
     std::unique_ptr<ProfileSession> s{new ProfileSession};
     s->event_ = std::move(*event);
+    s->event_.exclude_user = s->event_.exclude_user || !options.user;
+    s->event_.exclude_kernel = s->event_.exclude_kernel || !options.kernel;
+    s->names_ = std::make_unique<AddressNames>(options.kallsyms);
+    if (options.kernel) s->names_->load_kernel();  // before sampling starts
 
     std::vector<int> cpus = options.cpus;
     if (t.kind == TargetKind::OneCpu) {
@@ -84,8 +94,18 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::start(const EventCatalog
 
 void ProfileSession::drain() {
     for (auto& ring : rings_) {
-        profile_.add(ring->drain([&](const Sample& sample) { profile_.add(sample, names_); }));
+        const auto stats = ring->drain([&](const Sample& sample) {
+            const auto label = Profile::label(sample, *names_);
+            profile_.add(sample, label);
+            interval_.add(sample, label);
+        });
+        profile_.add(stats);
+        interval_.add(stats);
     }
+}
+
+Profile ProfileSession::take_interval() {
+    return std::exchange(interval_, Profile{});
 }
 
 Result<void> ProfileSession::stop() {

@@ -58,39 +58,56 @@ constexpr std::int64_t kMaxSliceMs = 10'000;
 
 }  // namespace
 
-json to_json(const CounterRequest& r) {
-    json j{{"events", r.events}, {"mux", r.mux}};
-    json t{{"kind", r.target}};
+json to_json(const TargetRequest& r) {
+    json t{{"kind", r.kind}};
     put_optional(t, "cpu", r.cpu);
     put_optional(t, "pid", r.pid);
     if (!r.cgroup.empty()) t["cgroup"] = r.cgroup;
     if (!r.unit.empty()) t["unit"] = r.unit;
-    j["target"] = std::move(t);
+    return t;
+}
+
+TargetRequest target_request_from_json(const json& j) {
+    TargetRequest r;
+    r.kind = j.at("kind").get<std::string>();
+    if (auto v = j.find("cpu"); v != j.end() && !v->is_null()) r.cpu = v->get<int>();
+    if (auto v = j.find("pid"); v != j.end() && !v->is_null()) r.pid = v->get<std::int64_t>();
+    if (auto v = j.find("cgroup"); v != j.end() && !v->is_null()) r.cgroup = *v;
+    if (auto v = j.find("unit"); v != j.end() && !v->is_null()) r.unit = *v;
+    return r;
+}
+
+std::string target_text(const TargetRequest& r) {
+    if (r.kind == "each") return "each CPU";
+    if (r.kind == "cpu" && r.cpu) return fmt::format("cpu{}", *r.cpu);
+    if (r.kind == "cgroup") return "cgroup " + r.cgroup;
+    if (r.kind == "unit") return "unit " + r.unit;
+    if (r.kind == "process" && r.pid) return fmt::format("process {}", *r.pid);
+    return "all CPUs";
+}
+
+json to_json(const CounterRequest& r) {
+    json j{{"events", r.events}, {"mux", r.mux}};
+    j["target"] = to_json(r.where());
     put_optional(j, "slice_ms", r.slice_ms);
     put_optional(j, "counter_budget", r.counter_budget);
     return j;
 }
 
 std::string target_text(const CounterRequest& r) {
-    if (r.target == "each") return "each CPU";
-    if (r.target == "cpu" && r.cpu) return fmt::format("cpu{}", *r.cpu);
-    if (r.target == "cgroup") return "cgroup " + r.cgroup;
-    if (r.target == "unit") return "unit " + r.unit;
-    if (r.target == "process" && r.pid) return fmt::format("process {}", *r.pid);
-    return "all CPUs";
+    return target_text(r.where());
 }
 
 CounterRequest counter_request_from_json(const json& j) {
     CounterRequest r;
     r.events = j.at("events").get<std::string>();
     if (auto it = j.find("target"); it != j.end() && !it->is_null()) {
-        r.target = it->at("kind").get<std::string>();
-        if (auto v = it->find("cpu"); v != it->end() && !v->is_null()) r.cpu = v->get<int>();
-        if (auto v = it->find("pid"); v != it->end() && !v->is_null()) {
-            r.pid = v->get<std::int64_t>();
-        }
-        if (auto v = it->find("cgroup"); v != it->end() && !v->is_null()) r.cgroup = *v;
-        if (auto v = it->find("unit"); v != it->end() && !v->is_null()) r.unit = *v;
+        auto t = target_request_from_json(*it);
+        r.target = std::move(t.kind);
+        r.cpu = t.cpu;
+        r.pid = t.pid;
+        r.cgroup = std::move(t.cgroup);
+        r.unit = std::move(t.unit);
     }
     if (auto it = j.find("mux"); it != j.end() && !it->is_null()) r.mux = *it;
     if (auto it = j.find("slice_ms"); it != j.end() && !it->is_null()) {
@@ -125,45 +142,42 @@ Result<perf::SessionOptions> counting_options(const CounterRequest& r) {
     return o;
 }
 
-Result<perf::SessionOptions> session_options(const CounterRequest& r,
-                                             const std::filesystem::path& cgroup_root) {
-    auto o = counting_options(r);
-    if (!o) return o;
-    o->cgroup_root = cgroup_root.string();
+Result<perf::CountTarget> count_target(const TargetRequest& r,
+                                       const std::filesystem::path& cgroup_root) {
     auto need = [&](bool present, const char* what) -> Result<void> {
         if (!present) {
-            return fail(Status::BadArg, fmt::format("target '{}' needs {}", r.target, what));
+            return fail(Status::BadArg, fmt::format("target '{}' needs {}", r.kind, what));
         }
         return {};
     };
-    perf::CountTarget& t = o->target;
-    if (r.target == "all") {
+    perf::CountTarget t;
+    if (r.kind == "all") {
         t.kind = perf::TargetKind::AllCpus;
-    } else if (r.target == "each") {
+    } else if (r.kind == "each") {
         t.kind = perf::TargetKind::EachCpu;
-    } else if (r.target == "cpu") {
+    } else if (r.kind == "cpu") {
         if (auto ok = need(r.cpu.has_value(), "a cpu"); !ok) return std::unexpected(ok.error());
         if (*r.cpu < 0) return fail(Status::BadArg, fmt::format("no cpu {}", *r.cpu));
         t.kind = perf::TargetKind::OneCpu;
         t.cpu = *r.cpu;
-    } else if (r.target == "process") {
+    } else if (r.kind == "process") {
         if (auto ok = need(r.pid.has_value(), "a pid"); !ok) return std::unexpected(ok.error());
         if (*r.pid <= 0 || *r.pid > std::numeric_limits<pid_t>::max()) {
             return fail(Status::BadArg, fmt::format("no process {}", *r.pid));
         }
         t.kind = perf::TargetKind::Process;
         t.pid = static_cast<pid_t>(*r.pid);
-    } else if (r.target == "cgroup") {
+    } else if (r.kind == "cgroup") {
         if (auto ok = need(!r.cgroup.empty(), "a cgroup path"); !ok) {
             return std::unexpected(ok.error());
         }
         // Refused here, before anything is opened, when it could lead out of the tree.
-        if (auto dir = perf::cgroup_directory(o->cgroup_root, r.cgroup); !dir) {
+        if (auto dir = perf::cgroup_directory(cgroup_root.string(), r.cgroup); !dir) {
             return std::unexpected(dir.error());
         }
         t.kind = perf::TargetKind::Cgroup;
         t.cgroup = r.cgroup;
-    } else if (r.target == "unit") {
+    } else if (r.kind == "unit") {
         if (auto ok = need(!r.unit.empty(), "a unit name"); !ok) return std::unexpected(ok.error());
         auto cgroup = perf::unit_cgroup(cgroup_root, r.unit);
         if (!cgroup) return std::unexpected(cgroup.error());
@@ -172,8 +186,19 @@ Result<perf::SessionOptions> session_options(const CounterRequest& r,
     } else {
         return fail(Status::BadArg, fmt::format("unknown target '{}' (all, each, cpu, process, "
                                                 "cgroup, unit)",
-                                                r.target));
+                                                r.kind));
     }
+    return t;
+}
+
+Result<perf::SessionOptions> session_options(const CounterRequest& r,
+                                             const std::filesystem::path& cgroup_root) {
+    auto o = counting_options(r);
+    if (!o) return o;
+    o->cgroup_root = cgroup_root.string();
+    auto target = count_target(r.where(), cgroup_root);
+    if (!target) return std::unexpected(target.error());
+    o->target = std::move(*target);
     return o;
 }
 

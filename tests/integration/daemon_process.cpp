@@ -120,6 +120,10 @@ std::string duty_cycle_bin() {
     return env_or_fail("DUTY_CYCLE_BIN");
 }
 
+std::string profile_burner_bin() {
+    return env_or_fail("PROFILE_BURNER_BIN");
+}
+
 uid_t nobody_uid() {
     const passwd* pw = ::getpwnam("nobody");
     return pw != nullptr ? pw->pw_uid : 65534;

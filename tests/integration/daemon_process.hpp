@@ -28,6 +28,8 @@ std::string monitord_bin();
 std::string monctl_bin();
 // bench-duty-cycle: LOAD_PERCENT SECONDS [MEAN_PERIOD_MS], on every CPU.
 std::string duty_cycle_bin();
+// bench/profile_burner: two functions burning the CPU 3:1.
+std::string profile_burner_bin();
 
 struct RunResult {
     int exit_code = -1;  // -N when killed by signal N

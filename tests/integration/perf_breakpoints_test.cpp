@@ -13,6 +13,7 @@
 #include <sstream>
 #include <string>
 
+#include "breakpoint_probe.hpp"
 #include "daemon_process.hpp"
 #include "test_support.hpp"
 
@@ -171,6 +172,7 @@ TEST_F(PerfBreakpoints, InfoSaysHowManyBreakpointsTheMachineHas) {
 // position-independent process where the loader put them), perf stat by address.
 TEST_F(PerfBreakpoints, WritesAndCallsCountExactlyAsPerfStatCountsThem) {
     if (slots_ < 4) GTEST_SKIP() << "monctl and perf stat need 2 breakpoints each";
+    if (auto why = test_support::breakpoints_do_not_fire(); !why.empty()) GTEST_SKIP() << why;
     const std::string write = "mem:itest_breakpoint_written:w:u";
     const std::string exec = "mem:itest_breakpoint_called:x:u";
     const std::string events = write + "," + exec;
@@ -252,8 +254,13 @@ TEST_F(PerfBreakpoints, ACommandsSymbolsArePlacedBeforeItRuns) {
     auto r = daemon_->monctl(
         {"perf", "stat", "-e", "mem:counted:w:u,mem:called:x:u", "--", fixed, "777"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_NE(r.err.find("777  mem:counted:w:u"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("777  mem:called:x:u"), std::string::npos) << r.err;
+    // Where breakpoints do not fire, the refusals are still checked, and the test is reported
+    // as skipped at its end.
+    const std::string no_counts = test_support::breakpoints_do_not_fire();
+    if (no_counts.empty()) {
+        EXPECT_NE(r.err.find("777  mem:counted:w:u"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("777  mem:called:x:u"), std::string::npos) << r.err;
+    }
 
     auto refused = daemon_->monctl({"perf", "stat", "-e", "mem:counted:w:u", "--", pie, "7"});
     EXPECT_EQ(refused.exit_code, 1) << refused.err;
@@ -264,6 +271,7 @@ TEST_F(PerfBreakpoints, ACommandsSymbolsArePlacedBeforeItRuns) {
     EXPECT_EQ(unknown.exit_code, 1) << unknown.err;
     EXPECT_NE(unknown.err.find("has no function or variable 'uncounted'"), std::string::npos)
         << unknown.err;
+    if (!no_counts.empty()) GTEST_SKIP() << "counts not checked: " << no_counts;
 }
 
 // Each mistake is a clear error naming the event, and the daemon serves on.

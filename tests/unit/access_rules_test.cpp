@@ -57,10 +57,11 @@ TEST(AccessTable, EveryMethodOfTheInterfacesHasExactlyOneEntry) {
     }
 }
 
-TEST(AccessTable, CountingControlsAndEverythingElseReads) {
+TEST(AccessTable, CountingAndSamplingControlAndEverythingElseReads) {
     const std::set<std::string_view> control = {
         "io.monitord.Monitor.CollectCounters", "io.monitord.Monitor.StartCounters",
-        "io.monitord.Monitor.StopCounters", "io.monitord.Monitor.ResetCounters"};
+        "io.monitord.Monitor.StopCounters", "io.monitord.Monitor.ResetCounters",
+        "io.monitord.Monitor.Profile"};
     for (const auto& rule : method_access()) {
         EXPECT_EQ(rule.access, control.contains(rule.method) ? Access::Control : Access::Read)
             << rule.method;
@@ -89,6 +90,12 @@ TEST(AccessRulesTest, ControlNeedsRootOrTheDaemonsUserAndTheRefusalSaysWhatWould
         << m;
     EXPECT_NE(m.find("uid 54321"), std::string::npos) << m;
     EXPECT_NE(m.find("monctl perf stat -- CMD"), std::string::npos) << m;
+
+    auto sampling = rules.refusal("io.monitord.Monitor.Profile", peer(kStranger, kStrangersGroup));
+    ASSERT_TRUE(sampling);
+    const std::string s = message_of(*sampling);
+    EXPECT_NE(s.find("sampling needs root"), std::string::npos) << s;
+    EXPECT_NE(s.find("`perf record` samples your own command"), std::string::npos) << s;
 }
 
 TEST(AccessRulesTest, TheControlGroupMayControlByItsPrimaryOrASupplementaryGroup) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "perf_views.hpp"
 #include "views.hpp"
 
 namespace monctl {
@@ -398,6 +399,51 @@ TEST(FormatCsv, HistoryEverySecondItsOwnTime) {
     auto newest = lines_of(format_history_csv(r, false, true));
     ASSERT_EQ(newest.size(), 1u);
     EXPECT_EQ(newest[0], lines[3]);
+}
+
+// A profile shows its target, event and time, the modes, what was lost and throttled (also
+// when nothing was), the top lines and the histogram's buckets.
+TEST(FormatProfile, ShowsModesLossesTopLinesAndBuckets) {
+    monitor::protocol::ProfileMessage m;
+    m.event = "perf::CPU-CLOCK";
+    m.target = "process 42";
+    m.threads = 3;
+    m.elapsed = 2.0;
+    m.final = true;
+    m.ended = "process 42 exited";
+    m.report.samples = 800;
+    m.report.modes = {.idle = 0, .user = 600, .kernel = 200, .other = 0};
+    m.report.functions = {{"burn (/usr/bin/app)", 600, 75.0},
+                          {"schedule ([kernel.kallsyms])", 200, 25.0}};
+    m.report.objects = {{"/usr/bin/app", 600, 75.0}, {"[kernel.kallsyms]", 200, 25.0}};
+    m.histogram = monitor::protocol::HistogramMessage{
+        .range = {0x1000, 0x1100, 16}, .samples = 5, .buckets = {{0x1010, 5}}};
+    const std::string out = format_profile(m);
+    EXPECT_NE(out.find("Profile of process 42 (3 threads at the start, and those it started), "
+                       "perf::CPU-CLOCK, 2.000 s (process 42 exited)"),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find("800 samples: user 75.0%, kernel 25.0%, idle 0.0%"), std::string::npos)
+        << out;
+    EXPECT_NE(out.find("lost 0 samples (the ring was full), throttled 0 times"), std::string::npos)
+        << "said even when nothing was lost: " << out;
+    EXPECT_NE(out.find(" 75.00%         600  burn (/usr/bin/app)"), std::string::npos) << out;
+    EXPECT_NE(out.find("Addresses 0x1000-0x1100 in 16-byte buckets: 5 samples (0.6% of all)"),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find("0x0000000000001010           5"), std::string::npos) << out;
+
+    m.interval = 3;
+    m.final = false;
+    m.report.lost = 1;
+    m.report.throttled = 2;
+    const std::string interval = format_profile(m);
+    EXPECT_NE(interval.find("Interval 3 (2.000 s), perf::CPU-CLOCK of process 42"),
+              std::string::npos)
+        << interval;
+    EXPECT_NE(interval.find("lost 1 sample (the ring was full), throttled 2 times"),
+              std::string::npos)
+        << interval;
 }
 
 }  // namespace

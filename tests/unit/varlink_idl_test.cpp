@@ -57,7 +57,7 @@ TEST(VarlinkIdlBuiltin, MonitorInterface) {
         method_names(*iface),
         (std::set<std::string>{"GetLoading", "GetStatus", "GetPmuInfo", "ListEvents",
                                "PlanCounters", "CollectCounters", "StartCounters", "ResetCounters",
-                               "ReadCounters", "StopCounters", "GetStandingCounters"}));
+                               "ReadCounters", "StopCounters", "GetStandingCounters", "Profile"}));
     EXPECT_NE(iface->error("InvalidMessage"), nullptr);
     for (auto e : {"PerfRunning", "PerfNotRunning", "NoSuchEvent", "PermissionDenied", "NoPmu",
                    "NoSuchTarget", "InvalidRequest", "CounterFailure", "NoSuchSession"}) {

@@ -180,6 +180,10 @@ int main(int argc, char** argv) {
     perf_reset->add_option("name", po.session, "The standing session to reset");
     auto* perf_stat = perf->add_subcommand(
         "stat", "Run a command and count it from its first instruction to its exit");
+    auto* perf_profile = perf->add_subcommand(
+        "profile",
+        "Sample where a target spends its time (or a command, until it exits): the top "
+        "functions and objects, the split by mode, an address histogram");
     for (auto* sub : {perf_plan, perf_collect, perf_start, perf_stat}) {
         auto* ev = sub->add_option("-e,--events", po.events,
                                    "Events, comma-separated; braces keep a group together: "
@@ -221,6 +225,51 @@ int main(int argc, char** argv) {
     perf_stat->add_option("command", po.command, "The command and its arguments (after --)")
         ->required();
 
+    perf_profile->add_option("-e,--event", po.events,
+                             "The event sampled (default perf::CPU-CLOCK)");
+    auto* frequency = perf_profile->add_option("-F,--freq", po.frequency,
+                                               "About N samples a second (default 4000)");
+    auto* period =
+        perf_profile->add_option("-c,--count", po.period, "A sample every N events (the period)");
+    frequency->excludes(period);
+    period->excludes(frequency);
+    {
+        auto* all =
+            perf_profile->add_flag("-a,--all-cpus")->description("Sample every CPU (the default)");
+        auto* cpu = perf_profile->add_option("-C,--cpu", po.cpu, "Sample one CPU")
+                        ->check(CLI::NonNegativeNumber);
+        auto* pid = perf_profile
+                        ->add_option("-p,--pid", po.pid,
+                                     "Sample a process: all its threads, and those it starts; "
+                                     "ends early when it exits")
+                        ->check(CLI::PositiveNumber);
+        auto* cgroup = perf_profile->add_option("-G,--cgroup", po.cgroup,
+                                                "Sample a cgroup (a path below /sys/fs/cgroup)");
+        auto* unit = perf_profile->add_option("-u,--unit", po.unit, "Sample a systemd unit");
+        for (auto* a : {all, cpu, pid, cgroup, unit}) {
+            for (auto* b : {all, cpu, pid, cgroup, unit}) {
+                if (a != b) a->excludes(b);
+            }
+        }
+    }
+    perf_profile->add_option("-d,--duration", po.profile_duration,
+                             "How long: 5s, 250ms, 2m (default 5s; a command: until it exits)");
+    perf_profile->add_option("-i,--interval", po.interval,
+                             "Show the profile of every interval of this length as well");
+    auto* user_only = perf_profile->add_flag("--user", po.user, "Sample user mode only");
+    auto* kernel_only = perf_profile->add_flag("--kernel", po.kernel, "Sample kernel mode only");
+    user_only->excludes(kernel_only);
+    perf_profile
+        ->add_option("-n,--top", po.top,
+                     "Show the N functions and objects with the most samples (default "
+                     "20, 0 for all)")
+        ->check(CLI::NonNegativeNumber);
+    perf_profile->add_option("--range", po.range,
+                             "An address histogram of START-END in 4-byte buckets, or "
+                             "START-END/BUCKET (0x401000-0x402000/16)");
+    perf_profile->add_option("command", po.command,
+                             "A command to run and sample until it exits (after --)");
+
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -253,6 +302,7 @@ int main(int argc, char** argv) {
         if (perf_show->parsed()) return monctl::perf_show(po);
         if (perf_reset->parsed()) return monctl::perf_reset(po);
         if (perf_stat->parsed()) return monctl::perf_stat(po);
+        if (perf_profile->parsed()) return monctl::perf_profile(po);
     } catch (const nlohmann::json::exception& e) {
         // Replies are checked against the interface first; this is the backstop for a reply
         // that passes the check and still cannot be read.

@@ -21,6 +21,7 @@
 #include "monitor/perf/perf_session.hpp"
 #include "monitor/protocol/counter_messages.hpp"
 #include "monitor/protocol/daemon_client.hpp"
+#include "monitor/protocol/profile_messages.hpp"
 #include "monitor/runtime/counter_run.hpp"
 #include "perf_views.hpp"
 
@@ -101,9 +102,90 @@ std::filesystem::path executable_for(const std::string& name) {
     }
 }
 
+// A command started stopped before its exec: it execs when go() is called, and its exec's
+// failure is known after that.
+class WaitingCommand {
+  public:
+    static Result<WaitingCommand> start(const std::vector<std::string>& command) {
+        WaitingCommand c;
+        // Close-on-exec: `go` closes at the exec, `failed` carries errno when exec fails.
+        if (::pipe2(c.go_, O_CLOEXEC) < 0 || ::pipe2(c.failed_, O_CLOEXEC) < 0) {
+            return fail(Status::IoErr, fmt::format("pipe: {}", std::strerror(errno)));
+        }
+        std::vector<char*> argv;
+        for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+        argv.push_back(nullptr);
+        c.pid_ = ::fork();
+        if (c.pid_ < 0) return fail(Status::TskSpawn, std::strerror(errno));
+        if (c.pid_ == 0) {
+            ::close(c.go_[1]);
+            ::close(c.failed_[0]);
+            char byte = 0;
+            if (::read(c.go_[0], &byte, 1) != 1) ::_exit(127);
+            ::execvp(argv[0], argv.data());
+            int err = errno;
+            (void)::write(c.failed_[1], &err, sizeof err);
+            ::_exit(127);
+        }
+        ::close(c.go_[0]);
+        ::close(c.failed_[1]);
+        c.go_[0] = c.failed_[1] = -1;
+        return c;
+    }
+    WaitingCommand(WaitingCommand&& o) noexcept
+        : pid_(std::exchange(o.pid_, -1)),
+          go_{std::exchange(o.go_[0], -1), std::exchange(o.go_[1], -1)},
+          failed_{std::exchange(o.failed_[0], -1), std::exchange(o.failed_[1], -1)} {}
+    WaitingCommand& operator=(WaitingCommand&&) = delete;
+    ~WaitingCommand() {
+        for (int fd : {go_[0], go_[1], failed_[0], failed_[1]}) {
+            if (fd >= 0) ::close(fd);
+        }
+        if (pid_ > 0) {  // never started, or not waited for: not left behind
+            ::kill(pid_, SIGKILL);
+            ::waitpid(pid_, nullptr, 0);
+        }
+    }
+    pid_t pid() const { return pid_; }
+    // Lets it exec; 0, or the errno of a failed exec.
+    int go() {
+        (void)::write(go_[1], "x", 1);
+        ::close(go_[1]);
+        go_[1] = -1;
+        int err = 0;
+        const bool failed = ::read(failed_[0], &err, sizeof err) == sizeof err;
+        ::close(failed_[0]);
+        failed_[0] = -1;
+        return failed ? err : 0;
+    }
+    // It was waited for elsewhere.
+    void reaped() { pid_ = -1; }
+    // Waits for its end: its wait status.
+    int wait() {
+        int status = 0;
+        while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+        }
+        pid_ = -1;
+        return status;
+    }
+
+  private:
+    WaitingCommand() = default;
+    pid_t pid_ = -1;
+    int go_[2] = {-1, -1};
+    int failed_[2] = {-1, -1};
+};
+
+int exit_code_of(int status) {
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    return kExitError;
+}
+
 // Waits for `child` to end while doing what `run` asks when it asks (a failure is said and
 // the counting goes on as it can); returns the child's wait status.
-int wait_for_command(pid_t child, monitor::CounterRun& run) {
+int wait_for_command(WaitingCommand& cmd, monitor::CounterRun& run) {
+    const pid_t child = cmd.pid();
     const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, child, 0));
     int status = 0;
     for (;;) {
@@ -133,6 +215,7 @@ int wait_for_command(pid_t child, monitor::CounterRun& run) {
         if (r == child || (r < 0 && errno != EINTR)) break;
     }
     if (pidfd >= 0) ::close(pidfd);
+    cmd.reaped();
     return status;
 }
 
@@ -349,56 +432,29 @@ int perf_stat(const PerfOptions& o) {
     auto options = protocol::counting_options(request_of(counted));
     if (!options) return report_error(options.error());
 
-    // The child waits on `go` until its counters are open; `failed` carries errno when exec
-    // fails (it closes on a successful exec).
-    int go[2], failed[2];
-    if (::pipe2(go, O_CLOEXEC) < 0 || ::pipe2(failed, O_CLOEXEC) < 0) {
-        return report_error({Status::IoErr, fmt::format("pipe: {}", std::strerror(errno))});
-    }
-    std::vector<char*> argv;
-    for (const auto& a : o.command) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    pid_t child = ::fork();
-    if (child < 0) return report_error({Status::TskSpawn, std::strerror(errno)});
-    if (child == 0) {
-        ::close(go[1]);
-        ::close(failed[0]);
-        char byte = 0;
-        if (::read(go[0], &byte, 1) != 1) ::_exit(127);
-        ::execvp(argv[0], argv.data());
-        int err = errno;
-        (void)::write(failed[1], &err, sizeof err);
-        ::_exit(127);
-    }
-    ::close(go[0]);
-    ::close(failed[1]);
+    // The command waits to exec until its counters are open.
+    auto cmd = WaitingCommand::start(o.command);
+    if (!cmd) return report_error(cmd.error());
     options->target.kind = monitor::perf::TargetKind::Process;
-    options->target.pid = child;
+    options->target.pid = cmd->pid();
     options->target.enable_on_exec = true;
     options->target.program = executable_for(o.command.front());
     auto session = monitor::perf::PerfSession::start(
         *catalog, std::make_unique<monitor::perf::PerfEventDevice>(), *options);
-    if (!session) {
-        ::kill(child, SIGKILL);
-        ::waitpid(child, nullptr, 0);
-        return report_error(session.error());
-    }
+    if (!session) return report_error(session.error());
     // Like perf stat and time: ^C reaches the command, and the counts are still shown.
     struct sigaction ignore {
     }, old_int{}, old_quit{};
     ignore.sa_handler = SIG_IGN;
     ::sigaction(SIGINT, &ignore, &old_int);
     ::sigaction(SIGQUIT, &ignore, &old_quit);
-    (void)::write(go[1], "x", 1);
-    ::close(go[1]);
-    int err = 0;
-    const bool exec_failed = ::read(failed[0], &err, sizeof err) == sizeof err;
-    ::close(failed[0]);
+    const int err = cmd->go();
+    const bool exec_failed = err != 0;
 
     // The run says when its counters need care (the sets' turns, the reads of narrow
     // counters); in between, this waits for the command's end.
     monitor::CounterRun run(std::move(*session), {}, std::chrono::steady_clock::now());
-    const int status = wait_for_command(child, run);
+    const int status = wait_for_command(*cmd, run);
     ::sigaction(SIGINT, &old_int, nullptr);
     ::sigaction(SIGQUIT, &old_quit, nullptr);
     if (exec_failed) {
@@ -418,9 +474,104 @@ int perf_stat(const PerfOptions& o) {
         std::string what = "command '" + o.command[0] + "'";
         std::cerr << '\n' << format_counter_report(message, what);
     }
-    if (WIFEXITED(status)) return WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-    return kExitError;
+    return exit_code_of(status);
+}
+
+int perf_profile(const PerfOptions& o) {
+    protocol::ProfileRequest request;
+    request.event = o.events;
+    request.period = o.period;
+    request.frequency = o.frequency;
+    if (o.user && o.kernel) {
+        return report_error({Status::BadArg,
+                             "--user and --kernel: give one (both modes are "
+                             "sampled when neither is given)"});
+    }
+    request.mode = o.user ? "user" : o.kernel ? "kernel" : "both";
+    request.top = o.top;
+    if (!o.range.empty()) {
+        auto range = protocol::parse_address_range(o.range);
+        if (!range) return report_error(range.error());
+        if (auto ok = protocol::check_range(*range); !ok) return report_error(ok.error());
+        request.range = *range;
+    }
+    const auto where = request_of(o).where();
+    request.target = where;
+    const bool command = !o.command.empty();
+    if (command && where.kind != "all") {
+        return report_error({Status::BadArg, fmt::format("a command is its own target: give it "
+                                                         "or {}, not both",
+                                                         protocol::target_text(where))});
+    }
+    json params{{"request", json::object()}};
+    std::string duration_text = o.profile_duration;
+    if (duration_text.empty() && !command) duration_text = "5s";
+    if (!duration_text.empty()) {
+        auto duration = parse_duration_ms(duration_text);
+        if (!duration) return report_error(duration.error());
+        params["duration_ms"] = *duration;
+    }
+    if (!o.interval.empty()) {
+        auto interval = parse_duration_ms(o.interval);
+        if (!interval) return report_error(interval.error());
+        params["interval_ms"] = *interval;
+    }
+    auto c = connect(o);
+    if (!c) return report_error(c.error());
+    c->set_timeout(std::chrono::milliseconds(0));  // the reply comes when the profile ends
+
+    std::optional<WaitingCommand> cmd;
+    if (command) {
+        auto started = WaitingCommand::start(o.command);
+        if (!started) return report_error(started.error());
+        cmd.emplace(std::move(*started));
+        request.target = {.kind = "process", .pid = cmd->pid()};
+        request.start_at_exec = true;
+    }
+    params["request"] = protocol::to_json(request);
+
+    // Like perf record: ^C reaches the command, and its profile is still shown.
+    struct sigaction ignore {
+    }, old_int{}, old_quit{};
+    if (cmd) {
+        ignore.sa_handler = SIG_IGN;
+        ::sigaction(SIGINT, &ignore, &old_int);
+        ::sigaction(SIGQUIT, &ignore, &old_quit);
+    }
+    int exec_error = 0;
+    bool shown = false;
+    auto r = c->stream("Profile", params, [&](const json& reply) {
+        if (auto it = reply.find("started"); it != reply.end() && it->is_boolean()) {
+            // A command that cannot be run exits at once, which ends its profile.
+            if (cmd) exec_error = cmd->go();
+            return true;
+        }
+        if (exec_error != 0) return true;  // nothing ran: nothing to show
+        // A command's profile goes to stderr, as perf stat's counts do, so that the command's
+        // output stays its own.
+        std::ostream& out = cmd ? std::cerr : std::cout;
+        if (o.json) {
+            out << reply.dump() << std::endl;
+        } else {
+            auto m = protocol::profile_message_from_json(reply.at("report"));
+            out << (shown || cmd ? "\n" : "") << format_profile(m) << std::flush;
+        }
+        shown = true;
+        return static_cast<bool>(out);
+    });
+    int status = 0;
+    if (cmd) {
+        status = cmd->wait();
+        ::sigaction(SIGINT, &old_int, nullptr);
+        ::sigaction(SIGQUIT, &old_quit, nullptr);
+    }
+    if (exec_error != 0) {
+        std::fprintf(stderr, "monctl: cannot run %s: %s\n", o.command[0].c_str(),
+                     std::strerror(exec_error));
+        return 127;
+    }
+    if (!r) return report_error(r.error());
+    return cmd ? exit_code_of(status) : kExitOk;
 }
 
 }  // namespace monctl

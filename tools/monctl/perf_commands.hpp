@@ -28,6 +28,14 @@ struct PerfOptions {
     std::string pmu;              // perf list
     std::string session;          // perf show: one standing session
     std::vector<std::string> command;
+    // perf profile
+    std::string profile_duration;  // empty: 5 s, or until the command exits
+    std::optional<std::int64_t> frequency;
+    std::optional<std::int64_t> period;
+    bool user = false;    // user mode only
+    bool kernel = false;  // kernel mode only
+    int top = 20;
+    std::string range;  // START-END[/BUCKET]
 };
 
 // "5s", "250ms", "2m", "1.5" (seconds) -> milliseconds; BADARG naming the text otherwise.
@@ -47,5 +55,9 @@ int perf_reset(const PerfOptions& o);
 // Runs the command counted from its first instruction to its exit; returns its exit code
 // (128 + the signal when a signal ended it), or 1 (127 when it could not be started).
 int perf_stat(const PerfOptions& o);
+// Asks monitord to sample a target (or a command monctl launches, until it exits) and shows
+// the profile; with an interval, each interval's too. A command's exit code is returned as
+// perf_stat does.
+int perf_profile(const PerfOptions& o);
 
 }  // namespace monctl

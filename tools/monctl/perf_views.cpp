@@ -174,4 +174,62 @@ std::string format_events(const std::vector<monitor::protocol::EventListing>& ev
     return out;
 }
 
+namespace {
+
+std::string share(std::uint64_t n, std::uint64_t total) {
+    return fmt::format(
+        "{:.1f}%", total == 0 ? 0.0 : 100.0 * static_cast<double>(n) / static_cast<double>(total));
+}
+
+void append_lines(std::string& out, const char* title,
+                  const std::vector<monitor::perf::ProfileLine>& lines) {
+    if (lines.empty()) return;
+    out += fmt::format("\n  {:>7}  {:>10}  {}\n", "%", "samples", title);
+    for (const auto& l : lines) {
+        out += fmt::format("  {:>6.2f}%  {:>10}  {}\n", l.percent, format_count(l.samples), l.name);
+    }
+}
+
+}  // namespace
+
+std::string format_profile(const monitor::protocol::ProfileMessage& m) {
+    const auto& r = m.report;
+    std::string out;
+    std::string target = m.target;
+    if (m.threads) {
+        target += fmt::format(" ({} thread{} at the start, and those it started)",
+                              format_count(static_cast<std::uint64_t>(*m.threads)),
+                              *m.threads == 1 ? "" : "s");
+    }
+    if (m.interval) {
+        out += fmt::format("Interval {} ({:.3f} s), {} of {}\n", *m.interval, m.elapsed, m.event,
+                           target);
+    } else {
+        out += fmt::format("Profile of {}, {}, {:.3f} s{}\n", target, m.event, m.elapsed,
+                           m.ended.empty() ? std::string{} : fmt::format(" ({})", m.ended));
+    }
+    out += fmt::format("  {} samples: user {}, kernel {}, idle {}", format_count(r.samples),
+                       share(r.modes.user, r.samples), share(r.modes.kernel, r.samples),
+                       share(r.modes.idle, r.samples));
+    if (r.modes.other != 0) out += fmt::format(", other {}", share(r.modes.other, r.samples));
+    out += '\n';
+    // Never hidden: what the kernel dropped or held back is said even when it is nothing.
+    out += fmt::format("  lost {} sample{} (the ring was full), throttled {} time{}\n",
+                       format_count(r.lost), r.lost == 1 ? "" : "s", format_count(r.throttled),
+                       r.throttled == 1 ? "" : "s");
+    append_lines(out, "function", r.functions);
+    append_lines(out, "object", r.objects);
+    if (m.histogram) {
+        const auto& h = *m.histogram;
+        out += fmt::format("\n  Addresses {:#x}-{:#x} in {}-byte buckets: {} samples ({} of all)\n",
+                           h.range.start, h.range.end, h.range.bucket, format_count(h.samples),
+                           share(h.samples, r.samples));
+        for (const auto& [address, n] : h.buckets) {
+            out += fmt::format("  {:#018x}  {:>10}  {:>6}\n", address, format_count(n),
+                               share(n, r.samples));
+        }
+    }
+    return out;
+}
+
 }  // namespace monctl

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "monitor/protocol/counter_messages.hpp"
+#include "monitor/protocol/profile_messages.hpp"
 
 namespace monctl {
 
@@ -31,5 +32,9 @@ std::string format_standing_session(const monitor::protocol::StandingSession& se
 std::string format_pmus(const std::vector<monitor::perf::PmuInfo>& pmus,
                         std::optional<int> paranoid);
 std::string format_events(const std::vector<monitor::protocol::EventListing>& events);
+// A profile: what was sampled, where and how long; the samples by mode, what was lost and
+// throttled; the top functions and objects with their shares; the address histogram's
+// buckets that have samples.
+std::string format_profile(const monitor::protocol::ProfileMessage& profile);
 
 }  // namespace monctl

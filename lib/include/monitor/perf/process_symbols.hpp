@@ -11,9 +11,11 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "monitor/perf/kernel_symbols.hpp"
 #include "monitor/status.hpp"
 
 namespace monitor::perf {
@@ -39,7 +41,9 @@ Result<SymbolAddress> find_program_symbol(const std::filesystem::path& program,
 
 // Names the code at sampled addresses: the function and the object at an address of a
 // process, as the process has them mapped. One libdwfl session per process, made at its first
-// address and kept, so that a process that exits later is still named.
+// address and kept, so that a process that exits later is still named; its map is read again
+// (at most once a second) when an address falls outside every object it knew, as after a
+// dlopen(). Kernel addresses are named from `kallsyms`, read at the first one.
 class AddressNames {
   public:
     struct Name {
@@ -48,7 +52,7 @@ class AddressNames {
         std::uint64_t function_address = 0;
     };
 
-    AddressNames();
+    explicit AddressNames(std::filesystem::path kallsyms = "/proc/kallsyms");
     ~AddressNames();
     AddressNames(const AddressNames&) = delete;
     AddressNames& operator=(const AddressNames&) = delete;
@@ -56,10 +60,18 @@ class AddressNames {
     // The code at `ip` in process `pid`. A process whose map could not be read gives
     // "[process N exited]" (or "[process N: its map is unreadable]") as its object.
     Name name(pid_t pid, std::uint64_t ip);
+    // The kernel function at `ip`: object "[kernel.kallsyms]" or a module's "[name]"; no
+    // function and object "[kernel]" when the kernel's symbols cannot be read.
+    Name kernel(std::uint64_t ip);
+    // Reads the kernel's symbols now rather than at the first kernel address (so that a
+    // profile does not sample its own reading of them).
+    void load_kernel();
 
   private:
     struct Process;
     std::map<pid_t, std::unique_ptr<Process>> processes_;
+    std::filesystem::path kallsyms_;
+    std::optional<KernelSymbols> kernel_;
 };
 
 }  // namespace monitor::perf

@@ -51,18 +51,35 @@ struct AddressHistogram {
     std::uint64_t samples = 0;  // in the range, of all the profile's
 };
 
+// What a sample is counted under: "burn_three (/usr/bin/app)" in "/usr/bin/app",
+// "schedule ([kernel.kallsyms])", "[idle]".
+struct SampleLabel {
+    std::string function;
+    std::string object;
+};
+
+// The number of buckets of `bucket_size` bytes that cover [start, end): BADARG for an empty
+// range, a bucket size of 0, or more than `max_buckets` buckets (saying how to ask for fewer).
+Result<std::size_t> histogram_buckets(std::uint64_t start, std::uint64_t end,
+                                      std::uint64_t bucket_size = 4,
+                                      std::size_t max_buckets = 1 << 20);
+
 class Profile {
   public:
-    // Adds a sample, naming its code now (user mode of a process) through `names`.
-    void add(const Sample& sample, AddressNames& names);
+    // The function and object of a sample, named now through `names` (so that the process
+    // is still there to be asked).
+    static SampleLabel label(const Sample& sample, AddressNames& names);
+    // Adds a sample, counted under `label`.
+    void add(const Sample& sample, const SampleLabel& label);
+    void add(const Sample& sample, AddressNames& names) { add(sample, label(sample, names)); }
     // Adds what a drain of a ring lost or throttled.
     void add(const DrainStats& drain);
 
     // The top `top` functions and objects (all for 0), with their share of all samples.
     ProfileReport report(std::size_t top = 0) const;
 
-    // The samples in [start, end) in buckets of `bucket_size` bytes. BADARG for an empty
-    // range, a bucket size of 0, or more than `max_buckets` buckets (say how to ask for fewer).
+    // The samples in [start, end) in buckets of `bucket_size` bytes; histogram_buckets()'s
+    // errors.
     Result<AddressHistogram> histogram(std::uint64_t start, std::uint64_t end,
                                        std::uint64_t bucket_size = 4,
                                        std::size_t max_buckets = 1 << 20) const;

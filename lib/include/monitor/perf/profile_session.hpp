@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include <cstddef>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,6 +33,10 @@ struct ProfileOptions {
     std::vector<int> cpus;  // the online CPUs: a ring on each (one for OneCpu)
     std::string cgroup_root = "/sys/fs/cgroup";
     std::size_t ring_pages = 128;  // per CPU
+    // The modes sampled (the event's own :u or :k still apply); not both false.
+    bool user = true;
+    bool kernel = true;
+    std::filesystem::path kallsyms = "/proc/kallsyms";  // kernel samples' names
 };
 
 class ProfileSession {
@@ -46,7 +51,10 @@ class ProfileSession {
     // Stops sampling, and drains what is left.
     Result<void> stop();
 
+    // Every sample since the start.
     const Profile& profile() const { return profile_; }
+    // The samples since the last call (since the start, at the first), and a new interval.
+    Profile take_interval();
     const EventSpec& event() const { return event_; }
     // The threads of a process target opened at the start.
     std::size_t threads() const { return threads_; }
@@ -60,7 +68,8 @@ class ProfileSession {
     std::vector<std::unique_ptr<SampleRing>> rings_;
     UniqueFd cgroup_fd_;
     Profile profile_;
-    AddressNames names_;
+    Profile interval_;
+    std::unique_ptr<AddressNames> names_;
     std::size_t threads_ = 0;
     bool stopped_ = false;
 };

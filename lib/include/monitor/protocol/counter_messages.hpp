@@ -17,6 +17,28 @@
 
 namespace monitor::protocol {
 
+// Where to count or sample, as the interface's Target names it.
+struct TargetRequest {
+    std::string kind = "all";  // all, each, cpu, process, cgroup, unit
+    std::optional<int> cpu;
+    std::optional<std::int64_t> pid;
+    std::string cgroup;
+    std::string unit;
+
+    bool operator==(const TargetRequest&) const = default;
+};
+
+nlohmann::json to_json(const TargetRequest& t);
+TargetRequest target_request_from_json(const nlohmann::json& j);
+// What a target is, for people: "all CPUs", "each CPU", "cpu3", "cgroup X", "unit X",
+// "process 42".
+std::string target_text(const TargetRequest& t);
+// The one mapping of a Target onto what a session opens: numbers in range, a cgroup path
+// checked to stay inside the tree at `cgroup_root`, a unit's cgroup found in it (NODEV when
+// the unit does not run). BADARG naming what is missing or wrong.
+Result<perf::CountTarget> count_target(const TargetRequest& t,
+                                       const std::filesystem::path& cgroup_root);
+
 struct CounterRequest {
     std::string events;          // "a,b,{c,d}"
     std::string target = "all";  // all, each, cpu, process, cgroup, unit
@@ -29,11 +51,11 @@ struct CounterRequest {
     std::optional<int> counter_budget;
 
     bool operator==(const CounterRequest&) const = default;
+    TargetRequest where() const { return {target, cpu, pid, cgroup, unit}; }
 };
 
 nlohmann::json to_json(const CounterRequest& r);
-// What a request counts, for people: "all CPUs", "each CPU", "cpu3", "cgroup X", "unit X",
-// "process 42".
+// What a request counts, for people (target_text of its target).
 std::string target_text(const CounterRequest& r);
 CounterRequest counter_request_from_json(const nlohmann::json& j);
 

@@ -1,0 +1,284 @@
+#include "profile_service.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <optional>
+
+#include "monitor/perf/profile_session.hpp"
+#include "monitor/protocol/profile_messages.hpp"
+#include "monitor/runtime/counter_run.hpp"
+#include "monitor/unique_fd.hpp"
+#include "perf_errors.hpp"
+#include "sd_event_ptr.hpp"
+
+namespace monitord {
+
+using monitor::Status;
+using monitor::varlink::Call;
+using monitor::varlink::Reply;
+using nlohmann::json;
+namespace perf = monitor::perf;
+namespace protocol = monitor::protocol;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// How often the rings are drained besides when the kernel says they fill: a process is named
+// from its memory map, which has to be read while it still runs.
+constexpr std::uint64_t kDrainUsec = 50'000;
+constexpr std::uint64_t kAccuracyUsec = 1'000;
+
+std::uint64_t now_usec() {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now().time_since_epoch())
+            .count());
+}
+
+}  // namespace
+
+struct ProfileService::Run {
+    ProfileService* service = nullptr;
+    std::uint64_t connection = 0;
+    std::unique_ptr<perf::ProfileSession> session;
+    protocol::ProfileRequest request;
+    std::string target;      // target_text
+    std::string started_by;  // "pid 42 (uid 0)"
+    bool stream = false;     // "more": the started reply, and the intervals with interval_ms
+    std::optional<std::chrono::milliseconds> interval;
+    Clock::time_point started;
+    Clock::time_point interval_started;
+    std::int64_t intervals = 0;
+    monitor::UniqueFd pidfd;  // a process target: readable once it has exited
+    std::vector<SourcePtr> rings;
+    SourcePtr drain, interval_timer, end, exit;
+
+    std::size_t top() const {
+        return static_cast<std::size_t>(request.top.value_or(protocol::kDefaultProfileTop));
+    }
+    protocol::ProfileMessage message(const perf::Profile& profile, Clock::time_point from,
+                                     Clock::time_point to) const {
+        auto m = protocol::make_profile_message(profile, top(), request.range);
+        m.event = session->event().name;
+        m.target = target;
+        m.elapsed = std::chrono::duration<double>(to - from).count();
+        if (session->threads() > 0) m.threads = static_cast<int>(session->threads());
+        return m;
+    }
+};
+
+ProfileService::ProfileService(sd_event* event, VarlinkServer& server,
+                               const perf::EventCatalog* catalog, std::string catalog_error,
+                               std::function<std::vector<int>()> online_cpus,
+                               ProfileServiceOptions options)
+    : event_(event),
+      server_(server),
+      catalog_(catalog),
+      catalog_error_(std::move(catalog_error)),
+      online_cpus_(std::move(online_cpus)),
+      options_(std::move(options)) {}
+
+ProfileService::~ProfileService() = default;
+
+void ProfileService::setup() {
+    server_.add_method(
+        "io.monitord.Monitor.Profile",
+        [this](const Call& c, const Peer& peer) -> Response { return profile(c, peer); });
+}
+
+ProfileService::Response ProfileService::profile(const Call& call, const Peer& peer) {
+    if (catalog_ == nullptr) return perf_error_reply({Status::NoPmu, catalog_error_}, nullptr);
+    if (runs_.contains(peer.connection)) {
+        // A connection reads no further calls while its profile runs; this is a safeguard.
+        return perf_error_reply({Status::PrfRun, "this connection already has a profile running"},
+                                nullptr);
+    }
+    if (runs_.size() >= options_.max_profiles) {
+        return perf_error_reply(
+            {Status::Busy,
+             fmt::format("{} profiles are running already, the most at once", runs_.size())},
+            nullptr);
+    }
+    auto request = protocol::profile_request_from_json(call.parameters.at("request"));
+    monitor::CounterRunOptions times;
+    if (auto it = call.parameters.find("duration_ms");
+        it != call.parameters.end() && !it->is_null()) {
+        times.duration = std::chrono::milliseconds(it->get<std::int64_t>());
+    }
+    if (auto it = call.parameters.find("interval_ms");
+        it != call.parameters.end() && !it->is_null()) {
+        times.interval = std::chrono::milliseconds(it->get<std::int64_t>());
+    }
+    if (auto ok = times.check(); !ok) return perf_error_reply(ok.error(), catalog_);
+    auto options = protocol::profile_options(request, options_.cgroup_root);
+    if (!options) return perf_error_reply(options.error(), catalog_, request.event);
+    const bool process = options->target.kind == perf::TargetKind::Process;
+    if (!times.duration && !process) {
+        return perf_error_reply(
+            {Status::BadArg, fmt::format("profiling {} needs a duration; only a process's "
+                                         "profile can last until it exits",
+                                         protocol::target_text(request.target))},
+            catalog_);
+    }
+    options->cpus = online_cpus_();
+    options->kallsyms = options_.kallsyms;
+
+    auto run = std::make_unique<Run>();
+    run->service = this;
+    run->connection = peer.connection;
+    run->request = request;
+    run->target = protocol::target_text(request.target);
+    run->started_by = fmt::format("pid {} (uid {})", peer.cred.pid, peer.cred.uid);
+    run->stream = call.more;
+    run->interval = call.more ? times.interval : std::nullopt;
+    if (process) {
+        // Opened before the rings: a pid reused after the process ended is then not followed.
+        const long fd = ::syscall(SYS_pidfd_open, options->target.pid, 0);
+        if (fd < 0) {
+            return perf_error_reply(
+                {errno == ESRCH ? Status::NoDev : Status::IoErr,
+                 fmt::format("process {}: {}", options->target.pid,
+                             errno == ESRCH ? "no such process" : std::strerror(errno))},
+                catalog_);
+        }
+        run->pidfd = monitor::UniqueFd(static_cast<int>(fd));
+    }
+    auto session = perf::ProfileSession::start(*catalog_, std::move(*options));
+    if (!session) return perf_error_reply(session.error(), catalog_, request.event);
+    run->session = std::move(*session);
+    run->started = run->interval_started = Clock::now();
+
+    // The sources: each ring when the kernel says it fills, the drain timer, the end, the
+    // intervals, and the process's exit.
+    Run* r = run.get();
+    auto add_time = [&](SourcePtr& out, std::uint64_t usec, sd_event_time_handler_t handler,
+                        const char* what) -> bool {
+        sd_event_source* s = nullptr;
+        if (sd_event_add_time(event_, &s, CLOCK_MONOTONIC, usec, kAccuracyUsec, handler, r) < 0) {
+            return false;
+        }
+        sd_event_source_set_description(s, what);
+        out.reset(s);
+        return true;
+    };
+    bool ok = true;
+    for (int fd : r->session->fds()) {
+        sd_event_source* s = nullptr;
+        if (sd_event_add_io(event_, &s, fd, EPOLLIN, on_ring, r) < 0) {
+            ok = false;
+            break;
+        }
+        sd_event_source_set_description(s, "profile-ring");
+        r->rings.emplace_back(s);
+    }
+    const std::uint64_t start = now_usec();
+    ok = ok && add_time(r->drain, start + kDrainUsec, on_drain, "profile-drain");
+    if (ok && times.duration) {
+        ok = add_time(r->end, start + static_cast<std::uint64_t>(times.duration->count()) * 1000,
+                      on_end, "profile-end");
+    }
+    if (ok && r->interval) {
+        ok = add_time(r->interval_timer,
+                      start + static_cast<std::uint64_t>(r->interval->count()) * 1000, on_interval,
+                      "profile-interval");
+    }
+    if (ok && r->pidfd) {
+        sd_event_source* s = nullptr;
+        ok = sd_event_add_io(event_, &s, r->pidfd.get(), EPOLLIN, on_exit, r) >= 0;
+        if (ok) r->exit.reset(s);
+    }
+    if (!ok) {
+        return perf_error_reply({Status::IoErr, "cannot watch the sample rings on the event loop"},
+                                catalog_);
+    }
+    spdlog::info("Profile started: {} of {}{} ({})", r->session->event().name, r->target,
+                 times.duration ? fmt::format(" for {} ms", times.duration->count())
+                                : std::string{" until it exits"},
+                 r->started_by);
+    runs_.emplace(peer.connection, std::move(run));
+    if (!r->stream) return Response::later();
+    Reply started;
+    started.parameters = json{{"started", true}};
+    started.continues = true;
+    return started;
+}
+
+void ProfileService::send_interval(Run& run) {
+    run.session->drain();
+    const auto now = Clock::now();
+    auto m = run.message(run.session->take_interval(), run.interval_started, now);
+    m.interval = ++run.intervals;
+    run.interval_started = now;
+    Reply reply;
+    reply.parameters = json{{"report", protocol::to_json(m)}};
+    reply.continues = true;
+    if (!server_.send(run.connection, Response{std::move(reply)})) {
+        runs_.erase(run.connection);  // its client is gone
+    }
+}
+
+void ProfileService::finish(Run& run, std::string ended) {
+    auto stopped = run.session->stop();
+    const auto now = Clock::now();
+    Reply reply;
+    if (!stopped) {
+        reply = perf_error_reply(stopped.error(), catalog_);
+    } else {
+        auto m = run.message(run.session->profile(), run.started, now);
+        m.final = true;
+        m.ended = std::move(ended);
+        reply.parameters = json{{"report", protocol::to_json(m)}};
+    }
+    const auto& report = run.session->profile();
+    spdlog::info("Profile ended: {} of {}, {} samples{} ({})", run.session->event().name,
+                 run.target, report.report(1).samples,
+                 reply.error ? fmt::format(": {}", *reply.error) : std::string{}, run.started_by);
+    const auto connection = run.connection;
+    runs_.erase(connection);  // `run` is gone from here
+    server_.send(connection, Response{std::move(reply)});
+}
+
+void ProfileService::connection_closed(std::uint64_t connection) {
+    auto it = runs_.find(connection);
+    if (it == runs_.end()) return;
+    spdlog::info("Profile ended: its client went away ({})", it->second->started_by);
+    runs_.erase(it);
+}
+
+int ProfileService::on_ring(sd_event_source*, int, uint32_t, void* userdata) {
+    static_cast<Run*>(userdata)->session->drain();
+    return 0;
+}
+
+int ProfileService::on_drain(sd_event_source* s, uint64_t usec, void* userdata) {
+    static_cast<Run*>(userdata)->session->drain();
+    sd_event_source_set_time(s, usec + kDrainUsec);
+    sd_event_source_set_enabled(s, SD_EVENT_ON);
+    return 0;
+}
+
+int ProfileService::on_interval(sd_event_source* s, uint64_t usec, void* userdata) {
+    auto& run = *static_cast<Run*>(userdata);
+    sd_event_source_set_time(s, usec + static_cast<std::uint64_t>(run.interval->count()) * 1000);
+    sd_event_source_set_enabled(s, SD_EVENT_ON);
+    run.service->send_interval(run);  // may end the run
+    return 0;
+}
+
+int ProfileService::on_end(sd_event_source*, uint64_t, void* userdata) {
+    auto& run = *static_cast<Run*>(userdata);
+    run.service->finish(run, {});
+    return 0;
+}
+
+int ProfileService::on_exit(sd_event_source*, int, uint32_t, void* userdata) {
+    auto& run = *static_cast<Run*>(userdata);
+    run.service->finish(run, fmt::format("process {} exited", *run.request.target.pid));
+    return 0;
+}
+
+}  // namespace monitord

@@ -1,0 +1,67 @@
+// The sampling half of the control interface: Profile samples a target on the daemon's loop
+// (its rings drained when the kernel says they fill, and every 50 ms so that a process is
+// named while it still runs), and replies with the profile: once at the end, or streamed per
+// interval. Several profiles may run at once, each owned by its connection.
+#pragma once
+
+#include <systemd/sd-event.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "monitor/perf/event_catalog.hpp"
+#include "varlink_server.hpp"
+
+namespace monitord {
+
+struct ProfileServiceOptions {
+    std::filesystem::path cgroup_root = "/sys/fs/cgroup";
+    std::filesystem::path kallsyms = "/proc/kallsyms";
+    std::size_t max_profiles = 8;
+};
+
+class ProfileService {
+  public:
+    // `catalog` is the counter service's (null: performance counters are unavailable, for
+    // `catalog_error`); `online_cpus` gives the CPUs to sample on.
+    ProfileService(sd_event* event, VarlinkServer& server,
+                   const monitor::perf::EventCatalog* catalog, std::string catalog_error,
+                   std::function<std::vector<int>()> online_cpus, ProfileServiceOptions options);
+    ~ProfileService();
+    ProfileService(const ProfileService&) = delete;
+    ProfileService& operator=(const ProfileService&) = delete;
+
+    // Registers the method.
+    void setup();
+    // A connection closed: its profile ends.
+    void connection_closed(std::uint64_t connection);
+    std::size_t running() const { return runs_.size(); }
+
+  private:
+    struct Run;
+    using Response = VarlinkServer::Response;
+    Response profile(const monitor::varlink::Call& call, const Peer& peer);
+    // Sends what the run's end calls for, and forgets it.
+    void finish(Run& run, std::string ended);
+    void send_interval(Run& run);
+
+    static int on_ring(sd_event_source* s, int fd, uint32_t revents, void* userdata);
+    static int on_drain(sd_event_source* s, uint64_t usec, void* userdata);
+    static int on_interval(sd_event_source* s, uint64_t usec, void* userdata);
+    static int on_end(sd_event_source* s, uint64_t usec, void* userdata);
+    static int on_exit(sd_event_source* s, int fd, uint32_t revents, void* userdata);
+
+    sd_event* event_;
+    VarlinkServer& server_;
+    const monitor::perf::EventCatalog* catalog_;
+    std::string catalog_error_;
+    std::function<std::vector<int>()> online_cpus_;
+    ProfileServiceOptions options_;
+    std::map<std::uint64_t, std::unique_ptr<Run>> runs_;  // by connection
+};
+
+}  // namespace monitord

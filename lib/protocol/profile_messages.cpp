@@ -1,0 +1,274 @@
+#include "monitor/protocol/profile_messages.hpp"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <limits>
+
+namespace monitor::protocol {
+
+using nlohmann::json;
+
+namespace {
+
+// A bucket as small as pfm's (4 bytes) over a whole 4 MiB of code; wider ranges take wider
+// buckets.
+constexpr std::size_t kMaxBuckets = std::size_t{1} << 20;
+
+std::string hex(std::uint64_t a) {
+    return fmt::format("{:#x}", a);
+}
+
+// "0x7f00", "4096"; nullopt for anything else.
+std::optional<std::uint64_t> parse_address(std::string_view s) {
+    int base = 10;
+    if (s.starts_with("0x") || s.starts_with("0X")) {
+        s.remove_prefix(2);
+        base = 16;
+    }
+    std::uint64_t v = 0;
+    if (s.empty()) return std::nullopt;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
+    if (ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
+    return v;
+}
+
+std::uint64_t address_from_json(const json& j) {
+    if (j.is_number_unsigned()) return j.get<std::uint64_t>();
+    return parse_address(j.get<std::string>()).value_or(0);
+}
+
+json to_json(const perf::ProfileLine& l) {
+    return json{{"name", l.name}, {"samples", l.samples}, {"percent", l.percent}};
+}
+
+std::vector<perf::ProfileLine> lines_from_json(const json& j) {
+    std::vector<perf::ProfileLine> out;
+    for (const auto& l : j) {
+        out.push_back({l.at("name").get<std::string>(), l.at("samples").get<std::uint64_t>(),
+                       l.at("percent").get<double>()});
+    }
+    return out;
+}
+
+template <typename T>
+std::optional<T> optional_of(const json& j, const char* key) {
+    if (auto it = j.find(key); it != j.end() && !it->is_null()) return it->get<T>();
+    return std::nullopt;
+}
+
+}  // namespace
+
+Result<AddressRange> parse_address_range(std::string_view text) {
+    const auto bad = [&] {
+        return fail(Status::BadArg,
+                    fmt::format("address range '{}': give START-END or START-END/BUCKET, as in "
+                                "0x401000-0x402000/4 (hexadecimal with 0x, or decimal)",
+                                text));
+    };
+    AddressRange r;
+    std::string_view rest = text;
+    if (const auto slash = rest.find('/'); slash != std::string_view::npos) {
+        auto bucket = parse_address(rest.substr(slash + 1));
+        if (!bucket) return bad();
+        r.bucket = *bucket;
+        rest = rest.substr(0, slash);
+    }
+    const auto dash = rest.find('-');
+    if (dash == std::string_view::npos) return bad();
+    auto start = parse_address(rest.substr(0, dash));
+    auto end = parse_address(rest.substr(dash + 1));
+    if (!start || !end) return bad();
+    r.start = *start;
+    r.end = *end;
+    return r;
+}
+
+Result<void> check_range(const AddressRange& r) {
+    auto n = perf::histogram_buckets(r.start, r.end, r.bucket, kMaxBuckets);
+    if (!n) return std::unexpected(n.error());
+    return {};
+}
+
+json to_json(const ProfileRequest& r) {
+    json j(json::value_t::object);
+    if (!r.event.empty()) j["event"] = r.event;
+    if (r.period) j["period"] = *r.period;
+    if (r.frequency) j["frequency"] = *r.frequency;
+    j["target"] = to_json(r.target);
+    j["mode"] = r.mode;
+    if (r.top) j["top"] = *r.top;
+    if (r.range) {
+        j["range"] = json{{"start", hex(r.range->start)},
+                          {"end", hex(r.range->end)},
+                          {"bucket", r.range->bucket}};
+    }
+    if (r.start_at_exec) j["start_at_exec"] = true;
+    return j;
+}
+
+ProfileRequest profile_request_from_json(const json& j) {
+    ProfileRequest r;
+    r.event = optional_of<std::string>(j, "event").value_or("");
+    r.period = optional_of<std::int64_t>(j, "period");
+    r.frequency = optional_of<std::int64_t>(j, "frequency");
+    if (auto it = j.find("target"); it != j.end() && !it->is_null()) {
+        r.target = target_request_from_json(*it);
+    }
+    r.mode = optional_of<std::string>(j, "mode").value_or("both");
+    r.top = optional_of<int>(j, "top");
+    if (auto it = j.find("range"); it != j.end() && !it->is_null()) {
+        AddressRange range{.start = address_from_json(it->at("start")),
+                           .end = address_from_json(it->at("end"))};
+        if (auto b = optional_of<std::int64_t>(*it, "bucket")) {
+            range.bucket = *b < 0 ? 0 : static_cast<std::uint64_t>(*b);
+        }
+        r.range = range;
+    }
+    r.start_at_exec = optional_of<bool>(j, "start_at_exec").value_or(false);
+    return r;
+}
+
+Result<perf::ProfileOptions> profile_options(const ProfileRequest& r,
+                                             const std::filesystem::path& cgroup_root) {
+    perf::ProfileOptions o;
+    if (!r.event.empty()) o.event = r.event;
+    if (r.period && r.frequency) {
+        return fail(Status::BadArg, fmt::format("{}: sample every {} events or {} times a second, "
+                                                "not both",
+                                                o.event, *r.period, *r.frequency));
+    }
+    if (r.period) {
+        if (*r.period < 1) {
+            return fail(Status::BadArg, fmt::format("{}: a period of {} events: give 1 or more",
+                                                    o.event, *r.period));
+        }
+        o.rate = {.period = static_cast<std::uint64_t>(*r.period)};
+    } else if (r.frequency) {
+        if (*r.frequency < 1) {
+            return fail(Status::BadArg, fmt::format("{}: a frequency of {} a second: give 1 or "
+                                                    "more",
+                                                    o.event, *r.frequency));
+        }
+        o.rate = {.frequency = static_cast<std::uint64_t>(*r.frequency)};
+    }
+    if (r.mode == "user") {
+        o.kernel = false;
+    } else if (r.mode == "kernel") {
+        o.user = false;
+    } else if (r.mode != "both") {
+        return fail(Status::BadArg, fmt::format("mode '{}': sample user, kernel or both", r.mode));
+    }
+    if (r.top && *r.top < 0) {
+        return fail(Status::BadArg, fmt::format("top {}: give 0 (all) or more", *r.top));
+    }
+    if (r.range) {
+        if (auto ok = check_range(*r.range); !ok) return std::unexpected(ok.error());
+    }
+    auto target = count_target(r.target, cgroup_root);
+    if (!target) return std::unexpected(target.error());
+    o.target = std::move(*target);
+    if (r.start_at_exec) {
+        if (o.target.kind != perf::TargetKind::Process) {
+            return fail(Status::BadArg, fmt::format("start_at_exec is for a process target "
+                                                    "waiting to exec a command, not {}",
+                                                    target_text(r.target)));
+        }
+        o.target.enable_on_exec = true;
+    }
+    o.cgroup_root = cgroup_root.string();
+    return o;
+}
+
+ProfileMessage make_profile_message(const perf::Profile& profile, std::size_t top,
+                                    const std::optional<AddressRange>& range) {
+    ProfileMessage m;
+    m.report = profile.report(top);
+    if (range) {
+        if (auto h = profile.histogram(range->start, range->end, range->bucket, kMaxBuckets)) {
+            HistogramMessage hm{.range = *range, .samples = h->samples};
+            for (std::size_t i = 0; i < h->buckets.size(); ++i) {
+                if (h->buckets[i] != 0) {
+                    hm.buckets.emplace_back(range->start + i * range->bucket, h->buckets[i]);
+                }
+            }
+            m.histogram = std::move(hm);
+        }
+    }
+    return m;
+}
+
+json to_json(const ProfileMessage& m) {
+    const auto& r = m.report;
+    json j(json::value_t::object);
+    j["event"] = m.event;
+    j["target"] = m.target;
+    j["elapsed"] = m.elapsed;
+    if (m.interval) j["interval"] = *m.interval;
+    j["final"] = m.final;
+    if (m.threads) j["threads"] = *m.threads;
+    if (!m.ended.empty()) j["ended"] = m.ended;
+    j["samples"] = r.samples;
+    j["lost"] = r.lost;
+    j["throttled"] = r.throttled;
+    j["modes"] = json{{"idle", r.modes.idle},
+                      {"user", r.modes.user},
+                      {"kernel", r.modes.kernel},
+                      {"other", r.modes.other}};
+    json functions = json::array();
+    for (const auto& l : r.functions) functions.push_back(to_json(l));
+    j["functions"] = std::move(functions);
+    json objects = json::array();
+    for (const auto& l : r.objects) objects.push_back(to_json(l));
+    j["objects"] = std::move(objects);
+    if (m.histogram) {
+        const auto& h = *m.histogram;
+        json buckets = json::array();
+        for (const auto& [address, n] : h.buckets) {
+            buckets.push_back(json{{"address", hex(address)}, {"samples", n}});
+        }
+        j["histogram"] = json{{"start", hex(h.range.start)},
+                              {"end", hex(h.range.end)},
+                              {"bucket", h.range.bucket},
+                              {"samples", h.samples},
+                              {"buckets", std::move(buckets)}};
+    }
+    return j;
+}
+
+ProfileMessage profile_message_from_json(const json& j) {
+    ProfileMessage m;
+    m.event = j.at("event").get<std::string>();
+    m.target = j.at("target").get<std::string>();
+    m.elapsed = j.at("elapsed").get<double>();
+    m.interval = optional_of<std::int64_t>(j, "interval");
+    m.final = j.at("final").get<bool>();
+    m.threads = optional_of<int>(j, "threads");
+    m.ended = optional_of<std::string>(j, "ended").value_or("");
+    auto& r = m.report;
+    r.samples = j.at("samples").get<std::uint64_t>();
+    r.lost = j.at("lost").get<std::uint64_t>();
+    r.throttled = j.at("throttled").get<std::uint64_t>();
+    const auto& modes = j.at("modes");
+    r.modes = {.idle = modes.at("idle").get<std::uint64_t>(),
+               .user = modes.at("user").get<std::uint64_t>(),
+               .kernel = modes.at("kernel").get<std::uint64_t>(),
+               .other = modes.at("other").get<std::uint64_t>()};
+    r.functions = lines_from_json(j.at("functions"));
+    r.objects = lines_from_json(j.at("objects"));
+    if (auto it = j.find("histogram"); it != j.end() && !it->is_null()) {
+        HistogramMessage h;
+        h.range = {.start = address_from_json(it->at("start")),
+                   .end = address_from_json(it->at("end")),
+                   .bucket = it->at("bucket").get<std::uint64_t>()};
+        h.samples = it->at("samples").get<std::uint64_t>();
+        for (const auto& b : it->at("buckets")) {
+            h.buckets.emplace_back(address_from_json(b.at("address")),
+                                   b.at("samples").get<std::uint64_t>());
+        }
+        m.histogram = std::move(h);
+    }
+    return m;
+}
+
+}  // namespace monitor::protocol

@@ -1,0 +1,273 @@
+// Profiles end to end: the real monctl against the real monitord sampling a workload of known
+// profile (bench/profile_burner: two functions burning 3:1), with perf record sampling the same
+// process at the same time; a command's profile; streamed intervals that add up to the whole;
+// an address histogram; bad requests refused clearly while the daemon serves on.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <regex>
+#include <sstream>
+#include <string>
+
+#include "daemon_process.hpp"
+#include "monitor/perf/process_symbols.hpp"
+#include "test_support.hpp"
+
+namespace itest {
+namespace {
+
+class PerfProfile : public ::testing::Test {
+  protected:
+    static void SetUpTestSuite() {
+        daemon_ = Daemon::start({.args = {"--probe", "off"}}).release();
+        ASSERT_TRUE(daemon_);
+    }
+    static void TearDownTestSuite() {
+        delete daemon_;
+        daemon_ = nullptr;
+    }
+    void SetUp() override {
+        ASSERT_TRUE(daemon_) << "the daemon did not start";
+        if (::geteuid() != 0) GTEST_SKIP() << "sampling another process needs root";
+    }
+    static Daemon* daemon_;
+};
+Daemon* PerfProfile::daemon_ = nullptr;
+
+// The share of `function` in a ProfileReport's functions, or -1.
+double share_of(const nlohmann::json& report, const std::string& function) {
+    for (const auto& l : report["functions"]) {
+        if (l["name"].get<std::string>().starts_with(function + " (")) {
+            return l["percent"].get<double>();
+        }
+    }
+    return -1;
+}
+
+// The last line of `out` that is a JSON object: a stream's final report.
+nlohmann::json last_json(const std::string& out) {
+    std::istringstream in(out);
+    nlohmann::json last;
+    for (std::string line; std::getline(in, line);) {
+        if (line.starts_with("{")) last = nlohmann::json::parse(line);
+    }
+    return last;
+}
+
+// perf report's share of `function` ("    74.17%  [.] profile_burner_three"), or -1.
+double perf_share(const std::string& report, const std::string& function) {
+    std::istringstream in(report);
+    for (std::string line; std::getline(in, line);) {
+        if (line.find("] " + function) == std::string::npos) continue;
+        try {
+            return std::stod(line);
+        } catch (const std::exception&) {
+            return -1;
+        }
+    }
+    return -1;
+}
+
+// The issue's test: 75 % +- 5 on the first function, 25 % +- 5 on the second, as perf record
+// and perf report find on the very same process at the very same time.
+TEST_F(PerfProfile, ThreeToOneBurnerSplitsAsPerfRecordSplitsIt) {
+    auto burner = Process::start({profile_burner_bin(), "3"});
+    ASSERT_TRUE(burner);
+    const std::string pid = std::to_string(burner->pid());
+    const std::string perf = find_in_path("perf");
+    std::unique_ptr<Process> recorder;
+    ScratchDir dir{"profile"};
+    const std::string data = (dir / "perf.data").string();
+    if (!perf.empty()) {
+        recorder = Process::start({perf, "record", "-F", "1000", "-p", pid, "-o", data});
+    }
+    auto r = daemon_->monctl({"perf", "profile", "-p", pid, "-F", "1000", "-d", "20s", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto j = last_json(r.out);
+    EXPECT_EQ(check_reply("Profile", j), "") << r.out;
+    const auto& report = j["report"];
+    EXPECT_EQ(report["ended"], "process " + pid + " exited") << "it ends with the process";
+    EXPECT_TRUE(report["final"].get<bool>());
+    const auto samples = report["samples"].get<std::uint64_t>();
+    EXPECT_GT(samples, 2000u) << "3 s of CPU at 1000 Hz";
+    EXPECT_EQ(report["lost"], 0);
+    const double three = share_of(report, "profile_burner_three");
+    const double one = share_of(report, "profile_burner_one");
+    EXPECT_NEAR(three, 75, 5) << r.out;
+    EXPECT_NEAR(one, 25, 5) << r.out;
+    EXPECT_GT(report["modes"]["user"].get<std::uint64_t>(), samples * 9 / 10);
+    EXPECT_EQ(report["modes"]["idle"], 0);
+
+    if (!recorder) GTEST_SKIP() << "no perf in $PATH (Debian's linux-perf): monctl alone checked";
+    ASSERT_TRUE(test_support::wait_until([&] { return !recorder->alive(); }, 20s))
+        << "perf record did not end with the process";
+    auto shown = run({perf, "report", "-i", data, "--stdio", "--sort", "sym"});
+    ASSERT_EQ(shown.exit_code, 0) << shown.err;
+    const double perf_three = perf_share(shown.out, "profile_burner_three");
+    const double perf_one = perf_share(shown.out, "profile_burner_one");
+    EXPECT_NEAR(perf_three, 75, 5) << shown.out;
+    EXPECT_NEAR(perf_one, 25, 5) << shown.out;
+    EXPECT_NEAR(three, perf_three, 3) << "the same process sampled at the same time";
+    EXPECT_NEAR(one, perf_one, 3);
+    std::printf("%llu samples: monctl %.1f %% and %.1f %%, perf record %.1f %% and %.1f %%\n",
+                static_cast<unsigned long long>(samples), three, one, perf_three, perf_one);
+}
+
+// A command is sampled from its exec to its exit: its exit code is monctl's, the profile goes
+// to stderr, and its functions are named although it is gone when the profile ends.
+TEST_F(PerfProfile, ACommandIsSampledUntilItExits) {
+    auto r = daemon_->monctl(
+        {"perf", "profile", "-n", "3", "--user", "--", profile_burner_bin(), "0.8", "2", "7"});
+    EXPECT_EQ(r.exit_code, 7) << r.err;
+    EXPECT_NE(r.err.find("Profile of process "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("exited)"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("(1 thread at the start"), std::string::npos)
+        << "the command has one thread at its exec: " << r.err;
+    // Its second thread, started after the exec, is sampled too: 2 x 0.8 s at 4000 Hz.
+    std::smatch samples;
+    ASSERT_TRUE(std::regex_search(r.err, samples, std::regex(R"(\n  ([0-9,]+) samples:)")))
+        << r.err;
+    std::string digits = samples[1];
+    std::erase(digits, ',');
+    EXPECT_GT(std::stoull(digits), 4000u) << "both threads sampled: " << r.err;
+    EXPECT_NE(r.err.find("kernel 0.0%"), std::string::npos) << "--user: " << r.err;
+    EXPECT_NE(r.err.find("lost 0 samples"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("profile_burner_three (" + profile_burner_bin() + ")"), std::string::npos)
+        << r.err;
+
+    auto missing = daemon_->monctl({"perf", "profile", "--", "/nonexistent/command"});
+    EXPECT_EQ(missing.exit_code, 127) << missing.err;
+    EXPECT_NE(missing.err.find("cannot run /nonexistent/command"), std::string::npos)
+        << missing.err;
+}
+
+// With an interval each interval's profile comes as it ends, and they add up to the whole:
+// nothing is lost between them.
+TEST_F(PerfProfile, IntervalsAddUpToTheWhole) {
+    auto burner = Process::start({profile_burner_bin(), "30"});
+    ASSERT_TRUE(burner);
+    auto r = daemon_->monctl({"perf", "profile", "-p", std::to_string(burner->pid()), "-d", "2s",
+                              "-i", "500ms", "-F", "2000", "--json"});
+    burner->stop(SIGKILL);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::istringstream in(r.out);
+    std::uint64_t sum = 0;
+    int intervals = 0;
+    nlohmann::json final;
+    for (std::string line; std::getline(in, line);) {
+        auto j = nlohmann::json::parse(line);
+        EXPECT_EQ(check_reply("Profile", j), "") << line;
+        const auto& report = j["report"];
+        if (report["final"].get<bool>()) {
+            final = report;
+            continue;
+        }
+        ++intervals;
+        EXPECT_EQ(report["interval"], intervals);
+        EXPECT_NEAR(report["elapsed"].get<double>(), 0.5, 0.1) << line;
+        sum += report["samples"].get<std::uint64_t>();
+    }
+    EXPECT_GE(intervals, 3) << r.out;
+    ASSERT_TRUE(final.is_object()) << r.out;
+    // The last interval is cut short by the end; its samples are in the whole.
+    EXPECT_GE(final["samples"].get<std::uint64_t>(), sum);
+    EXPECT_LE(final["samples"].get<std::uint64_t>() - sum, 2000u / 2 + 100)
+        << "at most what the unreported part of the last interval held";
+    EXPECT_GT(sum, 2000u) << "three half seconds at 2000 Hz";
+}
+
+// An address histogram over the first function holds its samples, bucket by bucket; and
+// asking for an impossible one is refused before anything is sampled.
+TEST_F(PerfProfile, AnAddressRangeHistogramHoldsItsFunctionsSamples) {
+    auto burner = Process::start({profile_burner_bin(), "30"});
+    ASSERT_TRUE(burner);
+    std::optional<monitor::perf::SymbolAddress> sym;
+    ASSERT_TRUE(test_support::wait_until(
+        [&] {
+            auto s = monitor::perf::find_process_symbol(burner->pid(), "profile_burner_three");
+            if (s) sym = *s;
+            return s.has_value();
+        },
+        5s));
+    ASSERT_GT(sym->size, 0u);
+    char range[64];
+    std::snprintf(range, sizeof range, "%#llx-%#llx", static_cast<unsigned long long>(sym->address),
+                  static_cast<unsigned long long>(sym->address + sym->size));
+    auto r = daemon_->monctl({"perf", "profile", "-p", std::to_string(burner->pid()), "-d", "1s",
+                              "--range", range, "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto report = last_json(r.out)["report"];
+    ASSERT_TRUE(report["histogram"].is_object()) << r.out;
+    std::uint64_t in_buckets = 0;
+    for (const auto& b : report["histogram"]["buckets"])
+        in_buckets += b["samples"].get<std::uint64_t>();
+    EXPECT_EQ(in_buckets, report["histogram"]["samples"].get<std::uint64_t>());
+    EXPECT_EQ(report["histogram"]["bucket"], 4);
+    std::uint64_t function_samples = 0;
+    for (const auto& l : report["functions"]) {
+        if (l["name"].get<std::string>().starts_with("profile_burner_three (")) {
+            function_samples = l["samples"].get<std::uint64_t>();
+        }
+    }
+    EXPECT_GT(function_samples, 0u) << r.out;
+    EXPECT_EQ(in_buckets, function_samples) << "the range is exactly the function";
+
+    auto text = daemon_->monctl(
+        {"perf", "profile", "-p", std::to_string(burner->pid()), "-d", "300ms", "--range", range});
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find("in 4-byte buckets"), std::string::npos) << text.out;
+    burner->stop(SIGKILL);
+}
+
+// The CPUs' profile splits by mode; an idle machine shows its idle task.
+TEST_F(PerfProfile, AllCpusSplitByMode) {
+    auto r = daemon_->monctl({"perf", "profile", "-a", "-d", "500ms", "-F", "500", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto j = last_json(r.out);
+    EXPECT_EQ(check_reply("Profile", j), "") << r.out;
+    const auto& report = j["report"];
+    const auto& m = report["modes"];
+    EXPECT_EQ(m["idle"].get<std::uint64_t>() + m["user"].get<std::uint64_t>() +
+                  m["kernel"].get<std::uint64_t>() + m["other"].get<std::uint64_t>(),
+              report["samples"].get<std::uint64_t>());
+    EXPECT_EQ(report["target"], "all CPUs");
+    EXPECT_GT(report["samples"].get<std::uint64_t>(), 100u) << "2 CPUs x 0.5 s x 500 Hz";
+}
+
+// Each mistake is refused naming what is wrong, and the daemon serves on.
+TEST_F(PerfProfile, BadRequestsAreRefusedClearly) {
+    struct Case {
+        std::vector<std::string> args;
+        std::string says;
+        int code = 1;
+    };
+    const std::vector<Case> cases = {
+        {{"-c", "0"}, "a period of 0 events: give 1 or more"},
+        {{"-e", "perf::CPU-CLOK"}, "perf::CPU-CLOK"},
+        {{"--range", "0x2000-0x2000"}, "is empty"},
+        {{"--range", "0x0-0x10000000000"}, "buckets of 1048576 bytes or more"},
+        {{"--range", "main"}, "give START-END or START-END/BUCKET"},
+        {{"-p", "999999999"}, "999999999"},
+        {{"-C", "4096"}, "cpu4096 is not online"},
+        {{"-d", "0"}, "'0' is not a duration"},
+        {{"-u", "no-such.service"}, "no-such.service"},
+        {{"-p", "1", "--", "true"}, "a command is its own target"},
+    };
+    for (const auto& c : cases) {
+        std::vector<std::string> args{"perf", "profile"};
+        if (c.args.front() != "-d") args.insert(args.end(), {"-d", "200ms"});
+        args.insert(args.end(), c.args.begin(), c.args.end());
+        auto r = daemon_->monctl(args);
+        EXPECT_EQ(r.exit_code, c.code) << c.says << ": " << r.err;
+        EXPECT_NE(r.err.find(c.says), std::string::npos) << c.says << ": " << r.err;
+    }
+    auto events = daemon_->call("ListEvents");  // and it still answers
+    EXPECT_TRUE(events.contains("events"));
+}
+
+}  // namespace
+}  // namespace itest
