@@ -3,11 +3,19 @@
 // the given threads. `monctl perf profile` and `perf record` should both put three quarters
 // of its samples in profile_burner_three and a quarter in profile_burner_one.
 //   profile-burner [SECONDS [THREADS [EXIT_CODE]]]
+// With --work, a fixed amount of work instead (ROUNDS of 3 + 1 million additions per thread),
+// so that what sampling costs the workload shows as time: it prints its wall time and its
+// CPU time (user + system, all threads) in seconds.
+//   profile-burner --work ROUNDS [THREADS]
 #include <pthread.h>
+#include <sys/resource.h>
 #include <time.h>
 
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -29,6 +37,11 @@ std::int64_t thread_cpu_ns() {
     }
 }
 
+[[gnu::always_inline]] inline void add(std::int64_t n) {
+    volatile std::uint64_t sink = 0;
+    for (std::int64_t i = 0; i < n; ++i) sink = sink + static_cast<std::uint64_t>(i);
+}
+
 }  // namespace
 
 extern "C" {
@@ -40,9 +53,46 @@ extern "C" {
     burn(ns);
     asm volatile("" ::: "memory");
 }
+[[gnu::noinline, gnu::used]] void profile_burner_work_three(std::int64_t n) {
+    add(3 * n);
+    asm volatile("" ::: "memory");
+}
+[[gnu::noinline, gnu::used]] void profile_burner_work_one(std::int64_t n) {
+    add(n);
+    asm volatile("" ::: "memory");
+}
 }
 
+namespace {
+
+int fixed_work(long rounds, int threads) {
+    const auto start = std::chrono::steady_clock::now();
+    auto work = [rounds] {
+        for (long i = 0; i < rounds; ++i) {
+            profile_burner_work_three(1'000'000);
+            profile_burner_work_one(1'000'000);
+        }
+    };
+    std::vector<std::thread> others;
+    for (int t = 1; t < threads; ++t) others.emplace_back(work);
+    work();
+    for (auto& t : others) t.join();
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    rusage u{};
+    ::getrusage(RUSAGE_SELF, &u);
+    const double cpu = static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+                       static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+    std::printf("%.6f %.6f\n", wall, cpu);
+    return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+    if (argc > 2 && std::strcmp(argv[1], "--work") == 0) {
+        return fixed_work(std::atol(argv[2]), argc > 3 ? std::atoi(argv[3]) : 1);
+    }
     const double seconds = argc > 1 ? std::atof(argv[1]) : 2.0;
     const int threads = argc > 2 ? std::atoi(argv[2]) : 1;
     const int code = argc > 3 ? std::atoi(argv[3]) : 0;

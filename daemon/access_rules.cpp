@@ -41,6 +41,7 @@ constexpr std::array kTable{
     MethodAccess{"io.monitord.Monitor.ResetCounters", Access::Control, kCounting, kCountYourOwn},
     MethodAccess{"io.monitord.Monitor.GetStandingCounters", Access::Read, {}, {}},
     MethodAccess{"io.monitord.Monitor.Profile", Access::Control, kSampling, kSampleYourOwn},
+    MethodAccess{"io.monitord.Monitor.WatchOverflows", Access::Control, kSampling, kSampleYourOwn},
 };
 
 // The interface's own PermissionDenied when it has one (io.monitord.Monitor), else the

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstring>
 #include <optional>
+#include <utility>
 
 #include "monitor/perf/profile_session.hpp"
 #include "monitor/protocol/profile_messages.hpp"
@@ -45,7 +46,13 @@ struct ProfileService::Run {
     ProfileService* service = nullptr;
     std::uint64_t connection = 0;
     std::unique_ptr<perf::ProfileSession> session;
+    // A profile's request; or, for a watch of overflows, its request and what it saw.
     protocol::ProfileRequest request;
+    std::optional<protocol::OverflowRequest> overflows;
+    std::uint64_t batch_overflows = 0;
+    std::uint64_t total_overflows = 0;
+    std::optional<perf::Sample> last;
+    pid_t pid = 0;           // a process target
     std::string target;      // target_text
     std::string started_by;  // "pid 42 (uid 0)"
     bool stream = false;     // "more": the started reply, and the intervals with interval_ms
@@ -69,6 +76,28 @@ struct ProfileService::Run {
         if (session->threads() > 0) m.threads = static_cast<int>(session->threads());
         return m;
     }
+    // The drain's observer of a watch of overflows.
+    std::function<void(const perf::Sample&)> observer() {
+        if (!overflows) return {};
+        return [this](const perf::Sample& s) {
+            ++batch_overflows;
+            ++total_overflows;
+            last = s;
+        };
+    }
+    // The batch since the last one, and a new batch.
+    protocol::OverflowBatch batch(Clock::time_point now) {
+        protocol::OverflowBatch b{.event = session->event().name,
+                                  .period = overflows->period,
+                                  .overflows = std::exchange(batch_overflows, 0),
+                                  .total = total_overflows,
+                                  .elapsed = std::chrono::duration<double>(now - started).count(),
+                                  .last = std::exchange(last, std::nullopt)};
+        const auto report = session->profile().report(1);
+        b.lost = report.lost;
+        b.throttled = report.throttled;
+        return b;
+    }
 };
 
 ProfileService::ProfileService(sd_event* event, VarlinkServer& server,
@@ -88,67 +117,91 @@ void ProfileService::setup() {
     server_.add_method(
         "io.monitord.Monitor.Profile",
         [this](const Call& c, const Peer& peer) -> Response { return profile(c, peer); });
+    server_.add_method(
+        "io.monitord.Monitor.WatchOverflows",
+        [this](const Call& c, const Peer& peer) -> Response { return watch_overflows(c, peer); });
 }
 
 ProfileService::Response ProfileService::profile(const Call& call, const Peer& peer) {
     if (catalog_ == nullptr) return perf_error_reply({Status::NoPmu, catalog_error_}, nullptr);
+    auto request = protocol::profile_request_from_json(call.parameters.at("request"));
+    auto options = protocol::profile_options(request, options_.cgroup_root);
+    if (!options) return perf_error_reply(options.error(), catalog_, request.event);
+    auto run = std::make_unique<Run>();
+    run->request = request;
+    run->target = protocol::target_text(request.target);
+    return start_run(std::move(run), std::move(*options), call, peer, "interval_ms");
+}
+
+ProfileService::Response ProfileService::watch_overflows(const Call& call, const Peer& peer) {
+    if (catalog_ == nullptr) return perf_error_reply({Status::NoPmu, catalog_error_}, nullptr);
+    auto request = protocol::overflow_request_from_json(call.parameters.at("request"));
+    auto options = protocol::overflow_options(request, options_.cgroup_root);
+    if (!options) return perf_error_reply(options.error(), catalog_, request.event);
+    auto run = std::make_unique<Run>();
+    run->overflows = request;
+    run->target = protocol::target_text(request.target);
+    return start_run(std::move(run), std::move(*options), call, peer, "batch_ms");
+}
+
+ProfileService::Response ProfileService::start_run(std::unique_ptr<Run> run,
+                                                   perf::ProfileOptions options, const Call& call,
+                                                   const Peer& peer, const char* interval_key) {
     if (runs_.contains(peer.connection)) {
-        // A connection reads no further calls while its profile runs; this is a safeguard.
-        return perf_error_reply({Status::PrfRun, "this connection already has a profile running"},
-                                nullptr);
+        // A connection reads no further calls while its run goes on; this is a safeguard.
+        return perf_error_reply({Status::PrfRun, "this connection already samples"}, nullptr);
     }
     if (runs_.size() >= options_.max_profiles) {
         return perf_error_reply(
-            {Status::Busy,
-             fmt::format("{} profiles are running already, the most at once", runs_.size())},
+            {Status::Busy, fmt::format("{} profiles and watches of overflows are running "
+                                       "already, the most at once",
+                                       runs_.size())},
             nullptr);
     }
-    auto request = protocol::profile_request_from_json(call.parameters.at("request"));
     monitor::CounterRunOptions times;
     if (auto it = call.parameters.find("duration_ms");
         it != call.parameters.end() && !it->is_null()) {
         times.duration = std::chrono::milliseconds(it->get<std::int64_t>());
     }
-    if (auto it = call.parameters.find("interval_ms");
+    if (auto it = call.parameters.find(interval_key);
         it != call.parameters.end() && !it->is_null()) {
         times.interval = std::chrono::milliseconds(it->get<std::int64_t>());
+    } else if (run->overflows) {
+        times.interval = std::chrono::milliseconds(100);  // the default batch
     }
     if (auto ok = times.check(); !ok) return perf_error_reply(ok.error(), catalog_);
-    auto options = protocol::profile_options(request, options_.cgroup_root);
-    if (!options) return perf_error_reply(options.error(), catalog_, request.event);
-    const bool process = options->target.kind == perf::TargetKind::Process;
+    const bool process = options.target.kind == perf::TargetKind::Process;
     if (!times.duration && !process) {
         return perf_error_reply(
-            {Status::BadArg, fmt::format("profiling {} needs a duration; only a process's "
-                                         "profile can last until it exits",
-                                         protocol::target_text(request.target))},
+            {Status::BadArg, fmt::format("sampling {} needs a duration; only a process can be "
+                                         "sampled until it exits",
+                                         run->target)},
             catalog_);
     }
-    options->cpus = online_cpus_();
-    options->kallsyms = options_.kallsyms;
+    options.cpus = online_cpus_();
+    options.kallsyms = options_.kallsyms;
+    run->pid = options.target.pid;
 
-    auto run = std::make_unique<Run>();
     run->service = this;
     run->connection = peer.connection;
-    run->request = request;
-    run->target = protocol::target_text(request.target);
     run->started_by = fmt::format("pid {} (uid {})", peer.cred.pid, peer.cred.uid);
     run->stream = call.more;
     run->interval = call.more ? times.interval : std::nullopt;
     if (process) {
         // Opened before the rings: a pid reused after the process ended is then not followed.
-        const long fd = ::syscall(SYS_pidfd_open, options->target.pid, 0);
+        const long fd = ::syscall(SYS_pidfd_open, options.target.pid, 0);
         if (fd < 0) {
             return perf_error_reply(
                 {errno == ESRCH ? Status::NoDev : Status::IoErr,
-                 fmt::format("process {}: {}", options->target.pid,
+                 fmt::format("process {}: {}", options.target.pid,
                              errno == ESRCH ? "no such process" : std::strerror(errno))},
                 catalog_);
         }
         run->pidfd = monitor::UniqueFd(static_cast<int>(fd));
     }
-    auto session = perf::ProfileSession::start(*catalog_, std::move(*options));
-    if (!session) return perf_error_reply(session.error(), catalog_, request.event);
+    const std::string event = options.event;
+    auto session = perf::ProfileSession::start(*catalog_, std::move(options));
+    if (!session) return perf_error_reply(session.error(), catalog_, event);
     run->session = std::move(*session);
     run->started = run->interval_started = Clock::now();
 
@@ -195,7 +248,8 @@ ProfileService::Response ProfileService::profile(const Call& call, const Peer& p
         return perf_error_reply({Status::IoErr, "cannot watch the sample rings on the event loop"},
                                 catalog_);
     }
-    spdlog::info("Profile started: {} of {}{} ({})", r->session->event().name, r->target,
+    spdlog::info("{} started: {} of {}{} ({})", r->overflows ? "Watch of overflows" : "Profile",
+                 r->session->event().name, r->target,
                  times.duration ? fmt::format(" for {} ms", times.duration->count())
                                 : std::string{" until it exits"},
                  r->started_by);
@@ -208,13 +262,18 @@ ProfileService::Response ProfileService::profile(const Call& call, const Peer& p
 }
 
 void ProfileService::send_interval(Run& run) {
-    run.session->drain();
+    run.session->drain(run.observer());
     const auto now = Clock::now();
-    auto m = run.message(run.session->take_interval(), run.interval_started, now);
-    m.interval = ++run.intervals;
-    run.interval_started = now;
     Reply reply;
-    reply.parameters = json{{"report", protocol::to_json(m)}};
+    if (run.overflows) {
+        if (run.batch_overflows == 0) return;  // a batch is sent when it has overflows
+        reply.parameters = json{{"batch", protocol::to_json(run.batch(now))}};
+    } else {
+        auto m = run.message(run.session->take_interval(), run.interval_started, now);
+        m.interval = ++run.intervals;
+        run.interval_started = now;
+        reply.parameters = json{{"report", protocol::to_json(m)}};
+    }
     reply.continues = true;
     if (!server_.send(run.connection, Response{std::move(reply)})) {
         runs_.erase(run.connection);  // its client is gone
@@ -222,20 +281,25 @@ void ProfileService::send_interval(Run& run) {
 }
 
 void ProfileService::finish(Run& run, std::string ended) {
-    auto stopped = run.session->stop();
+    auto stopped = run.session->stop(run.observer());
     const auto now = Clock::now();
     Reply reply;
     if (!stopped) {
         reply = perf_error_reply(stopped.error(), catalog_);
+    } else if (run.overflows) {
+        auto b = run.batch(now);
+        b.final = true;
+        b.ended = std::move(ended);
+        reply.parameters = json{{"batch", protocol::to_json(b)}};
     } else {
         auto m = run.message(run.session->profile(), run.started, now);
         m.final = true;
         m.ended = std::move(ended);
         reply.parameters = json{{"report", protocol::to_json(m)}};
     }
-    const auto& report = run.session->profile();
-    spdlog::info("Profile ended: {} of {}, {} samples{} ({})", run.session->event().name,
-                 run.target, report.report(1).samples,
+    spdlog::info("{} ended: {} of {}, {} samples{} ({})",
+                 run.overflows ? "Watch of overflows" : "Profile", run.session->event().name,
+                 run.target, run.session->profile().report(1).samples,
                  reply.error ? fmt::format(": {}", *reply.error) : std::string{}, run.started_by);
     const auto connection = run.connection;
     runs_.erase(connection);  // `run` is gone from here
@@ -250,12 +314,14 @@ void ProfileService::connection_closed(std::uint64_t connection) {
 }
 
 int ProfileService::on_ring(sd_event_source*, int, uint32_t, void* userdata) {
-    static_cast<Run*>(userdata)->session->drain();
+    auto& run = *static_cast<Run*>(userdata);
+    run.session->drain(run.observer());
     return 0;
 }
 
 int ProfileService::on_drain(sd_event_source* s, uint64_t usec, void* userdata) {
-    static_cast<Run*>(userdata)->session->drain();
+    auto& run = *static_cast<Run*>(userdata);
+    run.session->drain(run.observer());
     sd_event_source_set_time(s, usec + kDrainUsec);
     sd_event_source_set_enabled(s, SD_EVENT_ON);
     return 0;
@@ -277,7 +343,7 @@ int ProfileService::on_end(sd_event_source*, uint64_t, void* userdata) {
 
 int ProfileService::on_exit(sd_event_source*, int, uint32_t, void* userdata) {
     auto& run = *static_cast<Run*>(userdata);
-    run.service->finish(run, fmt::format("process {} exited", *run.request.target.pid));
+    run.service->finish(run, fmt::format("process {} exited", run.pid));
     return 0;
 }
 

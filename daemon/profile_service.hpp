@@ -1,7 +1,9 @@
 // The sampling half of the control interface: Profile samples a target on the daemon's loop
 // (its rings drained when the kernel says they fill, and every 50 ms so that a process is
 // named while it still runs), and replies with the profile: once at the end, or streamed per
-// interval. Several profiles may run at once, each owned by its connection.
+// interval. WatchOverflows samples an event every N events and tells of the overflows in
+// batches, each with the last one's address. Several runs at once, each owned by its
+// connection.
 #pragma once
 
 #include <systemd/sd-event.h>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "monitor/perf/event_catalog.hpp"
+#include "monitor/perf/profile_session.hpp"
 #include "varlink_server.hpp"
 
 namespace monitord {
@@ -45,6 +48,12 @@ class ProfileService {
     struct Run;
     using Response = VarlinkServer::Response;
     Response profile(const monitor::varlink::Call& call, const Peer& peer);
+    Response watch_overflows(const monitor::varlink::Call& call, const Peer& peer);
+    // Opens the run's session with `options` and watches it on the loop, for the call's
+    // duration_ms and its interval (`interval_key`).
+    Response start_run(std::unique_ptr<Run> run, monitor::perf::ProfileOptions options,
+                       const monitor::varlink::Call& call, const Peer& peer,
+                       const char* interval_key);
     // Sends what the run's end calls for, and forgets it.
     void finish(Run& run, std::string ended);
     void send_interval(Run& run);

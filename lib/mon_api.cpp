@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "mon.h"
 #include "mon/mon_counting.hpp"
@@ -25,6 +26,7 @@
 #include "monitor/perf/counter_device.hpp"
 #include "monitor/perf/event_catalog.hpp"
 #include "monitor/perf/perf_session.hpp"
+#include "monitor/perf/profile_session.hpp"
 #include "monitor/runtime/runtime.hpp"
 #include "monitor/status.hpp"
 #include "monitor/watchdog/watchdog.hpp"
@@ -59,12 +61,41 @@ struct Collection {
     void* user = nullptr;
 };
 
+// A set's overflow handler (MON_set_perf_overflow).
+struct Overflow {
+    std::uint64_t period = 0;
+    MON_perf_overflow_handler handler = nullptr;
+    void* user = nullptr;
+};
+
+// An overflow to be told of, on the POLL task outside every lock.
+struct OverflowCall {
+    MON_perf_overflow_handler handler = nullptr;
+    int set = 0;
+    unsigned long long count = 0;
+    void* user = nullptr;
+};
+
+// A running session's overflows of one set: its event sampled every `period` events on the
+// session's target.
+struct OverflowWatch {
+    int set = 0;
+    Overflow overflow;
+    std::unique_ptr<monitor::perf::ProfileSession> sampling;
+    std::uint64_t seen = 0;
+};
+
+// How often the POLL task looks for overflows while a session has handlers.
+constexpr auto kOverflowLook = std::chrono::milliseconds(10);
+
 struct PerfState {
     std::optional<monitor::perf::EventCatalog> catalog;  // made by the first perf call
     std::optional<monitor::Runtime::RunId> run;          // the session counting, in the runtime
     monitor::mon::EventOfSet event_of_set{};             // the session's event per set, -1 for none
     std::optional<Collection> collection;
-    std::optional<MON_perf_stats> last;  // the counts of the last session that ended
+    std::optional<MON_perf_stats> last;              // the counts of the last session that ended
+    std::array<Overflow, MON_PERF_SETS> overflow{};  // the handlers, per set
+    std::vector<OverflowWatch> watches;              // the running session's
 };
 
 struct Mon {
@@ -105,6 +136,7 @@ MON_status bad_state(const char* call, State now, const char* needed) {
 // before, by end_session() under the data lock, so that a caller who sees the session over
 // (MON_start_perf_mon no longer MON_PRFRUN) finds the counts in it.
 struct Ending {
+    std::vector<OverflowCall> overflows;  // those still unseen, handed over first
     MON_status status = MON_SUCCESS;
     MON_perf_stats stats{};
     MON_perf_stats* out = nullptr;  // filled when status is MON_SUCCESS
@@ -112,10 +144,31 @@ struct Ending {
     void* user = nullptr;
 
     void finish() {
+        for (const auto& o : overflows) o.handler(o.set, o.count, o.user);
         const bool filled = status == MON_SUCCESS && out != nullptr;
         if (callback != nullptr) callback(status, filled ? out : &stats, user);
     }
 };
+
+// The overflows of the running session's watches since the last look (all that are left,
+// with `stop`), as calls to make. Under m.data.
+std::vector<OverflowCall> take_overflows(Mon& m, bool stop) {
+    std::vector<OverflowCall> calls;
+    for (auto& w : m.perf.watches) {
+        auto count = [&](const monitor::perf::Sample&) {
+            ++w.seen;
+            calls.push_back({w.overflow.handler, w.set,
+                             static_cast<unsigned long long>(w.seen * w.overflow.period),
+                             w.overflow.user});
+        };
+        if (stop) {
+            (void)w.sampling->stop(count);
+        } else {
+            w.sampling->drain(count);
+        }
+    }
+    return calls;
+}
 
 // Ends the session: stops it unless its run finished by itself (`failure`: the reason its run
 // failed), reads its final counts and stores them in its collection's structure. Under m.data.
@@ -133,6 +186,11 @@ Ending end_session(Mon& m, const monitor::Error* failure = nullptr) noexcept {
     const auto id = *p.run;
     p.run.reset();
     m.schedule_changed = true;
+    (void)guarded("the last overflows", [&] {
+        e.overflows = take_overflows(m, true);
+        return MON_SUCCESS;
+    });
+    p.watches.clear();
     p.last.reset();  // never the counts of an older session in place of these
     e.status = guarded("reading the counters", [&]() -> MON_status {
         auto* run = m.runtime->run(id);
@@ -159,10 +217,16 @@ void poll_loop(Mon& m) noexcept {
     std::unique_lock lock(m.data);
     while (!m.stop_poll) {
         m.schedule_changed = false;
-        m.wake.wait_until(lock, m.runtime->next_due(),
-                          [&] { return m.stop_poll || m.schedule_changed; });
+        auto wake_at = m.runtime->next_due();
+        if (!m.perf.watches.empty()) wake_at = std::min(wake_at, Clock::now() + kOverflowLook);
+        m.wake.wait_until(lock, wake_at, [&] { return m.stop_poll || m.schedule_changed; });
         if (m.stop_poll) break;
         std::optional<Ending> ending;
+        std::vector<OverflowCall> overflows;
+        (void)guarded("the POLL task's overflows", [&] {
+            overflows = take_overflows(m, false);
+            return MON_SUCCESS;
+        });
         (void)guarded("the POLL task", [&] {
             // A failed sample is a gap in the history.
             auto due = m.runtime->run_due(Clock::now());
@@ -176,9 +240,10 @@ void poll_loop(Mon& m) noexcept {
             }
             return MON_SUCCESS;
         });
-        if (ending) {
+        if (ending || !overflows.empty()) {
             lock.unlock();
-            ending->finish();
+            for (const auto& o : overflows) o.handler(o.set, o.count, o.user);
+            if (ending) ending->finish();
             lock.lock();
         }
     }
@@ -215,6 +280,30 @@ MON_status begin_perf(const char* call, const MON_perf_config* config,
         return fail(static_cast<MON_status>(options.error().status),
                     std::string{call} + ": " + options.error().message);
     }
+    // The sets' overflow handlers: each set's event sampled on the same target.
+    std::vector<OverflowWatch> watches;
+    for (int set = 0; set < MON_PERF_SETS; ++set) {
+        const Overflow& o = m.perf.overflow[static_cast<std::size_t>(set)];
+        if (o.handler == nullptr) continue;
+        const char* event = config->events[set];
+        if (event == nullptr || *event == '\0') {
+            return fail(MON_BADARG, std::string{call} + ": set " + std::to_string(set + 1) +
+                                        " has an overflow handler and no event");
+        }
+        monitor::perf::ProfileOptions po{.event = event,
+                                         .rate = {.period = o.period},
+                                         .target = options->target,
+                                         .cpus = online,
+                                         .ring_pages = 16,  // looked at every 10 ms
+                                         .profile = false};
+        auto sampling = monitor::perf::ProfileSession::start(*m.perf.catalog, std::move(po));
+        if (!sampling) {
+            return fail(static_cast<MON_status>(sampling.error().status),
+                        std::string{call} + ": the overflows of set " + std::to_string(set + 1) +
+                            ": " + sampling.error().message);
+        }
+        watches.push_back({set + 1, o, std::move(*sampling), 0});
+    }
     auto session = monitor::perf::PerfSession::start(
         *m.perf.catalog, std::make_unique<monitor::perf::PerfEventDevice>(), std::move(*options));
     if (!session) {
@@ -228,6 +317,7 @@ MON_status begin_perf(const char* call, const MON_perf_config* config,
         m.perf.run = m.runtime->add_run(std::move(*session), run, Clock::now());
         m.perf.event_of_set = event_of_set;
         m.perf.collection = collection;
+        m.perf.watches = std::move(watches);
         m.schedule_changed = true;
     }
     m.wake.notify_all();
@@ -458,6 +548,7 @@ MON_status do_shutdown() {
     m.stopped.reset();
     m.monitored.clear();
     m.perf.last.reset();
+    m.perf.overflow = {};
     m.state = State::Uninitialized;
     return MON_SUCCESS;
 }
@@ -544,6 +635,31 @@ MON_status do_collect_perf_stats(const MON_perf_config* config, unsigned int dur
                                  .user = user});
 }
 
+MON_status do_set_perf_overflow(int set, unsigned long long period,
+                                MON_perf_overflow_handler handler, void* user) {
+    Mon& m = mon();
+    std::lock_guard lock(m.api);
+    if (m.state == State::Uninitialized) {
+        return bad_state("MON_set_perf_overflow", m.state, "initialized");
+    }
+    if (set < 1 || set > MON_PERF_SETS) {
+        return fail(MON_BADARG, "MON_set_perf_overflow: set " + std::to_string(set) +
+                                    ": choose from 1 to " + std::to_string(MON_PERF_SETS));
+    }
+    if (handler != nullptr && period == 0) {
+        return fail(MON_BADARG, "MON_set_perf_overflow: a period of 0 events: give 1 or more");
+    }
+    std::lock_guard data(m.data);
+    if (m.perf.run) {
+        return fail(MON_PRFRUN,
+                    "MON_set_perf_overflow: counting; handlers apply to the sessions started "
+                    "after the call (MON_stop_perf_mon ends this one)");
+    }
+    m.perf.overflow[static_cast<std::size_t>(set - 1)] =
+        handler != nullptr ? Overflow{period, handler, user} : Overflow{};
+    return MON_SUCCESS;
+}
+
 MON_status do_stop_perf_mon(MON_perf_stats* stats) {
     Mon& m = mon();
     Ending ending;
@@ -612,6 +728,12 @@ MON_status MON_collect_perf_stats(const MON_perf_config* config, unsigned int du
     return guarded("MON_collect_perf_stats", [&] {
         return do_collect_perf_stats(config, duration_ms, stats, callback, user);
     });
+}
+
+MON_status MON_set_perf_overflow(int set, unsigned long long period,
+                                 MON_perf_overflow_handler handler, void* user) {
+    return guarded("MON_set_perf_overflow",
+                   [&] { return do_set_perf_overflow(set, period, handler, user); });
 }
 
 MON_status MON_stop_perf_mon(MON_perf_stats* stats) {

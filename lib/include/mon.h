@@ -204,6 +204,22 @@ MON_status MON_stop_perf_mon(MON_perf_stats* stats);
 MON_status MON_collect_perf_stats(const MON_perf_config* config, unsigned int duration_ms,
                                   MON_perf_stats* stats, MON_perf_callback callback, void* user);
 
+/* Extension (not in the RAD750 MON package; AmigaOS's SetInterruptVector with a counter
+ * preload): be told of the overflows of a set's event. Every `period` events of set `set`
+ * (1 to MON_PERF_SETS, as config.events[set - 1] names it) in the sessions started after this
+ * call, handler(set, count, user) is called with the set's count at that overflow (period,
+ * 2 x period, ...). It is called on the POLL task, never from a signal handler, and without a
+ * MON lock held: the POLL task looks for overflows every 10 ms while a session with handlers
+ * counts, and calls the handler once per overflow, oldest first; the overflows still unseen
+ * when a session ends are handed over before its collection's callback. A handler must not
+ * call MON_stop. handler NULL removes the set's handler; MON_shutdown removes them all. MON_BADARG for a set out of range or
+ * a period of 0, MON_PRFRUN while counting, MON_BADSTATE before MON_initialize. A set with a
+ * handler and no event makes MON_start_perf_mon and MON_collect_perf_stats return
+ * MON_BADARG. */
+typedef void (*MON_perf_overflow_handler)(int set, unsigned long long count, void* user);
+MON_status MON_set_perf_overflow(int set, unsigned long long period,
+                                 MON_perf_overflow_handler handler, void* user);
+
 /* "MON_PRFRUN", and a sentence saying what it means; for any value, never NULL. */
 const char* MON_status_name(MON_status status);
 const char* MON_status_message(MON_status status);

@@ -40,8 +40,14 @@ SampleLabel Profile::label(const Sample& s, AddressNames& names) {
 }
 
 void Profile::add(const Sample& s, const SampleLabel& label) {
-    ++samples_;
+    count(s);
     addresses_[s.ip] += 1;
+    functions_[label.function] += 1;
+    objects_[label.object] += 1;
+}
+
+void Profile::count(const Sample& s) {
+    ++samples_;
     if (s.pid == 0) {
         ++modes_.idle;
     } else if (s.mode == SampleMode::Kernel) {
@@ -51,8 +57,6 @@ void Profile::add(const Sample& s, const SampleLabel& label) {
     } else {
         ++modes_.other;
     }
-    functions_[label.function] += 1;
-    objects_[label.object] += 1;
 }
 
 void Profile::add(const DrainStats& drain) {

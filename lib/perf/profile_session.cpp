@@ -25,7 +25,8 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::start(const EventCatalog
     s->event_.exclude_user = s->event_.exclude_user || !options.user;
     s->event_.exclude_kernel = s->event_.exclude_kernel || !options.kernel;
     s->names_ = std::make_unique<AddressNames>(options.kallsyms);
-    if (options.kernel) s->names_->load_kernel();  // before sampling starts
+    s->profiling_ = options.profile;
+    if (options.kernel && options.profile) s->names_->load_kernel();  // before sampling starts
 
     std::vector<int> cpus = options.cpus;
     if (t.kind == TargetKind::OneCpu) {
@@ -92,12 +93,26 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::start(const EventCatalog
     return s;
 }
 
-void ProfileSession::drain() {
+void ProfileSession::drain(const std::function<void(const Sample&)>& observer) {
     for (auto& ring : rings_) {
         const auto stats = ring->drain([&](const Sample& sample) {
-            const auto label = Profile::label(sample, *names_);
-            profile_.add(sample, label);
-            interval_.add(sample, label);
+            if (observer) observer(sample);
+            if (!profiling_) {
+                profile_.count(sample);
+                interval_.count(sample);
+                return;
+            }
+            // Kernel code is the same in every process; user code is each process's own.
+            const pid_t who = sample.pid == 0                     ? 0
+                              : sample.mode == SampleMode::Kernel ? -1
+                              : sample.mode == SampleMode::User   ? sample.pid
+                                                                  : -2;
+            auto [it, added] = labels_.try_emplace(LabelKey{who, sample.ip});
+            if (added) it->second = Profile::label(sample, *names_);
+            profile_.add(sample, it->second);
+            interval_.add(sample, it->second);
+            // Code mapped after the map was read is named once it is read again.
+            if (it->second.object == "[unknown]") labels_.erase(it);
         });
         profile_.add(stats);
         interval_.add(stats);
@@ -108,7 +123,7 @@ Profile ProfileSession::take_interval() {
     return std::exchange(interval_, Profile{});
 }
 
-Result<void> ProfileSession::stop() {
+Result<void> ProfileSession::stop(const std::function<void(const Sample&)>& observer) {
     Result<void> result;
     if (!stopped_) {
         for (auto& ring : rings_) {
@@ -116,7 +131,7 @@ Result<void> ProfileSession::stop() {
         }
         stopped_ = true;
     }
-    drain();
+    drain(observer);
     return result;
 }
 

@@ -271,4 +271,83 @@ ProfileMessage profile_message_from_json(const json& j) {
     return m;
 }
 
+json to_json(const OverflowRequest& r) {
+    return json{
+        {"event", r.event}, {"period", r.period}, {"target", to_json(r.target)}, {"mode", r.mode}};
+}
+
+OverflowRequest overflow_request_from_json(const json& j) {
+    OverflowRequest r;
+    r.event = j.at("event").get<std::string>();
+    r.period = j.at("period").get<std::int64_t>();
+    if (auto it = j.find("target"); it != j.end() && !it->is_null()) {
+        r.target = target_request_from_json(*it);
+    }
+    r.mode = optional_of<std::string>(j, "mode").value_or("both");
+    return r;
+}
+
+Result<perf::ProfileOptions> overflow_options(const OverflowRequest& r,
+                                              const std::filesystem::path& cgroup_root) {
+    if (r.event.empty()) {
+        return fail(Status::BadArg, "overflows of which event? Name one (monctl perf list)");
+    }
+    ProfileRequest p{.event = r.event, .period = r.period, .target = r.target, .mode = r.mode};
+    auto o = profile_options(p, cgroup_root);
+    if (!o) return o;
+    o->profile = false;
+    return o;
+}
+
+json to_json(const OverflowBatch& b) {
+    json j{{"event", b.event},
+           {"period", b.period},
+           {"overflows", b.overflows},
+           {"total", b.total},
+           {"count", b.total * static_cast<std::uint64_t>(b.period)},
+           {"elapsed", b.elapsed},
+           {"final", b.final},
+           {"lost", b.lost},
+           {"throttled", b.throttled}};
+    if (!b.ended.empty()) j["ended"] = b.ended;
+    if (b.last) {
+        j["last"] = json{{"address", hex(b.last->ip)},
+                         {"pid", b.last->pid},
+                         {"tid", b.last->tid},
+                         {"cpu", b.last->cpu},
+                         {"time_ns", b.last->time_ns},
+                         {"mode", b.last->mode == perf::SampleMode::User     ? "user"
+                                  : b.last->mode == perf::SampleMode::Kernel ? "kernel"
+                                                                             : "other"}};
+    }
+    return j;
+}
+
+OverflowBatch overflow_batch_from_json(const json& j) {
+    OverflowBatch b;
+    b.event = j.at("event").get<std::string>();
+    b.period = j.at("period").get<std::int64_t>();
+    b.overflows = j.at("overflows").get<std::uint64_t>();
+    b.total = j.at("total").get<std::uint64_t>();
+    b.elapsed = j.at("elapsed").get<double>();
+    b.final = j.at("final").get<bool>();
+    b.ended = optional_of<std::string>(j, "ended").value_or("");
+    b.lost = j.at("lost").get<std::uint64_t>();
+    b.throttled = j.at("throttled").get<std::uint64_t>();
+    if (auto it = j.find("last"); it != j.end() && !it->is_null()) {
+        perf::Sample s;
+        s.ip = address_from_json(it->at("address"));
+        s.pid = it->at("pid").get<pid_t>();
+        s.tid = it->at("tid").get<pid_t>();
+        s.cpu = it->at("cpu").get<int>();
+        s.time_ns = it->at("time_ns").get<std::uint64_t>();
+        const auto mode = it->at("mode").get<std::string>();
+        s.mode = mode == "user"     ? perf::SampleMode::User
+                 : mode == "kernel" ? perf::SampleMode::Kernel
+                                    : perf::SampleMode::Unknown;
+        b.last = s;
+    }
+    return b;
+}
+
 }  // namespace monitor::protocol

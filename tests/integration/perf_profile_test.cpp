@@ -8,6 +8,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <fstream>
+#include <iterator>
 #include <optional>
 #include <regex>
 #include <sstream>
@@ -267,6 +269,84 @@ TEST_F(PerfProfile, BadRequestsAreRefusedClearly) {
     }
     auto events = daemon_->call("ListEvents");  // and it still answers
     EXPECT_TRUE(events.contains("events"));
+}
+
+// utime + stime of a process, in seconds (clock ticks of 10 ms).
+double process_cpu_seconds(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::istringstream fields(text.substr(text.rfind(')') + 2));
+    std::vector<std::string> f{std::istream_iterator<std::string>(fields), {}};
+    if (f.size() < 13) return -1;
+    return static_cast<double>(std::stoull(f[11]) + std::stoull(f[12])) /
+           static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+// Overflows every 10 ms of a process's task clock come as often as its task clock says, in
+// batches that add up to the total, each with the last one's address: in the code it runs.
+TEST_F(PerfProfile, OverflowsComeEveryPeriodWithWhereTheLastOneWas) {
+    auto burner = Process::start({profile_burner_bin(), "30"});
+    ASSERT_TRUE(burner);
+    const pid_t pid = burner->pid();
+    std::optional<monitor::perf::SymbolAddress> three, one;
+    ASSERT_TRUE(test_support::wait_until(
+        [&] {
+            auto a = monitor::perf::find_process_symbol(pid, "profile_burner_three");
+            auto b = monitor::perf::find_process_symbol(pid, "profile_burner_one");
+            if (a && b) {
+                three = *a;
+                one = *b;
+            }
+            return a && b;
+        },
+        5s));
+    const double cpu_before = process_cpu_seconds(pid);
+    auto r = daemon_->monctl({"perf", "overflows", "-e", "perf::TASK-CLOCK", "-c", "10000000", "-p",
+                              std::to_string(pid), "-d", "2s", "-b", "200ms", "--json"});
+    const double cpu = process_cpu_seconds(pid) - cpu_before;
+    burner->stop(SIGKILL);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::istringstream in(r.out);
+    std::uint64_t sum = 0;
+    int batches = 0;
+    int in_burners = 0;
+    nlohmann::json final;
+    for (std::string line; std::getline(in, line);) {
+        auto j = nlohmann::json::parse(line);
+        EXPECT_EQ(check_reply("WatchOverflows", j), "") << line;
+        const auto& b = j["batch"];
+        sum += b["overflows"].get<std::uint64_t>();
+        if (b["final"].get<bool>()) {
+            final = b;
+            continue;
+        }
+        ++batches;
+        ASSERT_TRUE(b["last"].is_object()) << line;
+        EXPECT_EQ(b["last"]["pid"], pid);
+        const auto ip = std::stoull(b["last"]["address"].get<std::string>(), nullptr, 16);
+        for (const auto& f : {*three, *one}) {
+            if (ip >= f.address && ip < f.address + f.size) ++in_burners;
+        }
+    }
+    ASSERT_TRUE(final.is_object()) << r.out;
+    EXPECT_GE(batches, 8) << "a batch every 200 ms for 2 s: " << r.out;
+    EXPECT_EQ(sum, final["total"].get<std::uint64_t>()) << "the batches add up to the total";
+    EXPECT_EQ(final["count"].get<std::uint64_t>(), sum * 10'000'000);
+    EXPECT_EQ(final["lost"], 0);
+    // The task clock over the period: the process's CPU time (to a tick of 10 ms) in 10 ms.
+    const double due = cpu / 0.010;
+    EXPECT_NEAR(static_cast<double>(sum), due, due * 0.1 + 2)
+        << "CPU time " << cpu << " s: " << r.out;
+    EXPECT_GE(in_burners * 10, batches * 8)
+        << "the sampled address is in the burners' code (the rest in the clock it reads)";
+    std::printf(
+        "%llu overflows every 10 ms of task clock, for %.2f s of CPU (%.0f due); %d of "
+        "%d batches' last address in the burners\n",
+        static_cast<unsigned long long>(sum), cpu, due, in_burners, batches);
+
+    auto zero = daemon_->monctl({"perf", "overflows", "-e", "perf::TASK-CLOCK", "-c", "0"});
+    EXPECT_EQ(zero.exit_code, 1);
+    EXPECT_NE(zero.err.find("a period of 0 events: give 1 or more"), std::string::npos) << zero.err;
 }
 
 }  // namespace

@@ -60,8 +60,8 @@ TEST(AccessTable, EveryMethodOfTheInterfacesHasExactlyOneEntry) {
 TEST(AccessTable, CountingAndSamplingControlAndEverythingElseReads) {
     const std::set<std::string_view> control = {
         "io.monitord.Monitor.CollectCounters", "io.monitord.Monitor.StartCounters",
-        "io.monitord.Monitor.StopCounters", "io.monitord.Monitor.ResetCounters",
-        "io.monitord.Monitor.Profile"};
+        "io.monitord.Monitor.StopCounters",    "io.monitord.Monitor.ResetCounters",
+        "io.monitord.Monitor.Profile",         "io.monitord.Monitor.WatchOverflows"};
     for (const auto& rule : method_access()) {
         EXPECT_EQ(rule.access, control.contains(rule.method) ? Access::Control : Access::Read)
             << rule.method;

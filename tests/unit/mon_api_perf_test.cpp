@@ -11,10 +11,13 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <future>
 #include <initializer_list>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "mon_api_fixture.hpp"
 #include "spinning_process.hpp"
@@ -457,4 +460,90 @@ TEST_F(MonApi, CountingTheMachineWithoutPrivilegeSaysWhatIsNeeded) {
 }
 
 }  // namespace
+// What the overflow handlers were called with, and on which thread.
+struct Overflows {
+    std::mutex mutex;
+    std::vector<std::pair<int, unsigned long long>> calls;
+    std::vector<std::thread::id> threads;
+    int calls_at_callback = -1;  // how many had come when the collection's callback ran
+};
+
+void OnOverflow(int set, unsigned long long count, void* user) {
+    auto* o = static_cast<Overflows*>(user);
+    std::lock_guard lock(o->mutex);
+    o->calls.emplace_back(set, count);
+    o->threads.push_back(std::this_thread::get_id());
+}
+
+void OnCollected(MON_status, const MON_perf_stats*, void* user) {
+    auto* o = static_cast<Overflows*>(user);
+    std::lock_guard lock(o->mutex);
+    o->calls_at_callback = static_cast<int>(o->calls.size());
+}
+
+// The extension MON_set_perf_overflow: every 10 ms of a spinning thread's task clock the
+// handler runs, with the count at that overflow, on the POLL task; as many times as the
+// task clock over the period (+- 10 %), all before the collection's callback.
+TEST_F(MonApi, OverflowHandlersRunEveryPeriodOnThePollTask) {
+    ASSERT_MON(MON_initialize(), MON_SUCCESS);
+    Overflows o;
+    EXPECT_MON(MON_set_perf_overflow(0, 10, OnOverflow, &o), MON_BADARG);
+    EXPECT_THAT(MON_last_error(), HasSubstr("set 0: choose from 1 to 4"));
+    EXPECT_MON(MON_set_perf_overflow(5, 10, OnOverflow, &o), MON_BADARG);
+    EXPECT_MON(MON_set_perf_overflow(1, 0, OnOverflow, &o), MON_BADARG);
+    EXPECT_THAT(MON_last_error(), HasSubstr("a period of 0 events"));
+    constexpr unsigned long long kPeriod = 10'000'000;  // ns of task clock
+    ASSERT_MON(MON_set_perf_overflow(1, kPeriod, OnOverflow, &o), MON_SUCCESS);
+    ASSERT_MON(MON_start(nullptr, nullptr), MON_SUCCESS);
+
+    std::promise<pid_t> tid;
+    std::atomic<bool> stop{false};
+    std::thread spinner([&] {
+        tid.set_value(::gettid());
+        volatile unsigned long sink = 0;
+        while (!stop) sink = sink + 1;
+    });
+    auto config = ThreadConfig({kTaskClock});
+    config.tid = tid.get_future().get();
+    MON_perf_stats stats{};
+    const MON_status s = MON_collect_perf_stats(&config, 1000, &stats, OnCollected, &o);
+    bool collected = false;
+    if (s == MON_SUCCESS) {
+        EXPECT_MON(MON_set_perf_overflow(1, kPeriod, OnOverflow, &o), MON_PRFRUN);
+        collected = test_support::wait_until(
+            [&] {
+                std::lock_guard lock(o.mutex);
+                return o.calls_at_callback >= 0;
+            },
+            5s);
+    }
+    stop = true;
+    spinner.join();
+    ASSERT_MON(s, MON_SUCCESS);
+    ASSERT_TRUE(collected) << "no callback within 5 s of a 1 s collection";
+
+    std::lock_guard lock(o.mutex);
+    const double due = static_cast<double>(stats.counts[0].count) / static_cast<double>(kPeriod);
+    // On a busy machine the spinner gets what it gets; the relation is what counts.
+    EXPECT_GT(due, 10) << "the spinner ran at least 100 ms of the second";
+    EXPECT_NEAR(static_cast<double>(o.calls.size()), due, 0.1 * due + 1)
+        << "task clock " << stats.counts[0].count / 1e6 << " ms";
+    for (std::size_t i = 0; i < o.calls.size(); ++i) {
+        EXPECT_EQ(o.calls[i].first, 1);
+        EXPECT_EQ(o.calls[i].second, (i + 1) * kPeriod) << "call " << i;
+        EXPECT_NE(o.threads[i], std::this_thread::get_id());
+        EXPECT_NE(o.threads[i], spinner.get_id()) << "never in the counted thread";
+    }
+    EXPECT_EQ(o.calls_at_callback, static_cast<int>(o.calls.size()))
+        << "every overflow is handed over before the collection's callback";
+    std::printf("%zu overflows every 10 ms of a task clock of %.1f ms (%.1f due)\n", o.calls.size(),
+                static_cast<double>(stats.counts[0].count) / 1e6, due);
+
+    // A handler on a set without an event is refused at the start.
+    ASSERT_MON(MON_set_perf_overflow(2, kPeriod, OnOverflow, &o), MON_SUCCESS);
+    config.tid = 0;
+    EXPECT_MON(MON_start_perf_mon(&config), MON_BADARG);
+    EXPECT_THAT(MON_last_error(), HasSubstr("set 2 has an overflow handler and no event"));
+}
+
 }  // namespace mon_api_test

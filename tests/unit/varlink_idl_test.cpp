@@ -53,11 +53,11 @@ TEST(VarlinkIdlBuiltin, MonitorInterface) {
     ASSERT_NO_THROW(iface = builtin_interface(kMonitorInterface));
     ASSERT_NE(iface, nullptr);
     EXPECT_EQ(iface->name(), "io.monitord.Monitor");
-    EXPECT_EQ(
-        method_names(*iface),
-        (std::set<std::string>{"GetLoading", "GetStatus", "GetPmuInfo", "ListEvents",
-                               "PlanCounters", "CollectCounters", "StartCounters", "ResetCounters",
-                               "ReadCounters", "StopCounters", "GetStandingCounters", "Profile"}));
+    EXPECT_EQ(method_names(*iface),
+              (std::set<std::string>{"GetLoading", "GetStatus", "GetPmuInfo", "ListEvents",
+                                     "PlanCounters", "CollectCounters", "StartCounters",
+                                     "ResetCounters", "ReadCounters", "StopCounters",
+                                     "GetStandingCounters", "Profile", "WatchOverflows"}));
     EXPECT_NE(iface->error("InvalidMessage"), nullptr);
     for (auto e : {"PerfRunning", "PerfNotRunning", "NoSuchEvent", "PermissionDenied", "NoPmu",
                    "NoSuchTarget", "InvalidRequest", "CounterFailure", "NoSuchSession"}) {

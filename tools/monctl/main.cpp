@@ -184,6 +184,10 @@ int main(int argc, char** argv) {
         "profile",
         "Sample where a target spends its time (or a command, until it exits): the top "
         "functions and objects, the split by mode, an address histogram");
+    auto* perf_overflows = perf->add_subcommand(
+        "overflows",
+        "Be told of an event's overflows every N events on a target, in batches with where "
+        "the last one happened (the sampled address)");
     for (auto* sub : {perf_plan, perf_collect, perf_start, perf_stat}) {
         auto* ev = sub->add_option("-e,--events", po.events,
                                    "Events, comma-separated; braces keep a group together: "
@@ -267,6 +271,33 @@ int main(int argc, char** argv) {
     perf_profile->add_option("--range", po.range,
                              "An address histogram of START-END in 4-byte buckets, or "
                              "START-END/BUCKET (0x401000-0x402000/16)");
+    perf_overflows->add_option("-e,--event", po.events, "The event")->required();
+    perf_overflows->add_option("-c,--count", po.period, "An overflow every N events")->required();
+    {
+        auto* all =
+            perf_overflows->add_flag("-a,--all-cpus")->description("Every CPU (the default)");
+        auto* cpu = perf_overflows->add_option("-C,--cpu", po.cpu, "One CPU")
+                        ->check(CLI::NonNegativeNumber);
+        auto* pid = perf_overflows
+                        ->add_option("-p,--pid", po.pid,
+                                     "A process: all its threads, and those it starts; ends "
+                                     "early when it exits")
+                        ->check(CLI::PositiveNumber);
+        auto* cgroup = perf_overflows->add_option("-G,--cgroup", po.cgroup,
+                                                  "A cgroup (a path below /sys/fs/cgroup)");
+        auto* unit = perf_overflows->add_option("-u,--unit", po.unit, "A systemd unit");
+        for (auto* a : {all, cpu, pid, cgroup, unit}) {
+            for (auto* b : {all, cpu, pid, cgroup, unit}) {
+                if (a != b) a->excludes(b);
+            }
+        }
+    }
+    perf_overflows->add_option("-d,--duration", po.profile_duration, "How long (default 5s)");
+    perf_overflows->add_option("-b,--batch", po.batch,
+                               "At most one batch this often (default 100ms)");
+    auto* user_overflows = perf_overflows->add_flag("--user", po.user, "User mode only");
+    auto* kernel_overflows = perf_overflows->add_flag("--kernel", po.kernel, "Kernel mode only");
+    user_overflows->excludes(kernel_overflows);
     perf_profile->add_option("command", po.command,
                              "A command to run and sample until it exits (after --)");
 
@@ -303,6 +334,7 @@ int main(int argc, char** argv) {
         if (perf_reset->parsed()) return monctl::perf_reset(po);
         if (perf_stat->parsed()) return monctl::perf_stat(po);
         if (perf_profile->parsed()) return monctl::perf_profile(po);
+        if (perf_overflows->parsed()) return monctl::perf_overflows(po);
     } catch (const nlohmann::json::exception& e) {
         // Replies are checked against the interface first; this is the backstop for a reply
         // that passes the check and still cannot be read.

@@ -574,4 +574,49 @@ int perf_profile(const PerfOptions& o) {
     return cmd ? exit_code_of(status) : kExitOk;
 }
 
+int perf_overflows(const PerfOptions& o) {
+    protocol::OverflowRequest request;
+    request.event = o.events;
+    request.period = o.period.value_or(0);
+    if (o.user && o.kernel) {
+        return report_error({Status::BadArg,
+                             "--user and --kernel: give one (both modes are "
+                             "sampled when neither is given)"});
+    }
+    request.mode = o.user ? "user" : o.kernel ? "kernel" : "both";
+    request.target = request_of(o).where();
+    json params{{"request", protocol::to_json(request)}};
+    auto duration = parse_duration_ms(o.profile_duration.empty() ? "5s" : o.profile_duration);
+    if (!duration) return report_error(duration.error());
+    params["duration_ms"] = *duration;
+    if (!o.batch.empty()) {
+        auto batch = parse_duration_ms(o.batch);
+        if (!batch) return report_error(batch.error());
+        params["batch_ms"] = *batch;
+    }
+    auto c = connect(o);
+    if (!c) return report_error(c.error());
+    c->set_timeout(std::chrono::milliseconds(0));  // the replies come as overflows do
+    auto r = c->stream("WatchOverflows", params, [&](const json& reply) {
+        if (reply.contains("started")) {
+            if (!o.json) {
+                std::cout << fmt::format("Overflows of {} every {} events, {}:\n", request.event,
+                                         format_count(static_cast<std::uint64_t>(request.period)),
+                                         protocol::target_text(request.target))
+                          << std::flush;
+            }
+            return true;
+        }
+        if (o.json) {
+            std::cout << reply.dump() << std::endl;
+        } else {
+            std::cout << format_overflow_batch(
+                             protocol::overflow_batch_from_json(reply.at("batch")))
+                      << std::flush;
+        }
+        return static_cast<bool>(std::cout);
+    });
+    return r ? kExitOk : report_error(r.error());
+}
+
 }  // namespace monctl

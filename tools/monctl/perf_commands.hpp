@@ -36,6 +36,7 @@ struct PerfOptions {
     bool kernel = false;  // kernel mode only
     int top = 20;
     std::string range;  // START-END[/BUCKET]
+    std::string batch;  // perf overflows: how often a batch comes (empty: 100 ms)
 };
 
 // "5s", "250ms", "2m", "1.5" (seconds) -> milliseconds; BADARG naming the text otherwise.
@@ -59,5 +60,8 @@ int perf_stat(const PerfOptions& o);
 // the profile; with an interval, each interval's too. A command's exit code is returned as
 // perf_stat does.
 int perf_profile(const PerfOptions& o);
+// Asks monitord to tell of the overflows of an event every `period` events on a target, and
+// shows each batch as it comes, then the totals.
+int perf_overflows(const PerfOptions& o);
 
 }  // namespace monctl

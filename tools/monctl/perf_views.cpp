@@ -232,4 +232,27 @@ std::string format_profile(const monitor::protocol::ProfileMessage& m) {
     return out;
 }
 
+std::string format_overflow_batch(const monitor::protocol::OverflowBatch& b) {
+    const std::uint64_t events = b.total * static_cast<std::uint64_t>(b.period);
+    std::string out;
+    if (b.final) {
+        out = fmt::format("{} overflows in {:.3f} s ({} events){}; lost {}, throttled {}",
+                          format_count(b.total), b.elapsed, format_count(events),
+                          b.ended.empty() ? std::string{} : fmt::format(" ({})", b.ended),
+                          format_count(b.lost), format_count(b.throttled));
+    } else {
+        out = fmt::format("+{:.3f} s  {} overflow{}, {} in all ({} events)", b.elapsed,
+                          format_count(b.overflows), b.overflows == 1 ? "" : "s",
+                          format_count(b.total), format_count(events));
+    }
+    if (b.last) {
+        const auto& s = *b.last;
+        out += fmt::format("; the last at {:#x} in {}/{} on cpu{}, {}", s.ip, s.pid, s.tid, s.cpu,
+                           s.mode == monitor::perf::SampleMode::User     ? "user"
+                           : s.mode == monitor::perf::SampleMode::Kernel ? "kernel"
+                                                                         : "other");
+    }
+    return out + '\n';
+}
+
 }  // namespace monctl

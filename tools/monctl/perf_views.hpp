@@ -36,5 +36,8 @@ std::string format_events(const std::vector<monitor::protocol::EventListing>& ev
 // throttled; the top functions and objects with their shares; the address histogram's
 // buckets that have samples.
 std::string format_profile(const monitor::protocol::ProfileMessage& profile);
+// A batch of overflows on a line ("+1.500 s  12 overflows, 240 in all (2,400,000 events); the
+// last at 0x4011a6 in 4242/4243 on cpu1, user"), or the totals of the last.
+std::string format_overflow_batch(const monitor::protocol::OverflowBatch& batch);
 
 }  // namespace monctl

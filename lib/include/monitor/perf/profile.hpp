@@ -72,6 +72,8 @@ class Profile {
     // Adds a sample, counted under `label`.
     void add(const Sample& sample, const SampleLabel& label);
     void add(const Sample& sample, AddressNames& names) { add(sample, label(sample, names)); }
+    // Counts a sample by its mode only, not by function, object or address.
+    void count(const Sample& sample);
     // Adds what a drain of a ring lost or throttled.
     void add(const DrainStats& drain);
 

@@ -9,8 +9,10 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "monitor/perf/event_catalog.hpp"
@@ -37,6 +39,9 @@ struct ProfileOptions {
     bool user = true;
     bool kernel = true;
     std::filesystem::path kallsyms = "/proc/kallsyms";  // kernel samples' names
+    // Add the samples up into a profile, naming them; false: only hand them to drain()'s
+    // observer (overflows: where each one was, without the cost of naming).
+    bool profile = true;
 };
 
 class ProfileSession {
@@ -46,10 +51,11 @@ class ProfileSession {
     static Result<std::unique_ptr<ProfileSession>> start(const EventCatalog& catalog,
                                                          ProfileOptions options);
 
-    // Adds the samples written since the last drain to the profile.
-    void drain();
+    // Adds the samples written since the last drain to the profile, and hands each to
+    // `observer` if given, oldest first per ring.
+    void drain(const std::function<void(const Sample&)>& observer = {});
     // Stops sampling, and drains what is left.
-    Result<void> stop();
+    Result<void> stop(const std::function<void(const Sample&)>& observer = {});
 
     // Every sample since the start.
     const Profile& profile() const { return profile_; }
@@ -70,8 +76,22 @@ class ProfileSession {
     Profile profile_;
     Profile interval_;
     std::unique_ptr<AddressNames> names_;
+    // The label of each (process, address) named so far: a loop's samples hit the same few
+    // addresses, which are named once.
+    struct LabelKey {
+        pid_t pid;
+        std::uint64_t ip;
+        bool operator==(const LabelKey&) const = default;
+    };
+    struct LabelHash {
+        std::size_t operator()(const LabelKey& k) const noexcept {
+            return std::hash<std::uint64_t>{}(k.ip * 31 + static_cast<std::uint64_t>(k.pid));
+        }
+    };
+    std::unordered_map<LabelKey, SampleLabel, LabelHash> labels_;
     std::size_t threads_ = 0;
     bool stopped_ = false;
+    bool profiling_ = true;
 };
 
 }  // namespace monitor::perf

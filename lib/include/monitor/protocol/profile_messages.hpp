@@ -86,4 +86,41 @@ ProfileMessage make_profile_message(const perf::Profile& profile, std::size_t to
 nlohmann::json to_json(const ProfileMessage& m);
 ProfileMessage profile_message_from_json(const nlohmann::json& j);
 
+// Overflows asked for (AmigaOS's SetInterruptVector with CounterControl's preload, pfm's
+// interrupt frequency): every `period` events of `event` on the target, the kernel takes a
+// sample, and the watcher is told.
+struct OverflowRequest {
+    std::string event;
+    std::int64_t period = 0;
+    TargetRequest target;
+    std::string mode = "both";
+
+    bool operator==(const OverflowRequest&) const = default;
+};
+
+nlohmann::json to_json(const OverflowRequest& r);
+OverflowRequest overflow_request_from_json(const nlohmann::json& j);
+// A ProfileSession's options that only count the overflows (no profile, no names); the errors
+// of profile_options.
+Result<perf::ProfileOptions> overflow_options(const OverflowRequest& r,
+                                              const std::filesystem::path& cgroup_root);
+
+// The overflows of a batch (the time since the last reply), with the last one's sampled
+// instruction address: the SIA.
+struct OverflowBatch {
+    std::string event;
+    std::int64_t period = 0;
+    std::uint64_t overflows = 0;  // in this batch
+    std::uint64_t total = 0;      // since the start
+    double elapsed = 0;           // seconds since the start
+    bool final = false;
+    std::string ended;
+    std::optional<perf::Sample> last;  // the batch's last overflow
+    std::uint64_t lost = 0;            // since the start
+    std::uint64_t throttled = 0;
+};
+
+nlohmann::json to_json(const OverflowBatch& b);
+OverflowBatch overflow_batch_from_json(const nlohmann::json& j);
+
 }  // namespace monitor::protocol
