@@ -65,18 +65,23 @@ extern "C" {
 
 namespace {
 
-int fixed_work(long rounds, int threads) {
-    const auto start = std::chrono::steady_clock::now();
-    auto work = [rounds] {
-        for (long i = 0; i < rounds; ++i) {
-            profile_burner_work_three(1'000'000);
-            profile_burner_work_one(1'000'000);
-        }
-    };
+// Runs `work` on `threads` threads, this one among them, and waits for them.
+template <typename Work>
+void on_threads(int threads, const Work& work) {
     std::vector<std::thread> others;
     for (int t = 1; t < threads; ++t) others.emplace_back(work);
     work();
     for (auto& t : others) t.join();
+}
+
+int fixed_work(long rounds, int threads) {
+    const auto start = std::chrono::steady_clock::now();
+    on_threads(threads, [rounds] {
+        for (long i = 0; i < rounds; ++i) {
+            profile_burner_work_three(1'000'000);
+            profile_burner_work_one(1'000'000);
+        }
+    });
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     rusage u{};
@@ -96,16 +101,12 @@ int main(int argc, char** argv) {
     const double seconds = argc > 1 ? std::atof(argv[1]) : 2.0;
     const int threads = argc > 2 ? std::atoi(argv[2]) : 1;
     const int code = argc > 3 ? std::atoi(argv[3]) : 0;
-    auto work = [seconds] {
+    on_threads(threads, [seconds] {
         const auto rounds = static_cast<int>(seconds / 0.04 + 0.5);
         for (int i = 0; i < rounds; ++i) {
             profile_burner_three(30'000'000);
             profile_burner_one(10'000'000);
         }
-    };
-    std::vector<std::thread> others;
-    for (int t = 1; t < threads; ++t) others.emplace_back(work);
-    work();
-    for (auto& t : others) t.join();
+    });
     return code;
 }

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <cstdio>
 #include <iostream>
 
@@ -111,6 +112,30 @@ int cmd_loading(const Options& o) {
     if (!reply) return report(reply.error());
     show(*reply);
     return kExitOk;
+}
+
+// The target options of a sampling command (perf profile, perf overflows): every CPU (the
+// default), one CPU, a process, a cgroup or a unit, one of them. `verb` starts the help texts:
+// "Sample ", or "".
+void add_sampling_target(CLI::App* sub, monctl::PerfOptions& po, const std::string& verb) {
+    auto text = [&](const std::string& what) {
+        return verb.empty() ? what
+                            : verb + static_cast<char>(std::tolower(what[0])) + what.substr(1);
+    };
+    auto* all = sub->add_flag("-a,--all-cpus")->description(text("Every CPU (the default)"));
+    auto* cpu = sub->add_option("-C,--cpu", po.cpu, text("One CPU"))->check(CLI::NonNegativeNumber);
+    auto* pid = sub->add_option("-p,--pid", po.pid,
+                                text("A process: all its threads, and those it starts; ends "
+                                     "early when it exits"))
+                    ->check(CLI::PositiveNumber);
+    auto* cgroup =
+        sub->add_option("-G,--cgroup", po.cgroup, text("A cgroup (a path below /sys/fs/cgroup)"));
+    auto* unit = sub->add_option("-u,--unit", po.unit, text("A systemd unit"));
+    for (auto* a : {all, cpu, pid, cgroup, unit}) {
+        for (auto* b : {all, cpu, pid, cgroup, unit}) {
+            if (a != b) a->excludes(b);
+        }
+    }
 }
 
 }  // namespace
@@ -237,25 +262,7 @@ int main(int argc, char** argv) {
         perf_profile->add_option("-c,--count", po.period, "A sample every N events (the period)");
     frequency->excludes(period);
     period->excludes(frequency);
-    {
-        auto* all =
-            perf_profile->add_flag("-a,--all-cpus")->description("Sample every CPU (the default)");
-        auto* cpu = perf_profile->add_option("-C,--cpu", po.cpu, "Sample one CPU")
-                        ->check(CLI::NonNegativeNumber);
-        auto* pid = perf_profile
-                        ->add_option("-p,--pid", po.pid,
-                                     "Sample a process: all its threads, and those it starts; "
-                                     "ends early when it exits")
-                        ->check(CLI::PositiveNumber);
-        auto* cgroup = perf_profile->add_option("-G,--cgroup", po.cgroup,
-                                                "Sample a cgroup (a path below /sys/fs/cgroup)");
-        auto* unit = perf_profile->add_option("-u,--unit", po.unit, "Sample a systemd unit");
-        for (auto* a : {all, cpu, pid, cgroup, unit}) {
-            for (auto* b : {all, cpu, pid, cgroup, unit}) {
-                if (a != b) a->excludes(b);
-            }
-        }
-    }
+    add_sampling_target(perf_profile, po, "Sample ");
     perf_profile->add_option("-d,--duration", po.profile_duration,
                              "How long: 5s, 250ms, 2m (default 5s; a command: until it exits)");
     perf_profile->add_option("-i,--interval", po.interval,
@@ -273,25 +280,7 @@ int main(int argc, char** argv) {
                              "START-END/BUCKET (0x401000-0x402000/16)");
     perf_overflows->add_option("-e,--event", po.events, "The event")->required();
     perf_overflows->add_option("-c,--count", po.period, "An overflow every N events")->required();
-    {
-        auto* all =
-            perf_overflows->add_flag("-a,--all-cpus")->description("Every CPU (the default)");
-        auto* cpu = perf_overflows->add_option("-C,--cpu", po.cpu, "One CPU")
-                        ->check(CLI::NonNegativeNumber);
-        auto* pid = perf_overflows
-                        ->add_option("-p,--pid", po.pid,
-                                     "A process: all its threads, and those it starts; ends "
-                                     "early when it exits")
-                        ->check(CLI::PositiveNumber);
-        auto* cgroup = perf_overflows->add_option("-G,--cgroup", po.cgroup,
-                                                  "A cgroup (a path below /sys/fs/cgroup)");
-        auto* unit = perf_overflows->add_option("-u,--unit", po.unit, "A systemd unit");
-        for (auto* a : {all, cpu, pid, cgroup, unit}) {
-            for (auto* b : {all, cpu, pid, cgroup, unit}) {
-                if (a != b) a->excludes(b);
-            }
-        }
-    }
+    add_sampling_target(perf_overflows, po, "");
     perf_overflows->add_option("-d,--duration", po.profile_duration, "How long (default 5s)");
     perf_overflows->add_option("-b,--batch", po.batch,
                                "At most one batch this often (default 100ms)");

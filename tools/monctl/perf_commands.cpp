@@ -236,6 +236,25 @@ void show_report(const PerfOptions& o, const json& reply, bool first, std::ostre
     }
 }
 
+// The modes sampled, as --user and --kernel ask.
+Result<std::string> sampled_mode(const PerfOptions& o) {
+    if (o.user && o.kernel) {
+        return fail(Status::BadArg,
+                    "--user and --kernel: give one (both modes are sampled when "
+                    "neither is given)");
+    }
+    return o.user ? "user" : o.kernel ? "kernel" : "both";
+}
+
+// Puts `text` (a duration) into params[key] in milliseconds; nothing for an empty text.
+Result<void> put_duration(json& params, const char* key, const std::string& text) {
+    if (text.empty()) return {};
+    auto ms = parse_duration_ms(text);
+    if (!ms) return std::unexpected(ms.error());
+    params[key] = *ms;
+    return {};
+}
+
 }  // namespace
 
 Result<std::int64_t> parse_duration_ms(const std::string& text) {
@@ -482,12 +501,9 @@ int perf_profile(const PerfOptions& o) {
     request.event = o.events;
     request.period = o.period;
     request.frequency = o.frequency;
-    if (o.user && o.kernel) {
-        return report_error({Status::BadArg,
-                             "--user and --kernel: give one (both modes are "
-                             "sampled when neither is given)"});
-    }
-    request.mode = o.user ? "user" : o.kernel ? "kernel" : "both";
+    auto mode = sampled_mode(o);
+    if (!mode) return report_error(mode.error());
+    request.mode = *mode;
     request.top = o.top;
     if (!o.range.empty()) {
         auto range = protocol::parse_address_range(o.range);
@@ -504,17 +520,12 @@ int perf_profile(const PerfOptions& o) {
                                                          protocol::target_text(where))});
     }
     json params{{"request", json::object()}};
-    std::string duration_text = o.profile_duration;
-    if (duration_text.empty() && !command) duration_text = "5s";
-    if (!duration_text.empty()) {
-        auto duration = parse_duration_ms(duration_text);
-        if (!duration) return report_error(duration.error());
-        params["duration_ms"] = *duration;
-    }
-    if (!o.interval.empty()) {
-        auto interval = parse_duration_ms(o.interval);
-        if (!interval) return report_error(interval.error());
-        params["interval_ms"] = *interval;
+    // A command runs until it exits; the other targets for 5 s unless told.
+    const std::string duration = o.profile_duration.empty() && !command ? "5s" : o.profile_duration;
+    if (auto ok = put_duration(params, "duration_ms", duration); !ok)
+        return report_error(ok.error());
+    if (auto ok = put_duration(params, "interval_ms", o.interval); !ok) {
+        return report_error(ok.error());
     }
     auto c = connect(o);
     if (!c) return report_error(c.error());
@@ -578,22 +589,16 @@ int perf_overflows(const PerfOptions& o) {
     protocol::OverflowRequest request;
     request.event = o.events;
     request.period = o.period.value_or(0);
-    if (o.user && o.kernel) {
-        return report_error({Status::BadArg,
-                             "--user and --kernel: give one (both modes are "
-                             "sampled when neither is given)"});
-    }
-    request.mode = o.user ? "user" : o.kernel ? "kernel" : "both";
+    auto mode = sampled_mode(o);
+    if (!mode) return report_error(mode.error());
+    request.mode = *mode;
     request.target = request_of(o).where();
     json params{{"request", protocol::to_json(request)}};
-    auto duration = parse_duration_ms(o.profile_duration.empty() ? "5s" : o.profile_duration);
-    if (!duration) return report_error(duration.error());
-    params["duration_ms"] = *duration;
-    if (!o.batch.empty()) {
-        auto batch = parse_duration_ms(o.batch);
-        if (!batch) return report_error(batch.error());
-        params["batch_ms"] = *batch;
+    const std::string duration = o.profile_duration.empty() ? "5s" : o.profile_duration;
+    if (auto ok = put_duration(params, "duration_ms", duration); !ok) {
+        return report_error(ok.error());
     }
+    if (auto ok = put_duration(params, "batch_ms", o.batch); !ok) return report_error(ok.error());
     auto c = connect(o);
     if (!c) return report_error(c.error());
     c->set_timeout(std::chrono::milliseconds(0));  // the replies come as overflows do
