@@ -108,10 +108,13 @@ CounterService::Response CounterService::reset(const Call& call) {
     auto before = r.reset();
     if (!before) return error_reply(before.error());
     spdlog::info("Counter session reset to zero ({})", active_->started_by);
+    auto message =
+        protocol::make_report(r.session().plan(), *before, active_->per_cpu, std::nullopt, false);
+    put_sampled_addresses(message, true);
+    // The sampled addresses start again too.
+    for (auto& a : active_->last_address_ever) a.reset();
     Reply reply;
-    reply.parameters =
-        json{{"report", protocol::to_json(protocol::make_report(
-                            r.session().plan(), *before, active_->per_cpu, std::nullopt, false))}};
+    reply.parameters = json{{"report", protocol::to_json(message)}};
     return reply;
 }
 
@@ -244,6 +247,11 @@ std::optional<Reply> CounterService::begin(const protocol::CounterRequest& reque
     auto session = open_session(*options);
     if (!session) return error_reply(session.error(), request.events);
     s.per_cpu = (*session)->options().target.kind == perf::TargetKind::EachCpu;
+    if (request.sample_every) {
+        if (auto refused = start_sampling(request, *options, (*session)->plan(), s)) {
+            return refused;
+        }
+    }
     // A collect counts for its whole duration from here: finding a unit's cgroup and opening
     // a counter per CPU (milliseconds each for a cgroup, when the kernel has to wake an idle
     // CPU) does not come out of it.
@@ -273,10 +281,11 @@ CounterService::Response CounterService::read() {
     auto& session = run().session();
     auto report = session.read();
     if (!report) return error_reply(report.error());
+    auto message =
+        protocol::make_report(session.plan(), *report, active_->per_cpu, std::nullopt, false);
+    put_sampled_addresses(message, true);
     Reply r;
-    r.parameters =
-        json{{"report", protocol::to_json(protocol::make_report(
-                            session.plan(), *report, active_->per_cpu, std::nullopt, false))}};
+    r.parameters = json{{"report", protocol::to_json(message)}};
     return r;
 }
 
@@ -292,9 +301,10 @@ CounterService::Response CounterService::stop() {
     if (auto finished = r.finish(); !finished) {
         reply = error_reply(finished.error());
     } else {
-        reply.parameters = json{
-            {"report", protocol::to_json(protocol::make_report(
-                           r.session().plan(), r.totals(), active_->per_cpu, std::nullopt, true))}};
+        auto message = protocol::make_report(r.session().plan(), r.totals(), active_->per_cpu,
+                                             std::nullopt, true);
+        put_sampled_addresses(message, true);
+        reply.parameters = json{{"report", protocol::to_json(message)}};
     }
     spdlog::info("Counter session stopped ({})", active_->started_by);
     end_session();
@@ -320,15 +330,56 @@ void CounterService::run_stepped(const monitor::Runtime::Due::RunStep& step,
     }
     if (!step.step->finished) return;
     auto& r = run();
+    auto message =
+        protocol::make_report(r.session().plan(), r.totals(), active_->per_cpu, std::nullopt, true);
+    put_sampled_addresses(message, true);
     Reply reply;
-    reply.parameters = json{
-        {"plan", protocol::to_json(plan_message(r.session().plan()))},
-        {"report", protocol::to_json(protocol::make_report(r.session().plan(), r.totals(),
-                                                           active_->per_cpu, std::nullopt, true))}};
+    reply.parameters = json{{"plan", protocol::to_json(plan_message(r.session().plan()))},
+                            {"report", protocol::to_json(message)}};
     const auto owner = *active_->owner;
     spdlog::info("Counter session ended ({})", active_->started_by);
     end_session();
     server_.send(owner, Response{std::move(reply)});
+}
+
+std::optional<Reply> CounterService::start_sampling(const protocol::CounterRequest& request,
+                                                    const perf::SessionOptions& options,
+                                                    const perf::Plan& plan, Session& s) {
+    for (const auto& e : plan.events) {
+        perf::ProfileOptions o{
+            .event = e.name,
+            .rate = {.period = static_cast<std::uint64_t>(*request.sample_every)},
+            .target = options.target,
+            .cpus = options.cpus,
+            .cgroup_root = options.cgroup_root,
+            .profile = false};
+        auto sampling = perf::ProfileSession::start(*catalog_, std::move(o));
+        if (!sampling) {
+            return error_reply({sampling.error().status,
+                                fmt::format("sampling every {} events: {}", *request.sample_every,
+                                            sampling.error().message)},
+                               request.events);
+        }
+        s.sampling.push_back(std::move(*sampling));
+    }
+    s.last_address.assign(s.sampling.size(), std::nullopt);
+    s.last_address_ever.assign(s.sampling.size(), std::nullopt);
+    return std::nullopt;
+}
+
+void CounterService::put_sampled_addresses(protocol::CounterReport& report, bool whole) {
+    Session& s = *active_;
+    if (s.sampling.empty()) return;
+    for (std::size_t k = 0; k < s.sampling.size(); ++k) {
+        s.sampling[k]->drain([&](const perf::Sample& sample) {
+            s.last_address[k] = sample.ip;
+            s.last_address_ever[k] = sample.ip;
+        });
+        if (k < report.events.size()) {
+            report.events[k].sampled_address = whole ? s.last_address_ever[k] : s.last_address[k];
+        }
+        if (!whole) s.last_address[k].reset();
+    }
 }
 
 bool CounterService::send_period() {
@@ -337,6 +388,7 @@ bool CounterService::send_period() {
     // Every period writes the same record and JSON tree, so that a stream's records allocate
     // (almost) nothing: only their numbers change.
     protocol::make_report(r.session().plan(), r.period(), s.per_cpu, r.periods(), false, s.record);
+    put_sampled_addresses(s.record, false);
     if (!protocol::update_json(s.record_json, s.record))
         s.record_json = protocol::to_json(s.record);
     Reply reply;

@@ -15,6 +15,7 @@
 
 #include "monitor/perf/event_catalog.hpp"
 #include "monitor/perf/perf_session.hpp"
+#include "monitor/perf/profile_session.hpp"
 #include "monitor/protocol/counter_messages.hpp"
 #include "monitor/runtime/runtime.hpp"
 #include "standing_counters.hpp"
@@ -75,6 +76,11 @@ class CounterService {
         monitor::protocol::CounterReport record;
         nlohmann::json record_json;
         std::string started_by;  // "pid 42 (uid 1000)"
+        // With sample_every: each event sampled, and the last address seen of each since
+        // the last record, and since the start.
+        std::vector<std::unique_ptr<monitor::perf::ProfileSession>> sampling;
+        std::vector<std::optional<std::uint64_t>> last_address;
+        std::vector<std::optional<std::uint64_t>> last_address_ever;
     };
 
     using Response = VarlinkServer::Response;
@@ -98,6 +104,14 @@ class CounterService {
     monitor::CounterRun& run() { return *runtime_.run(active_->run); }
     // The stream's record of the period that ended; false when its client is gone.
     bool send_period();
+    // Opens the sampling of each event of a request with sample_every into `s`; the error
+    // reply when that cannot be.
+    std::optional<monitor::varlink::Reply> start_sampling(
+        const monitor::protocol::CounterRequest& request,
+        const monitor::perf::SessionOptions& options, const monitor::perf::Plan& plan, Session& s);
+    // Puts each event's last sampled address into `report`: since the last record, or
+    // (`whole`) since the start.
+    void put_sampled_addresses(monitor::protocol::CounterReport& report, bool whole);
 
     monitor::Result<monitor::perf::SessionOptions> options_for(
         const monitor::protocol::CounterRequest& request) const;

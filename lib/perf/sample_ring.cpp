@@ -9,23 +9,29 @@
 
 #include <bit>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
 namespace monitor::perf {
 namespace {
 
-// What each sample record holds, in the kernel's order.
+// What each sample record holds, in the kernel's order. The period is asked for only with a
+// frequency, where the kernel changes it: with PERF_SAMPLE_PERIOD and a fixed period, the
+// kernel's software events (context switches, page faults) take a sample at every event
+// instead of every `period` (kernel/events/core.c, perf_swevent_event), as perf record -c
+// knows and leaves it out too.
 constexpr std::uint64_t kSampleType =
-    PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD;
+    PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;
 
 struct SampleRecord {
     std::uint64_t ip;
     std::uint32_t pid, tid;
     std::uint64_t time;
     std::uint32_t cpu, reserved;
-    std::uint64_t period;
+    std::uint64_t period;  // with a frequency only
 };
+constexpr std::size_t kRecordWithoutPeriod = offsetof(SampleRecord, period);
 
 struct LostRecord {
     std::uint64_t id;
@@ -63,6 +69,7 @@ Result<UniqueFd> open_sampling(const EventSpec& event, const OpenTarget& target,
     perf_event_attr attr = event_attr(event, target);
     attr.sample_type = kSampleType;
     if (rate.frequency != 0) {
+        attr.sample_type |= PERF_SAMPLE_PERIOD;
         attr.freq = 1;
         attr.sample_freq = rate.frequency;
     } else {
@@ -106,7 +113,10 @@ Result<std::unique_ptr<SampleRing>> SampleRing::open(const EventSpec& event,
     // Kernels before 4.1 leave data_offset and data_size 0: the data follows the first page.
     const std::size_t offset = header->data_offset != 0 ? header->data_offset : page;
     const std::size_t data = header->data_size != 0 ? header->data_size : pages * page;
-    return std::unique_ptr<SampleRing>(new SampleRing(std::move(owned), map, size, offset, data));
+    auto ring =
+        std::unique_ptr<SampleRing>(new SampleRing(std::move(owned), map, size, offset, data));
+    ring->period_ = rate.period;
+    return ring;
 }
 
 SampleRing::SampleRing(UniqueFd fd, void* map, std::size_t map_size, std::size_t data_offset,
@@ -191,9 +201,11 @@ DrainStats SampleRing::drain(const std::function<void(const Sample&)>& on_sample
         copy(record.data(), tail, h.size);
         const unsigned char* body = record.data() + sizeof h;
         const std::size_t body_size = h.size - sizeof h;
-        if (h.type == PERF_RECORD_SAMPLE && body_size >= sizeof(SampleRecord)) {
-            SampleRecord r;
-            std::memcpy(&r, body, sizeof r);
+        const std::size_t sample_size = period_ != 0 ? kRecordWithoutPeriod : sizeof(SampleRecord);
+        if (h.type == PERF_RECORD_SAMPLE && body_size >= sample_size) {
+            SampleRecord r{};
+            std::memcpy(&r, body, sample_size);
+            if (period_ != 0) r.period = period_;
             ++stats.samples;
             on_sample(Sample{.ip = r.ip,
                              .pid = static_cast<pid_t>(r.pid),

@@ -91,6 +91,7 @@ json to_json(const CounterRequest& r) {
     j["target"] = to_json(r.where());
     put_optional(j, "slice_ms", r.slice_ms);
     put_optional(j, "counter_budget", r.counter_budget);
+    put_optional(j, "sample_every", r.sample_every);
     return j;
 }
 
@@ -116,6 +117,9 @@ CounterRequest counter_request_from_json(const json& j) {
     if (auto it = j.find("counter_budget"); it != j.end() && !it->is_null()) {
         r.counter_budget = it->get<int>();
     }
+    if (auto it = j.find("sample_every"); it != j.end() && !it->is_null()) {
+        r.sample_every = it->get<std::int64_t>();
+    }
     return r;
 }
 
@@ -138,6 +142,10 @@ Result<perf::SessionOptions> counting_options(const CounterRequest& r) {
                         fmt::format("counter budget {}: choose from 1 to 32", *r.counter_budget));
         }
         o.counter_budget = *r.counter_budget;
+    }
+    if (r.sample_every && *r.sample_every < 1) {
+        return fail(Status::BadArg,
+                    fmt::format("sample every {} events: give 1 or more", *r.sample_every));
     }
     return o;
 }
@@ -248,6 +256,7 @@ json to_json(const CounterReport& r) {
         je["canonical"] = e.canonical;
         je["pmu"] = e.pmu;
         je["value"] = to_json(e.value);
+        if (e.sampled_address) je["sampled_address"] = fmt::format("{:#x}", *e.sampled_address);
         if (!e.cpus.empty()) {
             json& cpus = je["cpus"] = json::array();
             for (const auto& [cpu, v] : e.cpus) {
@@ -289,6 +298,8 @@ bool update_json(json& j, const CounterReport& r) {
             return false;
         }
         assign_count(je["value"], e.value);
+        if (je.contains("sampled_address") != e.sampled_address.has_value()) return false;
+        if (e.sampled_address) je["sampled_address"] = fmt::format("{:#x}", *e.sampled_address);
         auto cpus = je.find("cpus");
         if ((cpus == je.end()) != e.cpus.empty()) return false;
         if (cpus == je.end()) continue;
@@ -335,6 +346,9 @@ CounterReport counter_report_from_json(const json& j) {
         e.canonical = je.at("canonical").get<std::string>();
         e.pmu = je.at("pmu").get<std::string>();
         e.value = count_from_json(je.at("value"));
+        if (auto it = je.find("sampled_address"); it != je.end() && it->is_string()) {
+            e.sampled_address = std::stoull(it->get<std::string>(), nullptr, 16);
+        }
         if (auto it = je.find("cpus"); it != je.end() && !it->is_null()) {
             for (const auto& c : *it) {
                 e.cpus.emplace_back(c.at("cpu").get<int>(), count_from_json(c.at("value")));

@@ -349,5 +349,54 @@ TEST_F(PerfProfile, OverflowsComeEveryPeriodWithWhereTheLastOneWas) {
     EXPECT_NE(zero.err.find("a period of 0 events: give 1 or more"), std::string::npos) << zero.err;
 }
 
+// A collect that samples its events as well gives each period's record the last sampled
+// address of each event (the SIA): in the code the process runs.
+TEST_F(PerfProfile, ACollectsRecordsCarryTheLastSampledAddress) {
+    auto burner = Process::start({profile_burner_bin(), "30"});
+    ASSERT_TRUE(burner);
+    const pid_t pid = burner->pid();
+    std::optional<monitor::perf::SymbolAddress> three, one;
+    ASSERT_TRUE(test_support::wait_until(
+        [&] {
+            auto a = monitor::perf::find_process_symbol(pid, "profile_burner_three");
+            auto b = monitor::perf::find_process_symbol(pid, "profile_burner_one");
+            if (a && b) {
+                three = *a;
+                one = *b;
+            }
+            return a && b;
+        },
+        5s));
+    auto r =
+        daemon_->monctl({"perf", "collect", "-p", std::to_string(pid), "-e", "perf::TASK-CLOCK",
+                         "--sample-every", "1000000", "-d", "1500ms", "-i", "250ms", "--json"});
+    burner->stop(SIGKILL);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::istringstream in(r.out);
+    int records = 0;
+    int in_burners = 0;
+    for (std::string line; std::getline(in, line);) {
+        auto j = nlohmann::json::parse(line);
+        EXPECT_EQ(check_reply("CollectCounters", j), "") << line;
+        const auto& e = j["report"]["events"][0];
+        ASSERT_TRUE(e["sampled_address"].is_string()) << "every 1 ms of task clock: " << line;
+        ++records;
+        const auto ip = std::stoull(e["sampled_address"].get<std::string>(), nullptr, 16);
+        for (const auto& f : {*three, *one}) {
+            if (ip >= f.address && ip < f.address + f.size) ++in_burners;
+        }
+    }
+    EXPECT_GE(records, 6) << r.out;
+    EXPECT_GE(in_burners * 10, records * 8)
+        << "the last sampled address is in the burners' code (the rest in the clock it reads): "
+        << r.out;
+
+    auto zero = daemon_->monctl(
+        {"perf", "collect", "-e", "perf::TASK-CLOCK", "--sample-every", "0", "-d", "100ms"});
+    EXPECT_EQ(zero.exit_code, 1);
+    EXPECT_NE(zero.err.find("sample every 0 events: give 1 or more"), std::string::npos)
+        << zero.err;
+}
+
 }  // namespace
 }  // namespace itest

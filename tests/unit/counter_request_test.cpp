@@ -158,6 +158,18 @@ TEST_F(CounterRequestTest, BadRequestsNameTheValueAndWhatWouldWork) {
     auto braces = request("all");
     braces.events = "{perf::TASK-CLOCK";
     EXPECT_FALSE(counting_options(braces));
+    auto sampled = request("all");
+    sampled.sample_every = 0;
+    EXPECT_EQ(error_of(counting_options(sampled)), "sample every 0 events: give 1 or more");
+}
+
+// What a request asks travels unchanged, sample_every included.
+TEST_F(CounterRequestTest, TravelsUnchanged) {
+    auto r = request("process");
+    r.pid = 42;
+    r.counter_budget = 2;
+    r.sample_every = 1'000'000;
+    EXPECT_EQ(counter_request_from_json(to_json(r)), r) << to_json(r).dump();
 }
 
 }  // namespace

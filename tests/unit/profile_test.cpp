@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -233,6 +234,40 @@ void profile_run(ProfileSession& session, Burner& burner) {
     burner.go();
     for (int i = 0; i < 300 && !burner.done(100); ++i) session.drain();
     ASSERT_TRUE(session.stop());
+}
+
+// A software event counted by the kernel one event at a time (page faults) sampled every 100
+// events: a sample per 100 faults, each standing for 100, not one per fault (which the kernel
+// does when the period is asked for with each sample).
+TEST(Profile, ASoftwareEventWithAPeriodIsSampledEveryPeriodEvents) {
+    auto c = EventCatalog::create();
+    ASSERT_TRUE(c) << c.error().to_string();
+    auto faults = c->resolve("perf::PAGE-FAULTS");
+    ASSERT_TRUE(faults) << faults.error().to_string();
+    faults->exclude_kernel = true;  // sampling the kernel may need privileges
+    auto ring = SampleRing::open(*faults, this_thread(), {.period = 100}, 64);
+    if (!ring) GTEST_SKIP() << "cannot sample here: " << ring.error().to_string();
+    constexpr std::size_t kPages = 3000;
+    const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    void* memory =
+        ::mmap(nullptr, kPages * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(memory, MAP_FAILED);
+    ASSERT_TRUE((*ring)->enable());
+    for (std::size_t i = 0; i < kPages; ++i) static_cast<volatile char*>(memory)[i * page] = 1;
+    ASSERT_TRUE((*ring)->disable());
+    ::munmap(memory, kPages * page);
+    auto counted = (*ring)->count();
+    ASSERT_TRUE(counted) << counted.error().to_string();
+    std::size_t samples = 0;
+    std::uint64_t periods = 0;
+    const auto stats = (*ring)->drain([&](const Sample& s) {
+        ++samples;
+        periods += s.period;
+    });
+    EXPECT_EQ(stats.lost, 0u);
+    EXPECT_GE(*counted, kPages) << "a fault per page at least";
+    EXPECT_EQ(samples, *counted / 100) << *counted << " faults";
+    EXPECT_EQ(periods, samples * 100u);
 }
 
 TEST(ProfileSession, AProcessIsSampledOnEveryCpuByName) {

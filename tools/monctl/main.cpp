@@ -245,6 +245,11 @@ int main(int argc, char** argv) {
             }
         }
     }
+    for (auto* sub : {perf_collect, perf_start}) {
+        sub->add_option("--sample-every", po.sample_every,
+                        "Sample each event every N events too, and show where the last sample "
+                        "of each record was (its instruction address)");
+    }
     perf_collect->add_option("-d,--duration", po.duration, "How long: 5s, 250ms, 2m (default 1s)");
     perf_collect->add_option("-i,--interval", po.interval,
                              "Show the counts of every period of this length as well");

@@ -67,6 +67,7 @@ protocol::CounterRequest request_of(const PerfOptions& o) {
     r.mux = o.mux;
     if (o.slice_ms) r.slice_ms = *o.slice_ms;
     if (o.counters) r.counter_budget = *o.counters;
+    r.sample_every = o.sample_every;
     return r;
 }
 

@@ -24,9 +24,10 @@ struct PerfOptions {
     std::string unit;
     std::string mux = "daemon";
     std::optional<int> slice_ms;
-    std::optional<int> counters;  // counter budget
-    std::string pmu;              // perf list
-    std::string session;          // perf show: one standing session
+    std::optional<int> counters;               // counter budget
+    std::optional<std::int64_t> sample_every;  // the SIA: sample each event every N events
+    std::string pmu;                           // perf list
+    std::string session;                       // perf show: one standing session
     std::vector<std::string> command;
     // perf profile
     std::string profile_duration;  // empty: 5 s, or until the command exits

@@ -64,6 +64,7 @@ std::string format_counter_report(const monitor::protocol::CounterReport& r,
                                format_count(static_cast<std::uint64_t>(e.value.scaled)),
                                e.value.running * 100);
         }
+        if (e.sampled_address) out += fmt::format("  (last sampled at {:#x})", *e.sampled_address);
         out += '\n';
         for (const auto& [cpu, v] : e.cpus) {
             out += fmt::format("      cpu{:<4} {}\n", cpu, count_cell(v));

@@ -56,7 +56,8 @@ class SampleRing {
                                                     const OpenTarget& target, SampleRate rate,
                                                     std::size_t pages = 64);
     // Opens `event` on another `target` (another thread, on the same CPU) writing its samples
-    // into this ring (PERF_EVENT_IOC_SET_OUTPUT), disabled until enable().
+    // into this ring (PERF_EVENT_IOC_SET_OUTPUT), disabled until enable(). `rate` must be the
+    // ring's own: its records are read as the ring's.
     Result<void> attach(const EventSpec& event, const OpenTarget& target, SampleRate rate);
     ~SampleRing();
     SampleRing(const SampleRing&) = delete;
@@ -87,6 +88,7 @@ class SampleRing {
     std::size_t map_size_ = 0;
     std::size_t data_offset_ = 0;
     std::size_t data_size_ = 0;
+    std::uint64_t period_ = 0;  // the fixed period; 0 with a frequency
 };
 
 }  // namespace monitor::perf

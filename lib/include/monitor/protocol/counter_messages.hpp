@@ -49,6 +49,9 @@ struct CounterRequest {
     std::string mux = "daemon";  // daemon, kernel
     std::optional<std::int64_t> slice_ms;
     std::optional<int> counter_budget;
+    // Sample each event every N events as well, and give each record the last sampled
+    // instruction address of each event (the SIA).
+    std::optional<std::int64_t> sample_every;
 
     bool operator==(const CounterRequest&) const = default;
     TargetRequest where() const { return {target, cpu, pid, cgroup, unit}; }
@@ -83,6 +86,8 @@ struct ReportedEvent {
     std::string pmu;
     Count value;
     std::vector<std::pair<int, Count>> cpus;  // per CPU, with target "each"
+    // With sample_every: the instruction address of the last sample the record covers.
+    std::optional<std::uint64_t> sampled_address;
 };
 
 struct CounterReport {
