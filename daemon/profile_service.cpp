@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <optional>
@@ -167,7 +168,9 @@ ProfileService::Response ProfileService::start_run(std::unique_ptr<Run> run,
         it != call.parameters.end() && !it->is_null()) {
         times.interval = std::chrono::milliseconds(it->get<std::int64_t>());
     } else if (run->overflows) {
-        times.interval = std::chrono::milliseconds(100);  // the default batch
+        // The default batch: 100 ms, or the whole of a shorter watch.
+        times.interval = std::min(std::chrono::milliseconds(100),
+                                  times.duration.value_or(std::chrono::milliseconds(100)));
     }
     if (auto ok = times.check(); !ok) return perf_error_reply(ok.error(), catalog_);
     const bool process = options.target.kind == perf::TargetKind::Process;
