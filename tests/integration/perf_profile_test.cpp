@@ -398,5 +398,33 @@ TEST_F(PerfProfile, ACollectsRecordsCarryTheLastSampledAddress) {
         << zero.err;
 }
 
+// A stripped program has no symbols for its own functions: its samples are counted as its
+// object's "[no symbol]", never lost or put elsewhere; the libraries it calls keep their names.
+TEST_F(PerfProfile, AStrippedProgramIsCountedByItsObject) {
+    const std::string cc = find_in_path("cc");
+    if (cc.empty()) GTEST_SKIP() << "no C compiler (cc) to build the program with";
+    ScratchDir dir{"stripped"};
+    test_support::write_file(dir / "spin.c", R"(
+volatile unsigned long sink;
+__attribute__((noinline)) static void spin(long n) { for (long i = 0; i < n; ++i) sink += i; }
+int main(void) { spin(400000000L); return 0; }
+)");
+    const std::string program = (dir / "spin").string();
+    auto built = run({cc, "-O1", "-s", "-o", program, (dir / "spin.c").string()});
+    ASSERT_EQ(built.exit_code, 0) << built.err;
+    auto r = daemon_->monctl({"perf", "profile", "--user", "--json", "--", program});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto j = last_json(r.err);
+    ASSERT_TRUE(j.is_object()) << r.err;
+    const auto& report = j["report"];
+    const std::string unnamed = "[no symbol] (" + program + ")";
+    double share = -1;
+    for (const auto& l : report["functions"]) {
+        if (l["name"] == unnamed) share = l["percent"].get<double>();
+    }
+    EXPECT_GT(share, 90) << "its loop, without a name: " << r.err;
+    EXPECT_GT(report["samples"].get<std::uint64_t>(), 100u) << r.err;
+}
+
 }  // namespace
 }  // namespace itest
