@@ -210,12 +210,13 @@ MON_status MON_collect_perf_stats(const MON_perf_config* config, unsigned int du
  * call, handler(set, count, user) is called with the set's count at that overflow (period,
  * 2 x period, ...). It is called on the POLL task, never from a signal handler, and without a
  * MON lock held: the POLL task looks for overflows every 10 ms while a session with handlers
- * counts, and calls the handler once per overflow, oldest first; the overflows still unseen
- * when a session ends are handed over before its collection's callback. A handler must not
- * call MON_stop. handler NULL removes the set's handler; MON_shutdown removes them all. MON_BADARG for a set out of range or
- * a period of 0, MON_PRFRUN while counting, MON_BADSTATE before MON_initialize. A set with a
- * handler and no event makes MON_start_perf_mon and MON_collect_perf_stats return
- * MON_BADARG. */
+ * counts, and calls the handler once per overflow, oldest first. The overflows still unseen
+ * when a session ends are handed over before its collection's callback, in the thread that
+ * calls it (the POLL task, or that of the MON_stop_perf_mon or MON_stop that ended it). A
+ * handler must not call MON_stop. handler NULL removes the set's handler; MON_shutdown
+ * removes them all. MON_BADARG for a set out of range or a period of 0, MON_PRFRUN while
+ * counting, MON_BADSTATE before MON_initialize. A set with a handler and no event makes
+ * MON_start_perf_mon and MON_collect_perf_stats return MON_BADARG. */
 typedef void (*MON_perf_overflow_handler)(int set, unsigned long long count, void* user);
 MON_status MON_set_perf_overflow(int set, unsigned long long period,
                                  MON_perf_overflow_handler handler, void* user);
