@@ -40,6 +40,13 @@ class PerfProfile : public ::testing::Test {
 };
 Daemon* PerfProfile::daemon_ = nullptr;
 
+// How often `needle` occurs in `text`.
+std::size_t count_of(const std::string& text, const std::string& needle) {
+    std::size_t n = 0;
+    for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+    return n;
+}
+
 // The share of `function` in a ProfileReport's functions, or -1.
 double share_of(const nlohmann::json& report, const std::string& function) {
     for (const auto& l : report["functions"]) {
@@ -271,7 +278,7 @@ TEST_F(PerfProfile, BadRequestsAreRefusedClearly) {
     EXPECT_TRUE(events.contains("events"));
 }
 
-// utime + stime of a process, in seconds (clock ticks of 10 ms).
+// utime + stime of a process, in seconds (clock ticks of 10 ms); also of a zombie.
 double process_cpu_seconds(pid_t pid) {
     std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -282,10 +289,20 @@ double process_cpu_seconds(pid_t pid) {
            static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
+// The state letter of /proc/PID/stat ('R', 'S', 'T' stopped, 'Z' exited).
+char process_state(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto paren = text.rfind(')');
+    return paren == std::string::npos || paren + 2 >= text.size() ? '?' : text[paren + 2];
+}
+
 // Overflows every 10 ms of a process's task clock come as often as its task clock says, in
 // batches that add up to the total, each with the last one's address: in the code it runs.
+// The burner is held (SIGSTOP) until the watch has started, and the watch lasts until it
+// exits, so that its CPU time outside the watch is known.
 TEST_F(PerfProfile, OverflowsComeEveryPeriodWithWhereTheLastOneWas) {
-    auto burner = Process::start({profile_burner_bin(), "30"});
+    auto burner = Process::start({profile_burner_bin(), "1.5"});
     ASSERT_TRUE(burner);
     const pid_t pid = burner->pid();
     std::optional<monitor::perf::SymbolAddress> three, one;
@@ -300,13 +317,23 @@ TEST_F(PerfProfile, OverflowsComeEveryPeriodWithWhereTheLastOneWas) {
             return a && b;
         },
         5s));
+    ::kill(pid, SIGSTOP);
+    ASSERT_TRUE(test_support::wait_until([&] { return process_state(pid) == 'T'; }, 5s));
     const double cpu_before = process_cpu_seconds(pid);
-    auto r = daemon_->monctl({"perf", "overflows", "-e", "perf::TASK-CLOCK", "-c", "10000000", "-p",
-                              std::to_string(pid), "-d", "2s", "-b", "200ms", "--json"});
-    const double cpu = process_cpu_seconds(pid) - cpu_before;
-    burner->stop(SIGKILL);
-    ASSERT_EQ(r.exit_code, 0) << r.err;
-    std::istringstream in(r.out);
+    const std::size_t started_before = count_of(daemon_->log(), "Watch of overflows started");
+    auto watch = Process::start({monctl_bin(), "--socket", daemon_->socket(), "perf", "overflows",
+                                 "-e", "perf::TASK-CLOCK", "-c", "10000000", "-p",
+                                 std::to_string(pid), "-d", "30s", "-b", "200ms", "--json"});
+    ASSERT_TRUE(test_support::wait_until(
+        [&] { return count_of(daemon_->log(), "Watch of overflows started") > started_before; },
+        10s))
+        << daemon_->log();
+    ::kill(pid, SIGCONT);
+    ASSERT_TRUE(test_support::wait_until([&] { return !watch->alive(); }, 30s))
+        << "the watch ends when the process exits";
+    const double cpu = process_cpu_seconds(pid) - cpu_before;  // a zombie until reaped
+    const std::string out = watch->log();
+    std::istringstream in(out);
     std::uint64_t sum = 0;
     int batches = 0;
     int in_burners = 0;
@@ -328,15 +355,16 @@ TEST_F(PerfProfile, OverflowsComeEveryPeriodWithWhereTheLastOneWas) {
             if (ip >= f.address && ip < f.address + f.size) ++in_burners;
         }
     }
-    ASSERT_TRUE(final.is_object()) << r.out;
-    EXPECT_GE(batches, 8) << "a batch every 200 ms for 2 s: " << r.out;
+    ASSERT_TRUE(final.is_object()) << out;
+    EXPECT_EQ(final["ended"], "process " + std::to_string(pid) + " exited") << out;
+    EXPECT_GE(batches, 4) << "a batch every 200 ms for 1.5 s of CPU: " << out;
     EXPECT_EQ(sum, final["total"].get<std::uint64_t>()) << "the batches add up to the total";
     EXPECT_EQ(final["count"].get<std::uint64_t>(), sum * 10'000'000);
     EXPECT_EQ(final["lost"], 0);
     // The task clock over the period: the process's CPU time (to a tick of 10 ms) in 10 ms.
     const double due = cpu / 0.010;
     EXPECT_NEAR(static_cast<double>(sum), due, due * 0.1 + 2)
-        << "CPU time " << cpu << " s: " << r.out;
+        << "CPU time " << cpu << " s: " << out;
     EXPECT_GE(in_burners * 10, batches * 8)
         << "the sampled address is in the burners' code (the rest in the clock it reads)";
     std::printf(
