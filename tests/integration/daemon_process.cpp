@@ -120,6 +120,17 @@ std::string duty_cycle_bin() {
     return env_or_fail("DUTY_CYCLE_BIN");
 }
 
+int perf_event_fds(pid_t pid) {
+    int n = 0;
+    std::error_code ec;
+    for (const auto& e :
+         std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+        auto link = std::filesystem::read_symlink(e.path(), ec);
+        if (!ec && link.string().find("perf_event") != std::string::npos) ++n;
+    }
+    return n;
+}
+
 std::string profile_burner_bin() {
     return env_or_fail("PROFILE_BURNER_BIN");
 }

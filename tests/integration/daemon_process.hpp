@@ -54,6 +54,10 @@ RunResult run(const std::vector<std::string>& argv, const SpawnOptions& opts = {
 // The uid of "nobody" (65534 on Debian).
 uid_t nobody_uid();
 
+// The perf_event descriptors process `pid` holds (perf stat and perf record have theirs open
+// once they count).
+int perf_event_fds(pid_t pid);
+
 // `name` in the directories of $PATH, or "" (run() and Process do not search $PATH).
 std::string find_in_path(const std::string& name);
 

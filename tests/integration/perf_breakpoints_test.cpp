@@ -129,18 +129,6 @@ class PerfBreakpoints : public ::testing::Test {
 };
 Daemon* PerfBreakpoints::daemon_ = nullptr;
 
-// The perf_event descriptors process `pid` holds.
-int perf_event_fds(pid_t pid) {
-    int n = 0;
-    std::error_code ec;
-    for (const auto& e :
-         std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
-        auto link = std::filesystem::read_symlink(e.path(), ec);
-        if (!ec && link.string().find("perf_event") != std::string::npos) ++n;
-    }
-    return n;
-}
-
 // The count perf stat -x, printed for `event` ("20000,,mem:0x4010:w:u,..."), if any.
 std::optional<std::uint64_t> perf_count(const std::string& csv, const std::string& event) {
     std::istringstream in(csv);

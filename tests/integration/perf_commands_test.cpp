@@ -289,8 +289,10 @@ TEST_F(PerfCommands, ResetCountsFromZeroAgain) {
     EXPECT_GT(count(before_read), 0);
     EXPECT_GE(count(at_reset), count(before_read));  // nothing counted is lost
     EXPECT_GE(at_reset["elapsed"].get<double>(), 0.5);
-    EXPECT_LT(count(after), count(at_reset) / 4);  // from zero: a few ms of two CPUs
-    EXPECT_LT(after["elapsed"].get<double>(), 0.25);
+    // From zero: what two CPUs count while monctl starts and reads (0.33 s in a sanitizer
+    // build on a slow machine), against over a second before the reset.
+    EXPECT_LT(count(after), count(at_reset) / 2);
+    EXPECT_LT(after["elapsed"].get<double>(), 0.6);
     EXPECT_GT(count(later), count(after));
     EXPECT_GE(later["elapsed"].get<double>(), 0.5);
     EXPECT_EQ(text.exit_code, 0) << text.err;

@@ -8,8 +8,6 @@
 
 #include <cmath>
 #include <cstdint>
-#include <fstream>
-#include <iterator>
 #include <optional>
 #include <regex>
 #include <sstream>
@@ -17,6 +15,7 @@
 
 #include "daemon_process.hpp"
 #include "monitor/perf/process_symbols.hpp"
+#include "monitor/text_file.hpp"
 #include "test_support.hpp"
 
 namespace itest {
@@ -45,6 +44,32 @@ std::size_t count_of(const std::string& text, const std::string& needle) {
     std::size_t n = 0;
     for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
     return n;
+}
+
+// The fields of /proc/PID/stat after the command name: state, ppid, ... (empty when gone).
+std::vector<std::string> stat_fields(pid_t pid) {
+    auto text = monitor::read_text_file("/proc/" + std::to_string(pid) + "/stat");
+    if (!text) return {};
+    const auto paren = text->rfind(')');
+    if (paren == std::string::npos) return {};
+    std::istringstream fields(text->substr(paren + 1));
+    std::vector<std::string> f;
+    for (std::string field; fields >> field;) f.push_back(field);
+    return f;
+}
+
+// utime + stime of a process, in seconds (clock ticks of 10 ms); also of a zombie.
+double process_cpu_seconds(pid_t pid) {
+    const auto f = stat_fields(pid);
+    if (f.size() < 13) return -1;
+    return static_cast<double>(std::stoull(f[11]) + std::stoull(f[12])) /
+           static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+// The state letter of /proc/PID/stat ('R', 'S', 'T' stopped, 'Z' exited).
+char process_state(pid_t pid) {
+    const auto f = stat_fields(pid);
+    return f.empty() ? '?' : f[0][0];
 }
 
 // The share of `function` in a ProfileReport's functions, or -1.
@@ -84,18 +109,34 @@ double perf_share(const std::string& report, const std::string& function) {
 // The test: 75 % +- 5 on the first function, 25 % +- 5 on the second, as perf record
 // and perf report find on the very same process at the very same time.
 TEST_F(PerfProfile, ThreeToOneBurnerSplitsAsPerfRecordSplitsIt) {
+    // Held (SIGSTOP) until both samplers are on it, so that both see all of its 3 s of CPU.
     auto burner = Process::start({profile_burner_bin(), "3"});
     ASSERT_TRUE(burner);
-    const std::string pid = std::to_string(burner->pid());
+    const pid_t burner_pid = burner->pid();
+    const std::string pid = std::to_string(burner_pid);
+    ::kill(burner_pid, SIGSTOP);
+    ASSERT_TRUE(test_support::wait_until([&] { return process_state(burner_pid) == 'T'; }, 5s));
     const std::string perf = find_in_path("perf");
     std::unique_ptr<Process> recorder;
     ScratchDir dir{"profile"};
     const std::string data = (dir / "perf.data").string();
     if (!perf.empty()) {
         recorder = Process::start({perf, "record", "-F", "1000", "-p", pid, "-o", data});
+        if (!test_support::wait_until([&] { return perf_event_fds(recorder->pid()) >= 1; }, 10s)) {
+            ADD_FAILURE() << "perf record did not start sampling: " << recorder->log();
+        }
     }
-    auto r = daemon_->monctl({"perf", "profile", "-p", pid, "-F", "1000", "-d", "20s", "--json"});
-    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const std::size_t started = count_of(daemon_->log(), "Profile started");
+    auto profiler = Process::start({monctl_bin(), "--socket", daemon_->socket(), "perf", "profile",
+                                    "-p", pid, "-F", "1000", "-d", "30s", "--json"});
+    ASSERT_TRUE(test_support::wait_until(
+        [&] { return count_of(daemon_->log(), "Profile started") > started; }, 10s))
+        << daemon_->log();
+    ::kill(burner_pid, SIGCONT);
+    ASSERT_TRUE(test_support::wait_until([&] { return !profiler->alive(); }, 30s))
+        << "the profile ends when the process exits";
+    RunResult r{.exit_code = profiler->stop(SIGKILL).value_or(-1), .out = profiler->log()};
+    ASSERT_EQ(r.exit_code, 0) << r.out;
     auto j = last_json(r.out);
     EXPECT_EQ(check_reply("Profile", j), "") << r.out;
     const auto& report = j["report"];
@@ -276,25 +317,6 @@ TEST_F(PerfProfile, BadRequestsAreRefusedClearly) {
     }
     auto events = daemon_->call("ListEvents");  // and it still answers
     EXPECT_TRUE(events.contains("events"));
-}
-
-// utime + stime of a process, in seconds (clock ticks of 10 ms); also of a zombie.
-double process_cpu_seconds(pid_t pid) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::istringstream fields(text.substr(text.rfind(')') + 2));
-    std::vector<std::string> f{std::istream_iterator<std::string>(fields), {}};
-    if (f.size() < 13) return -1;
-    return static_cast<double>(std::stoull(f[11]) + std::stoull(f[12])) /
-           static_cast<double>(::sysconf(_SC_CLK_TCK));
-}
-
-// The state letter of /proc/PID/stat ('R', 'S', 'T' stopped, 'Z' exited).
-char process_state(pid_t pid) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const auto paren = text.rfind(')');
-    return paren == std::string::npos || paren + 2 >= text.size() ? '?' : text[paren + 2];
 }
 
 // Overflows every 10 ms of a process's task clock come as often as its task clock says, in
