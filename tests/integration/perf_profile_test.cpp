@@ -72,6 +72,33 @@ char process_state(pid_t pid) {
     return f.empty() ? '?' : f[0][0];
 }
 
+// Where the burner's two functions are in process `pid`.
+struct BurnerCode {
+    monitor::perf::SymbolAddress three, one;
+
+    // Found once the process has them mapped (within 5 s), else nullopt.
+    static std::optional<BurnerCode> of(pid_t pid) {
+        std::optional<BurnerCode> code;
+        test_support::wait_until(
+            [&] {
+                auto a = monitor::perf::find_process_symbol(pid, "profile_burner_three");
+                auto b = monitor::perf::find_process_symbol(pid, "profile_burner_one");
+                if (a && b) code = BurnerCode{*a, *b};
+                return code.has_value();
+            },
+            5s);
+        return code;
+    }
+    // Whether the address ("0x...") is in one of them.
+    bool holds(const std::string& address) const {
+        const auto ip = std::stoull(address, nullptr, 16);
+        for (const auto& f : {three, one}) {
+            if (ip >= f.address && ip < f.address + f.size) return true;
+        }
+        return false;
+    }
+};
+
 // The share of `function` in a ProfileReport's functions, or -1.
 double share_of(const nlohmann::json& report, const std::string& function) {
     for (const auto& l : report["functions"]) {
@@ -327,18 +354,8 @@ TEST_F(PerfProfile, OverflowsComeEveryPeriodWithWhereTheLastOneWas) {
     auto burner = Process::start({profile_burner_bin(), "1.5"});
     ASSERT_TRUE(burner);
     const pid_t pid = burner->pid();
-    std::optional<monitor::perf::SymbolAddress> three, one;
-    ASSERT_TRUE(test_support::wait_until(
-        [&] {
-            auto a = monitor::perf::find_process_symbol(pid, "profile_burner_three");
-            auto b = monitor::perf::find_process_symbol(pid, "profile_burner_one");
-            if (a && b) {
-                three = *a;
-                one = *b;
-            }
-            return a && b;
-        },
-        5s));
+    const auto code = BurnerCode::of(pid);
+    ASSERT_TRUE(code) << "the burner's functions were not found in process " << pid;
     ::kill(pid, SIGSTOP);
     ASSERT_TRUE(test_support::wait_until([&] { return process_state(pid) == 'T'; }, 5s));
     const double cpu_before = process_cpu_seconds(pid);
@@ -372,10 +389,7 @@ TEST_F(PerfProfile, OverflowsComeEveryPeriodWithWhereTheLastOneWas) {
         ++batches;
         ASSERT_TRUE(b["last"].is_object()) << line;
         EXPECT_EQ(b["last"]["pid"], pid);
-        const auto ip = std::stoull(b["last"]["address"].get<std::string>(), nullptr, 16);
-        for (const auto& f : {*three, *one}) {
-            if (ip >= f.address && ip < f.address + f.size) ++in_burners;
-        }
+        if (code->holds(b["last"]["address"].get<std::string>())) ++in_burners;
     }
     ASSERT_TRUE(final.is_object()) << out;
     EXPECT_EQ(final["ended"], "process " + std::to_string(pid) + " exited") << out;
@@ -405,18 +419,8 @@ TEST_F(PerfProfile, ACollectsRecordsCarryTheLastSampledAddress) {
     auto burner = Process::start({profile_burner_bin(), "30"});
     ASSERT_TRUE(burner);
     const pid_t pid = burner->pid();
-    std::optional<monitor::perf::SymbolAddress> three, one;
-    ASSERT_TRUE(test_support::wait_until(
-        [&] {
-            auto a = monitor::perf::find_process_symbol(pid, "profile_burner_three");
-            auto b = monitor::perf::find_process_symbol(pid, "profile_burner_one");
-            if (a && b) {
-                three = *a;
-                one = *b;
-            }
-            return a && b;
-        },
-        5s));
+    const auto code = BurnerCode::of(pid);
+    ASSERT_TRUE(code) << "the burner's functions were not found in process " << pid;
     auto r =
         daemon_->monctl({"perf", "collect", "-p", std::to_string(pid), "-e", "perf::TASK-CLOCK",
                          "--sample-every", "1000000", "-d", "1500ms", "-i", "250ms", "--json"});
@@ -431,10 +435,7 @@ TEST_F(PerfProfile, ACollectsRecordsCarryTheLastSampledAddress) {
         const auto& e = j["report"]["events"][0];
         ASSERT_TRUE(e["sampled_address"].is_string()) << "every 1 ms of task clock: " << line;
         ++records;
-        const auto ip = std::stoull(e["sampled_address"].get<std::string>(), nullptr, 16);
-        for (const auto& f : {*three, *one}) {
-            if (ip >= f.address && ip < f.address + f.size) ++in_burners;
-        }
+        if (code->holds(e["sampled_address"].get<std::string>())) ++in_burners;
     }
     EXPECT_GE(records, 6) << r.out;
     EXPECT_GE(in_burners * 10, records * 8)
