@@ -24,53 +24,95 @@ std::vector<ProfileLine> top_lines(const std::map<std::string, std::uint64_t>& c
 }  // namespace
 
 SampleLabel Profile::label(const Sample& s, AddressNames& names) {
-    if (s.pid == 0) return {"[idle]", "[idle]"};
-    if (s.mode == SampleMode::Kernel) {
-        auto n = names.kernel(s.ip);
-        if (n.function.empty()) return {n.object, n.object};
-        return {fmt::format("{} ({})", n.function, n.object), n.object};
-    }
-    if (s.mode == SampleMode::User) {
-        auto n = names.name(s.pid, s.ip);
-        // Code without a symbol is one line per object; --range shows its addresses.
-        if (n.function.empty()) return {fmt::format("[no symbol] ({})", n.object), n.object};
-        return {fmt::format("{} ({})", n.function, n.object), n.object};
-    }
-    return {"[other mode]", "[other mode]"};
+    if (s.pid == 0) return {"[idle]", "[idle]", "[idle]"};
+    return label(s.pid, s.mode, s.ip, names);
 }
 
-void Profile::add(const Sample& s, const SampleLabel& label) {
+SampleLabel Profile::label(pid_t pid, SampleMode mode, std::uint64_t ip, AddressNames& names) {
+    if (mode == SampleMode::Kernel) {
+        auto n = names.kernel(ip);
+        if (n.function.empty()) return {n.object, n.object, n.object + "_[k]"};
+        return {fmt::format("{} ({})", n.function, n.object), n.object, n.function + "_[k]"};
+    }
+    if (mode == SampleMode::User) {
+        auto n = names.name(pid, ip);
+        // Code without a symbol is one line per object; --range shows its addresses.
+        if (n.function.empty()) {
+            // A frame names the file alone, as flame graphs do: "[libc.so.6]".
+            std::string frame = n.object;
+            if (frame.starts_with('/')) {
+                frame = "[" + frame.substr(frame.rfind('/') + 1) + "]";
+            }
+            return {fmt::format("[no symbol] ({})", n.object), n.object, std::move(frame)};
+        }
+        return {fmt::format("{} ({})", n.function, n.object), n.object, n.function};
+    }
+    return {"[other mode]", "[other mode]", "[other mode]"};
+}
+
+void Profile::Tally::count(const Sample& s) {
+    ++samples;
+    if (s.pid == 0) {
+        ++modes.idle;
+    } else if (s.mode == SampleMode::Kernel) {
+        ++modes.kernel;
+    } else if (s.mode == SampleMode::User) {
+        ++modes.user;
+    } else {
+        ++modes.other;
+    }
+}
+
+void Profile::Tally::add(const Sample& s, const SampleLabel& label) {
     count(s);
+    functions[label.function] += 1;
+    objects[label.object] += 1;
+}
+
+ProfileReport Profile::Tally::report(std::size_t top) const {
+    return {.samples = samples,
+            .lost = lost,
+            .throttled = throttled,
+            .modes = modes,
+            .functions = top_lines(functions, samples, top),
+            .objects = top_lines(objects, samples, top)};
+}
+
+void Profile::add(const Sample& s, const SampleLabel& label, const std::string& stack) {
+    all_.add(s, label);
+    if (by_cpu_) cpus_[s.cpu].add(s, label);
     addresses_[s.ip] += 1;
-    functions_[label.function] += 1;
-    objects_[label.object] += 1;
+    if (!stack.empty()) {
+        if (auto it = stacks_.find(stack); it != stacks_.end()) {
+            ++it->second;
+        } else if (stacks_.size() < kMaxStacks) {
+            stacks_.emplace(stack, 1);
+        } else {
+            ++stacks_[kMoreStacks];
+        }
+    }
 }
 
 void Profile::count(const Sample& s) {
-    ++samples_;
-    if (s.pid == 0) {
-        ++modes_.idle;
-    } else if (s.mode == SampleMode::Kernel) {
-        ++modes_.kernel;
-    } else if (s.mode == SampleMode::User) {
-        ++modes_.user;
-    } else {
-        ++modes_.other;
+    all_.count(s);
+    if (by_cpu_) cpus_[s.cpu].count(s);
+}
+
+void Profile::add(const DrainStats& drain, int cpu) {
+    all_.lost += drain.lost;
+    all_.throttled += drain.throttled;
+    if (by_cpu_ && cpu >= 0) {
+        auto& c = cpus_[cpu];
+        c.lost += drain.lost;
+        c.throttled += drain.throttled;
     }
 }
 
-void Profile::add(const DrainStats& drain) {
-    lost_ += drain.lost;
-    throttled_ += drain.throttled;
-}
-
 ProfileReport Profile::report(std::size_t top) const {
-    return {.samples = samples_,
-            .lost = lost_,
-            .throttled = throttled_,
-            .modes = modes_,
-            .functions = top_lines(functions_, samples_, top),
-            .objects = top_lines(objects_, samples_, top)};
+    ProfileReport r = all_.report(top);
+    r.stacks = top_lines(stacks_, all_.samples, 0);
+    for (const auto& [cpu, tally] : cpus_) r.cpus.push_back({cpu, tally.report(top)});
+    return r;
 }
 
 Result<std::size_t> histogram_buckets(std::uint64_t start, std::uint64_t end,

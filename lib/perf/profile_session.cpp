@@ -1,11 +1,13 @@
 #include "monitor/perf/profile_session.hpp"
 
 #include <fmt/format.h>
+#include <linux/perf_event.h>
 
 #include <algorithm>
 #include <utility>
 
 #include "monitor/perf/cgroup_target.hpp"
+#include "monitor/text_file.hpp"
 
 namespace monitor::perf {
 
@@ -26,6 +28,8 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::start(const EventCatalog
     s->event_.exclude_kernel = s->event_.exclude_kernel || !options.kernel;
     s->names_ = std::make_unique<AddressNames>(options.kallsyms);
     s->profiling_ = options.profile;
+    s->callchain_ = options.callchain && options.profile;
+    if (t.kind == TargetKind::EachCpu) s->profile_ = s->interval_ = Profile(true);
     if (options.kernel && options.profile) s->names_->load_kernel();  // before sampling starts
 
     std::vector<int> cpus = options.cpus;
@@ -74,7 +78,8 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::start(const EventCatalog
     for (int cpu : cpus) {
         OpenTarget first = per_cpu.front();
         first.cpu = cpu;
-        auto ring = SampleRing::open(s->event_, first, options.rate, options.ring_pages);
+        auto ring =
+            SampleRing::open(s->event_, first, options.rate, options.ring_pages, s->callchain_);
         if (!ring) return std::unexpected(ring.error());
         for (std::size_t i = 1; i < per_cpu.size(); ++i) {
             OpenTarget other = per_cpu[i];
@@ -84,6 +89,7 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::start(const EventCatalog
             if (!r && r.error().status != Status::NoDev) return std::unexpected(r.error());
         }
         s->rings_.push_back(std::move(*ring));
+        s->ring_cpus_.push_back(cpu);
     }
     if (!t.enable_on_exec) {
         for (auto& ring : s->rings_) {
@@ -94,8 +100,8 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::start(const EventCatalog
 }
 
 void ProfileSession::drain(const std::function<void(const Sample&)>& observer) {
-    for (auto& ring : rings_) {
-        const auto stats = ring->drain([&](const Sample& sample) {
+    for (std::size_t i = 0; i < rings_.size(); ++i) {
+        const auto stats = rings_[i]->drain([&](const Sample& sample) {
             if (observer) observer(sample);
             if (!profiling_) {
                 profile_.count(sample);
@@ -109,18 +115,71 @@ void ProfileSession::drain(const std::function<void(const Sample&)>& observer) {
                                                                   : -2;
             auto [it, added] = labels_.try_emplace(LabelKey{who, sample.ip});
             if (added) it->second = Profile::label(sample, *names_);
-            profile_.add(sample, it->second);
-            interval_.add(sample, it->second);
+            const std::string stack = callchain_ ? fold(sample) : std::string{};
+            profile_.add(sample, it->second, stack);
+            interval_.add(sample, it->second, stack);
             // Code mapped after the map was read is named once it is read again.
             if (it->second.object == "[unknown]") labels_.erase(it);
         });
-        profile_.add(stats);
-        interval_.add(stats);
+        profile_.add(stats, ring_cpus_[i]);
+        interval_.add(stats, ring_cpus_[i]);
     }
 }
 
+const std::string& ProfileSession::frame(const Sample& sample, SampleMode mode, std::uint64_t ip) {
+    const pid_t who = mode == SampleMode::Kernel ? -1 : sample.pid;
+    auto [it, added] = frames_.try_emplace(LabelKey{who, ip});
+    if (added) it->second = Profile::label(sample.pid, mode, ip, *names_).frame;
+    return it->second;
+}
+
+std::string ProfileSession::fold(const Sample& sample) {
+    // The process's name first, as perf script and stackcollapse-perf.pl put it.
+    auto [command, added] = commands_.try_emplace(sample.pid);
+    if (added) {
+        if (sample.pid == 0) {
+            command->second = "[idle]";
+        } else if (auto comm = read_text_file(fmt::format("/proc/{}/comm", sample.pid));
+                   comm && !comm->empty()) {
+            command->second = comm->substr(0, comm->find('\n'));
+        } else {
+            command->second = fmt::format("[pid {}]", sample.pid);
+        }
+    }
+    // The chain is innermost first, in parts headed by their mode (the kernel's part, then
+    // the user part that made the system call); each part's first address is where that mode
+    // was, the others are return addresses, named by the call before them.
+    struct Frame {
+        SampleMode mode;
+        std::uint64_t ip;
+    };
+    std::vector<Frame> frames;
+    SampleMode mode = sample.mode;
+    bool first = true;
+    for (std::uint64_t ip : sample.callchain) {
+        if (ip >= PERF_CONTEXT_MAX) {
+            mode = ip == PERF_CONTEXT_KERNEL ? SampleMode::Kernel
+                   : ip == PERF_CONTEXT_USER ? SampleMode::User
+                                             : SampleMode::Unknown;
+            first = true;
+            continue;
+        }
+        if (mode == SampleMode::Unknown) continue;  // a guest's or hypervisor's frames
+        frames.push_back({mode, first ? ip : ip - 1});
+        first = false;
+    }
+    // A chain the kernel could not make is the sample's own address.
+    if (frames.empty()) frames.push_back({sample.mode, sample.ip});
+    std::string out = command->second;
+    for (auto f = frames.rbegin(); f != frames.rend(); ++f) {
+        out += ';';
+        out += frame(sample, f->mode, f->ip);
+    }
+    return out;
+}
+
 Profile ProfileSession::take_interval() {
-    return std::exchange(interval_, Profile{});
+    return std::exchange(interval_, Profile(profile_.by_cpu()));
 }
 
 Result<void> ProfileSession::stop(const std::function<void(const Sample&)>& observer) {

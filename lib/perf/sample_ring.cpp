@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cstddef>
@@ -30,6 +31,7 @@ struct SampleRecord {
     std::uint64_t time;
     std::uint32_t cpu, reserved;
     std::uint64_t period;  // with a frequency only
+    // With PERF_SAMPLE_CALLCHAIN: the number of addresses, then the addresses.
 };
 constexpr std::size_t kRecordWithoutPeriod = offsetof(SampleRecord, period);
 
@@ -65,9 +67,11 @@ Result<void> check_rate(const EventSpec& event, SampleRate rate) {
 }
 
 // Opens `event` on `target` sampling at `rate`, disabled: the descriptor.
-Result<UniqueFd> open_sampling(const EventSpec& event, const OpenTarget& target, SampleRate rate) {
+Result<UniqueFd> open_sampling(const EventSpec& event, const OpenTarget& target, SampleRate rate,
+                               bool callchain) {
     perf_event_attr attr = event_attr(event, target);
     attr.sample_type = kSampleType;
+    if (callchain) attr.sample_type |= PERF_SAMPLE_CALLCHAIN;
     if (rate.frequency != 0) {
         attr.sample_type |= PERF_SAMPLE_PERIOD;
         attr.freq = 1;
@@ -88,13 +92,13 @@ Result<UniqueFd> open_sampling(const EventSpec& event, const OpenTarget& target,
 
 Result<std::unique_ptr<SampleRing>> SampleRing::open(const EventSpec& event,
                                                      const OpenTarget& target, SampleRate rate,
-                                                     std::size_t pages) {
+                                                     std::size_t pages, bool callchain) {
     if (auto ok = check_rate(event, rate); !ok) return std::unexpected(ok.error());
     if (pages == 0 || !std::has_single_bit(pages)) {
         return fail(Status::BadArg,
                     fmt::format("a sample ring of {} pages: a power of two is needed", pages));
     }
-    auto opened = open_sampling(event, target, rate);
+    auto opened = open_sampling(event, target, rate, callchain);
     if (!opened) return std::unexpected(opened.error());
     UniqueFd owned = std::move(*opened);
 
@@ -116,6 +120,7 @@ Result<std::unique_ptr<SampleRing>> SampleRing::open(const EventSpec& event,
     auto ring =
         std::unique_ptr<SampleRing>(new SampleRing(std::move(owned), map, size, offset, data));
     ring->period_ = rate.period;
+    ring->callchain_ = callchain;
     return ring;
 }
 
@@ -129,7 +134,7 @@ SampleRing::SampleRing(UniqueFd fd, void* map, std::size_t map_size, std::size_t
 
 Result<void> SampleRing::attach(const EventSpec& event, const OpenTarget& target, SampleRate rate) {
     if (auto ok = check_rate(event, rate); !ok) return ok;
-    auto fd = open_sampling(event, target, rate);
+    auto fd = open_sampling(event, target, rate, callchain_);
     if (!fd) return std::unexpected(fd.error());
     if (::ioctl(fd->get(), PERF_EVENT_IOC_SET_OUTPUT, fd_.get()) < 0) {
         return fail_errno(
@@ -186,6 +191,8 @@ DrainStats SampleRing::drain(const std::function<void(const Sample&)>& on_sample
     std::uint64_t tail = header->data_tail;
     DrainStats stats;
     std::vector<unsigned char> record;
+    std::vector<std::uint64_t> chain;
+    const std::size_t sample_size = period_ != 0 ? kRecordWithoutPeriod : sizeof(SampleRecord);
     while (tail < head) {
         // A record may wrap around the end of the ring: copy it out whole.
         perf_event_header h;
@@ -201,11 +208,19 @@ DrainStats SampleRing::drain(const std::function<void(const Sample&)>& on_sample
         copy(record.data(), tail, h.size);
         const unsigned char* body = record.data() + sizeof h;
         const std::size_t body_size = h.size - sizeof h;
-        const std::size_t sample_size = period_ != 0 ? kRecordWithoutPeriod : sizeof(SampleRecord);
         if (h.type == PERF_RECORD_SAMPLE && body_size >= sample_size) {
             SampleRecord r{};
             std::memcpy(&r, body, sample_size);
             if (period_ != 0) r.period = period_;
+            chain.clear();
+            if (callchain_ && body_size >= sample_size + sizeof(std::uint64_t)) {
+                std::uint64_t nr = 0;
+                std::memcpy(&nr, body + sample_size, sizeof nr);
+                const std::size_t room = (body_size - sample_size) / sizeof(std::uint64_t) - 1;
+                chain.resize(static_cast<std::size_t>(std::min<std::uint64_t>(nr, room)));
+                std::memcpy(chain.data(), body + sample_size + sizeof nr,
+                            chain.size() * sizeof(std::uint64_t));
+            }
             ++stats.samples;
             on_sample(Sample{.ip = r.ip,
                              .pid = static_cast<pid_t>(r.pid),
@@ -213,7 +228,8 @@ DrainStats SampleRing::drain(const std::function<void(const Sample&)>& on_sample
                              .cpu = static_cast<int>(r.cpu),
                              .time_ns = r.time,
                              .period = r.period,
-                             .mode = mode_of(h.misc)});
+                             .mode = mode_of(h.misc),
+                             .callchain = chain});
         } else if (h.type == PERF_RECORD_LOST && body_size >= sizeof(LostRecord)) {
             LostRecord r;
             std::memcpy(&r, body, sizeof r);

@@ -57,6 +57,39 @@ std::optional<T> optional_of(const json& j, const char* key) {
     return std::nullopt;
 }
 
+json lines_json(const std::vector<perf::ProfileLine>& lines) {
+    json out = json::array();
+    for (const auto& l : lines) out.push_back(to_json(l));
+    return out;
+}
+
+// The counts that a whole report and each CPU's have: samples, lost, throttled, modes,
+// functions, objects.
+void put_counts(json& j, const perf::ProfileReport& r) {
+    j["samples"] = r.samples;
+    j["lost"] = r.lost;
+    j["throttled"] = r.throttled;
+    j["modes"] = json{{"idle", r.modes.idle},
+                      {"user", r.modes.user},
+                      {"kernel", r.modes.kernel},
+                      {"other", r.modes.other}};
+    j["functions"] = lines_json(r.functions);
+    j["objects"] = lines_json(r.objects);
+}
+
+void get_counts(const json& j, perf::ProfileReport& r) {
+    r.samples = j.at("samples").get<std::uint64_t>();
+    r.lost = j.at("lost").get<std::uint64_t>();
+    r.throttled = j.at("throttled").get<std::uint64_t>();
+    const auto& modes = j.at("modes");
+    r.modes = {.idle = modes.at("idle").get<std::uint64_t>(),
+               .user = modes.at("user").get<std::uint64_t>(),
+               .kernel = modes.at("kernel").get<std::uint64_t>(),
+               .other = modes.at("other").get<std::uint64_t>()};
+    r.functions = lines_from_json(j.at("functions"));
+    r.objects = lines_from_json(j.at("objects"));
+}
+
 }  // namespace
 
 Result<AddressRange> parse_address_range(std::string_view text) {
@@ -104,6 +137,7 @@ json to_json(const ProfileRequest& r) {
                           {"bucket", r.range->bucket}};
     }
     if (r.start_at_exec) j["start_at_exec"] = true;
+    if (r.callchain) j["callchain"] = true;
     return j;
 }
 
@@ -126,6 +160,7 @@ ProfileRequest profile_request_from_json(const json& j) {
         r.range = range;
     }
     r.start_at_exec = optional_of<bool>(j, "start_at_exec").value_or(false);
+    r.callchain = optional_of<bool>(j, "callchain").value_or(false);
     return r;
 }
 
@@ -176,6 +211,7 @@ Result<perf::ProfileOptions> profile_options(const ProfileRequest& r,
         }
         o.target.enable_on_exec = true;
     }
+    o.callchain = r.callchain;
     o.cgroup_root = cgroup_root.string();
     return o;
 }
@@ -208,19 +244,17 @@ json to_json(const ProfileMessage& m) {
     j["final"] = m.final;
     if (m.threads) j["threads"] = *m.threads;
     if (!m.ended.empty()) j["ended"] = m.ended;
-    j["samples"] = r.samples;
-    j["lost"] = r.lost;
-    j["throttled"] = r.throttled;
-    j["modes"] = json{{"idle", r.modes.idle},
-                      {"user", r.modes.user},
-                      {"kernel", r.modes.kernel},
-                      {"other", r.modes.other}};
-    json functions = json::array();
-    for (const auto& l : r.functions) functions.push_back(to_json(l));
-    j["functions"] = std::move(functions);
-    json objects = json::array();
-    for (const auto& l : r.objects) objects.push_back(to_json(l));
-    j["objects"] = std::move(objects);
+    put_counts(j, r);
+    if (!r.stacks.empty()) j["stacks"] = lines_json(r.stacks);
+    if (!r.cpus.empty()) {
+        json cpus = json::array();
+        for (const auto& c : r.cpus) {
+            json one{{"cpu", c.cpu}};
+            put_counts(one, c.report);
+            cpus.push_back(std::move(one));
+        }
+        j["cpus"] = std::move(cpus);
+    }
     if (m.histogram) {
         const auto& h = *m.histogram;
         json buckets = json::array();
@@ -246,16 +280,17 @@ ProfileMessage profile_message_from_json(const json& j) {
     m.threads = optional_of<int>(j, "threads");
     m.ended = optional_of<std::string>(j, "ended").value_or("");
     auto& r = m.report;
-    r.samples = j.at("samples").get<std::uint64_t>();
-    r.lost = j.at("lost").get<std::uint64_t>();
-    r.throttled = j.at("throttled").get<std::uint64_t>();
-    const auto& modes = j.at("modes");
-    r.modes = {.idle = modes.at("idle").get<std::uint64_t>(),
-               .user = modes.at("user").get<std::uint64_t>(),
-               .kernel = modes.at("kernel").get<std::uint64_t>(),
-               .other = modes.at("other").get<std::uint64_t>()};
-    r.functions = lines_from_json(j.at("functions"));
-    r.objects = lines_from_json(j.at("objects"));
+    get_counts(j, r);
+    if (auto it = j.find("stacks"); it != j.end() && !it->is_null()) {
+        r.stacks = lines_from_json(*it);
+    }
+    if (auto it = j.find("cpus"); it != j.end() && !it->is_null()) {
+        for (const auto& c : *it) {
+            perf::CpuProfileReport one{.cpu = c.at("cpu").get<int>()};
+            get_counts(c, one.report);
+            r.cpus.push_back(std::move(one));
+        }
+    }
     if (auto it = j.find("histogram"); it != j.end() && !it->is_null()) {
         HistogramMessage h;
         h.range = {.start = address_from_json(it->at("start")),

@@ -1,19 +1,23 @@
 // Profiles end to end: the real monctl against the real monitord sampling a workload of known
 // profile (bench/profile_burner: two functions burning 3:1), with perf record sampling the same
-// process at the same time; a command's profile; streamed intervals that add up to the whole;
-// an address histogram; bad requests refused clearly while the daemon serves on.
+// process at the same time, also with call chains (perf record -g); a command's profile;
+// streamed intervals that add up to the whole; an address histogram; each CPU's profile; a
+// process of 16 threads; bad requests refused clearly while the daemon serves on.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <regex>
 #include <sstream>
 #include <string>
 
 #include "daemon_process.hpp"
+#include "monitor/loading/cpu_list.hpp"
 #include "monitor/perf/process_symbols.hpp"
 #include "monitor/text_file.hpp"
 #include "test_support.hpp"
@@ -133,41 +137,73 @@ double perf_share(const std::string& report, const std::string& function) {
     return -1;
 }
 
-// The issue's test: 75 % +- 5 on the first function, 25 % +- 5 on the second, as perf record
-// and perf report find on the very same process at the very same time.
-TEST_F(PerfProfile, ThreeToOneBurnerSplitsAsPerfRecordSplitsIt) {
-    // Held (SIGSTOP) until both samplers are on it, so that both see all of its 3 s of CPU.
-    auto burner = Process::start({profile_burner_bin(), "3"});
+// A burner sampled by monctl (through the daemon) and by perf record at the same time.
+struct SampledTwice {
+    pid_t pid = -1;
+    RunResult monctl;
+    std::string perf;  // perf's path; empty when there is none
+    std::string perf_data;
+};
+
+// Runs the burner with `burner_args`, held (SIGSTOP) until perf record (with `perf_args`) and
+// `monctl perf profile -p PID` (with `monctl_args`) both sample it, so that both see all of
+// it, and waits for both to end with it.
+void sample_twice(Daemon& daemon, const ScratchDir& dir, std::vector<std::string> burner_args,
+                  const std::vector<std::string>& perf_args,
+                  const std::vector<std::string>& monctl_args, SampledTwice& out) {
+    burner_args.insert(burner_args.begin(), profile_burner_bin());
+    auto burner = Process::start(burner_args);
     ASSERT_TRUE(burner);
-    const pid_t burner_pid = burner->pid();
-    const std::string pid = std::to_string(burner_pid);
-    ::kill(burner_pid, SIGSTOP);
-    ASSERT_TRUE(test_support::wait_until([&] { return process_state(burner_pid) == 'T'; }, 5s));
-    const std::string perf = find_in_path("perf");
+    out.pid = burner->pid();
+    const std::string pid = std::to_string(out.pid);
+    ::kill(out.pid, SIGSTOP);
+    ASSERT_TRUE(test_support::wait_until([&] { return process_state(out.pid) == 'T'; }, 5s));
+    out.perf = find_in_path("perf");
     std::unique_ptr<Process> recorder;
-    ScratchDir dir{"profile"};
-    const std::string data = (dir / "perf.data").string();
-    if (!perf.empty()) {
-        recorder = Process::start({perf, "record", "-F", "1000", "-p", pid, "-o", data});
+    out.perf_data = (dir / "perf.data").string();
+    if (!out.perf.empty()) {
+        std::vector<std::string> argv{out.perf, "record"};
+        argv.insert(argv.end(), perf_args.begin(), perf_args.end());
+        argv.insert(argv.end(), {"-p", pid, "-o", out.perf_data});
+        recorder = Process::start(argv);
         if (!test_support::wait_until([&] { return perf_event_fds(recorder->pid()) >= 1; }, 10s)) {
             ADD_FAILURE() << "perf record did not start sampling: " << recorder->log();
         }
     }
-    const std::size_t started = count_of(daemon_->log(), "Profile started");
-    auto profiler = Process::start({monctl_bin(), "--socket", daemon_->socket(), "perf", "profile",
-                                    "-p", pid, "-F", "1000", "-d", "30s", "--json"});
+    const std::size_t started = count_of(daemon.log(), "Profile started");
+    std::vector<std::string> argv{
+        monctl_bin(), "--socket", daemon.socket(), "perf", "profile", "-p", pid, "-d", "30s"};
+    argv.insert(argv.end(), monctl_args.begin(), monctl_args.end());
+    auto profiler = Process::start(argv);
     ASSERT_TRUE(test_support::wait_until(
-        [&] { return count_of(daemon_->log(), "Profile started") > started; }, 10s))
-        << daemon_->log();
-    ::kill(burner_pid, SIGCONT);
+        [&] { return count_of(daemon.log(), "Profile started") > started; }, 10s))
+        << daemon.log();
+    ::kill(out.pid, SIGCONT);
     ASSERT_TRUE(test_support::wait_until([&] { return !profiler->alive(); }, 30s))
         << "the profile ends when the process exits";
-    RunResult r{.exit_code = profiler->stop(SIGKILL).value_or(-1), .out = profiler->log()};
+    out.monctl = {.exit_code = profiler->stop(SIGKILL).value_or(-1), .out = profiler->log()};
+    if (recorder) {
+        ASSERT_TRUE(test_support::wait_until([&] { return !recorder->alive(); }, 20s))
+            << "perf record did not end with the process";
+    } else {
+        out.perf.clear();
+    }
+}
+
+// The issue's test: 75 % +- 5 on the first function, 25 % +- 5 on the second, as perf record
+// and perf report find on the very same process at the very same time.
+TEST_F(PerfProfile, ThreeToOneBurnerSplitsAsPerfRecordSplitsIt) {
+    ScratchDir dir{"profile"};
+    SampledTwice t;
+    sample_twice(*daemon_, dir, {"3"}, {"-F", "1000"}, {"-F", "1000", "--json"}, t);
+    if (HasFatalFailure()) return;
+    const auto& r = t.monctl;
     ASSERT_EQ(r.exit_code, 0) << r.out;
     auto j = last_json(r.out);
     EXPECT_EQ(check_reply("Profile", j), "") << r.out;
     const auto& report = j["report"];
-    EXPECT_EQ(report["ended"], "process " + pid + " exited") << "it ends with the process";
+    EXPECT_EQ(report["ended"], "process " + std::to_string(t.pid) + " exited")
+        << "it ends with the process";
     EXPECT_TRUE(report["final"].get<bool>());
     const auto samples = report["samples"].get<std::uint64_t>();
     EXPECT_GT(samples, 2000u) << "3 s of CPU at 1000 Hz";
@@ -179,10 +215,9 @@ TEST_F(PerfProfile, ThreeToOneBurnerSplitsAsPerfRecordSplitsIt) {
     EXPECT_GT(report["modes"]["user"].get<std::uint64_t>(), samples * 9 / 10);
     EXPECT_EQ(report["modes"]["idle"], 0);
 
-    if (!recorder) GTEST_SKIP() << "no perf in $PATH (Debian's linux-perf): monctl alone checked";
-    ASSERT_TRUE(test_support::wait_until([&] { return !recorder->alive(); }, 20s))
-        << "perf record did not end with the process";
-    auto shown = run({perf, "report", "-i", data, "--stdio", "--sort", "sym"});
+    if (t.perf.empty())
+        GTEST_SKIP() << "no perf in $PATH (Debian's linux-perf): monctl alone checked";
+    auto shown = run({t.perf, "report", "-i", t.perf_data, "--stdio", "--sort", "sym"});
     ASSERT_EQ(shown.exit_code, 0) << shown.err;
     const double perf_three = perf_share(shown.out, "profile_burner_three");
     const double perf_one = perf_share(shown.out, "profile_burner_one");
@@ -192,6 +227,192 @@ TEST_F(PerfProfile, ThreeToOneBurnerSplitsAsPerfRecordSplitsIt) {
     EXPECT_NEAR(one, perf_one, 3);
     std::printf("%llu samples: monctl %.1f %% and %.1f %%, perf record %.1f %% and %.1f %%\n",
                 static_cast<unsigned long long>(samples), three, one, perf_three, perf_one);
+}
+
+// Folded stacks ("a;b;c N" lines, outermost first) and the shares of the stacks that end in
+// `leaf` with `caller` somewhere above it, in percent of all the stacks' samples.
+struct Stacks {
+    std::vector<std::pair<std::vector<std::string>, std::uint64_t>> stacks;
+    std::uint64_t samples = 0;
+
+    void add(std::vector<std::string> frames, std::uint64_t n) {
+        samples += n;
+        stacks.emplace_back(std::move(frames), n);
+    }
+    double share(const std::string& leaf, const std::string& caller) const {
+        std::uint64_t n = 0;
+        for (const auto& [frames, count] : stacks) {
+            if (frames.empty() || frames.back() != leaf) continue;
+            if (std::ranges::find(frames, caller) != frames.end()) n += count;
+        }
+        return samples == 0 ? -1 : 100.0 * static_cast<double>(n) / static_cast<double>(samples);
+    }
+
+    // monctl's --folded file.
+    static Stacks folded(const std::string& text) {
+        Stacks s;
+        std::istringstream in(text);
+        for (std::string line; std::getline(in, line);) {
+            const auto space = line.rfind(' ');
+            if (space == std::string::npos) continue;
+            std::vector<std::string> frames;
+            std::istringstream parts(line.substr(0, space));
+            for (std::string f; std::getline(parts, f, ';');) frames.push_back(f);
+            s.add(std::move(frames), std::stoull(line.substr(space + 1)));
+        }
+        return s;
+    }
+    // perf script -F ip,sym: each sample's chain innermost first ("\t  55d4c3a0b1c9 main"),
+    // samples apart by blank lines; the first frame stands for the process's name.
+    static Stacks perf_script(const std::string& text) {
+        Stacks s;
+        std::istringstream in(text);
+        std::vector<std::string> chain;
+        auto end_sample = [&] {
+            if (chain.empty()) return;
+            std::vector<std::string> frames{"[process]"};
+            frames.insert(frames.end(), chain.rbegin(), chain.rend());
+            s.add(std::move(frames), 1);
+            chain.clear();
+        };
+        for (std::string line; std::getline(in, line);) {
+            std::istringstream fields(line);
+            std::string ip, sym;
+            if (!(fields >> ip)) {
+                end_sample();
+                continue;
+            }
+            std::getline(fields >> std::ws, sym);
+            chain.push_back(sym);
+        }
+        end_sample();
+        return s;
+    }
+};
+
+// -g: the call chains of the burner (built with frame pointers) fold into stacks that put
+// main above each burner, in the 3:1 of the functions; perf record -g and perf script on the
+// same process at the same time find the same.
+TEST_F(PerfProfile, CallChainsFoldAsPerfRecordFindsThem) {
+    ScratchDir dir{"profile-g"};
+    const std::string folded = (dir / "stacks.folded").string();
+    SampledTwice t;
+    sample_twice(*daemon_, dir, {"2"}, {"-g", "-F", "1000"},
+                 {"-g", "-F", "1000", "-n", "3", "--folded", folded}, t);
+    if (HasFatalFailure()) return;
+    ASSERT_EQ(t.monctl.exit_code, 0) << t.monctl.out;
+    EXPECT_NE(t.monctl.out.find("stack (outermost first)"), std::string::npos) << t.monctl.out;
+    auto text = monitor::read_text_file(folded);
+    ASSERT_TRUE(text) << text.error().to_string();
+    const auto ours = Stacks::folded(*text);
+    EXPECT_GT(ours.samples, 1500u) << "2 s of CPU at 1000 Hz";
+    std::smatch samples;
+    ASSERT_TRUE(std::regex_search(t.monctl.out, samples, std::regex(R"(\n  ([0-9,]+) samples:)")));
+    std::string digits = samples[1];
+    std::erase(digits, ',');
+    EXPECT_EQ(ours.samples, std::stoull(digits)) << "the file holds every sample";
+    for (const auto& [frames, n] : ours.stacks) {
+        ASSERT_FALSE(frames.empty());
+        EXPECT_EQ(frames.front(), "bench-profile-b") << "the process's name (15 letters) first";
+    }
+    const double three = ours.share("profile_burner_three", "main");
+    const double one = ours.share("profile_burner_one", "main");
+    EXPECT_NEAR(three, 75, 5) << *text;
+    EXPECT_NEAR(one, 25, 5) << *text;
+
+    if (t.perf.empty())
+        GTEST_SKIP() << "no perf in $PATH (Debian's linux-perf): monctl alone checked";
+    auto script = run({t.perf, "script", "-i", t.perf_data, "-F", "ip,sym"});
+    ASSERT_EQ(script.exit_code, 0) << script.err;
+    const auto perfs = Stacks::perf_script(script.out);
+    const double perf_three = perfs.share("profile_burner_three", "main");
+    const double perf_one = perfs.share("profile_burner_one", "main");
+    EXPECT_NEAR(three, perf_three, 3) << "the same process sampled at the same time";
+    EXPECT_NEAR(one, perf_one, 3);
+    std::printf(
+        "main;...;burner stacks: monctl %.1f %% and %.1f %% of %llu, perf record -g "
+        "%.1f %% and %.1f %% of %llu\n",
+        three, one, static_cast<unsigned long long>(ours.samples), perf_three, perf_one,
+        static_cast<unsigned long long>(perfs.samples));
+}
+
+// -A: each CPU's own profile. The burner, held to the last CPU, fills that CPU's profile and
+// appears in no other; the CPUs add up to the whole.
+TEST_F(PerfProfile, EachCpuHasItsOwnProfile) {
+    const auto online = monitor::read_online_cpus("/sys");
+    ASSERT_TRUE(online);
+    const int last = online->back();
+    auto burner = Process::start(
+        {find_in_path("taskset"), "-c", std::to_string(last), profile_burner_bin(), "5"});
+    ASSERT_TRUE(burner);
+    ASSERT_TRUE(BurnerCode::of(burner->pid())) << "taskset did not run the burner";
+    auto r =
+        daemon_->monctl({"perf", "profile", "-A", "-d", "1s", "-F", "500", "-n", "5", "--json"});
+    burner->stop(SIGKILL);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto j = last_json(r.out);
+    EXPECT_EQ(check_reply("Profile", j), "") << r.out;
+    const auto& report = j["report"];
+    EXPECT_EQ(report["target"], "each CPU");
+    ASSERT_EQ(report["cpus"].size(), online->size()) << r.out;
+    std::uint64_t sum = 0;
+    for (const auto& cpu : report["cpus"]) {
+        sum += cpu["samples"].get<std::uint64_t>();
+        const double burning = std::max(0.0, share_of(cpu, "profile_burner_three")) +
+                               std::max(0.0, share_of(cpu, "profile_burner_one"));
+        if (cpu["cpu"] == last) {
+            EXPECT_GT(burning, 60) << "the burner's CPU: " << cpu.dump();
+        } else {
+            EXPECT_EQ(burning, 0) << "the burner never ran here: " << cpu.dump();
+        }
+    }
+    EXPECT_EQ(sum, report["samples"].get<std::uint64_t>());
+
+    auto text = daemon_->monctl({"perf", "profile", "-A", "-d", "300ms", "-n", "2"});
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find("\n  cpu" + std::to_string(last) + ": "), std::string::npos)
+        << text.out;
+}
+
+// A process of 16 threads, held until the profile is on it: every thread is sampled (the
+// report says 16 threads, and the samples are its CPU time's), and the 3:1 holds.
+TEST_F(PerfProfile, AManyThreadedProcessIsSampledInEveryThread) {
+    constexpr int kThreads = 16;
+    auto burner = Process::start({profile_burner_bin(), "0.25", std::to_string(kThreads)});
+    ASSERT_TRUE(burner);
+    const pid_t pid = burner->pid();
+    const auto tasks = [&] {
+        std::size_t n = 0;
+        std::error_code ec;
+        for (std::filesystem::directory_iterator it("/proc/" + std::to_string(pid) + "/task", ec),
+             end;
+             !ec && it != end; it.increment(ec)) {
+            ++n;
+        }
+        return n;
+    };
+    ASSERT_TRUE(test_support::wait_until([&] { return tasks() >= kThreads; }, 5s));
+    ::kill(pid, SIGSTOP);
+    ASSERT_TRUE(test_support::wait_until([&] { return process_state(pid) == 'T'; }, 5s));
+    const std::size_t held = tasks();  // its threads, and a sanitizer's own
+    const std::size_t started = count_of(daemon_->log(), "Profile started");
+    auto profiler = Process::start({monctl_bin(), "--socket", daemon_->socket(), "perf", "profile",
+                                    "-p", std::to_string(pid), "-F", "500", "-d", "60s", "--json"});
+    ASSERT_TRUE(test_support::wait_until(
+        [&] { return count_of(daemon_->log(), "Profile started") > started; }, 10s));
+    ::kill(pid, SIGCONT);
+    ASSERT_TRUE(test_support::wait_until([&] { return !profiler->alive(); }, 60s));
+    const double cpu = process_cpu_seconds(pid);  // a zombie until stopped
+    const auto out = profiler->log();
+    ASSERT_EQ(profiler->stop(SIGKILL).value_or(-1), 0) << out;
+    const auto report = last_json(out)["report"];
+    EXPECT_EQ(report["threads"].get<std::size_t>(), held) << out;
+    const auto samples = report["samples"].get<double>();
+    EXPECT_GT(cpu, 3.0) << "16 threads x 0.24 s";
+    EXPECT_NEAR(samples, cpu * 500, cpu * 500 * 0.15) << "every thread's CPU time sampled";
+    EXPECT_NEAR(share_of(report, "profile_burner_three"), 75, 5) << out;
+    EXPECT_NEAR(share_of(report, "profile_burner_one"), 25, 5) << out;
+    std::printf("%zu threads, %.2f s of CPU: %.0f samples at 500 Hz\n", held, cpu, samples);
 }
 
 // A command is sampled from its exec to its exit: its exit code is monctl's, the profile goes
@@ -333,6 +554,7 @@ TEST_F(PerfProfile, BadRequestsAreRefusedClearly) {
         {{"-d", "0"}, "'0' is not a duration"},
         {{"-u", "no-such.service"}, "no-such.service"},
         {{"-p", "1", "--", "true"}, "a command is its own target"},
+        {{"--folded", "/nonexistent/dir/stacks"}, "--folded /nonexistent/dir/stacks: cannot write"},
     };
     for (const auto& c : cases) {
         std::vector<std::string> args{"perf", "profile"};

@@ -446,5 +446,38 @@ TEST(FormatProfile, ShowsModesLossesTopLinesAndBuckets) {
         << interval;
 }
 
+// With call chains, the stacks with the most samples (as many as functions shown); by CPU,
+// each CPU's modes, losses and functions after the whole's.
+TEST(FormatProfile, ShowsTheTopStacksAndEachCpu) {
+    monitor::protocol::ProfileMessage m;
+    m.event = "perf::CPU-CLOCK";
+    m.target = "each CPU";
+    m.elapsed = 1.0;
+    m.final = true;
+    m.report.samples = 100;
+    m.report.modes = {.idle = 60, .user = 40};
+    m.report.functions = {{"work (/bin/app)", 40, 40.0}};
+    m.report.stacks = {{"app;main;work", 30, 30.0}, {"app;main;helper;work", 10, 10.0}};
+    m.report.cpus = {
+        {.cpu = 0,
+         .report = {.samples = 60, .modes = {.idle = 60}, .functions = {{"[idle]", 60, 100.0}}}},
+        {.cpu = 1,
+         .report = {.samples = 40,
+                    .lost = 3,
+                    .modes = {.user = 40},
+                    .functions = {{"work (/bin/app)", 40, 100.0}}}}};
+    const std::string out = format_profile(m);
+    EXPECT_NE(out.find("stack (outermost first)\n   30.00%          30  app;main;work\n"),
+              std::string::npos)
+        << out;
+    EXPECT_EQ(out.find("app;main;helper;work"), std::string::npos)
+        << "as many stacks as functions: " << out;
+    EXPECT_NE(out.find("cpu1: 40 samples: user 100.0%, kernel 0.0%, idle 0.0%; lost 3 samples"),
+              std::string::npos)
+        << out;
+    EXPECT_NE(out.find("    100.00%          40  work (/bin/app)"), std::string::npos) << out;
+    EXPECT_LT(out.find("cpu0:"), out.find("cpu1:"));
+}
+
 }  // namespace
 }  // namespace monctl

@@ -68,8 +68,10 @@ TEST(ProfileRequest, MapsOntoTheSessionsOptions) {
     r.mode = "user";
     r.target = {.kind = "process", .pid = 42};
     r.start_at_exec = true;
+    r.callchain = true;
     o = protocol::profile_options(r, "/sys/fs/cgroup");
     ASSERT_TRUE(o) << o.error().to_string();
+    EXPECT_TRUE(o->callchain);
     EXPECT_EQ(o->event, "perf::TASK-CLOCK");
     EXPECT_EQ(o->rate.period, 100'000u);
     EXPECT_EQ(o->rate.frequency, 0u);
@@ -81,10 +83,13 @@ TEST(ProfileRequest, MapsOntoTheSessionsOptions) {
 
     r = {};
     r.mode = "kernel";
+    r.target = {.kind = "each"};
     o = protocol::profile_options(r, "/sys/fs/cgroup");
     ASSERT_TRUE(o);
     EXPECT_FALSE(o->user);
     EXPECT_TRUE(o->kernel);
+    EXPECT_FALSE(o->callchain);
+    EXPECT_EQ(o->target.kind, perf::TargetKind::EachCpu);
 }
 
 TEST(ProfileRequest, BadRequestsAreRefusedNamingWhatIsWrong) {
@@ -118,7 +123,8 @@ TEST(ProfileRequest, TravelsUnchangedAndMatchesTheInterface) {
         .target = {.kind = "cpu", .cpu = 1},
         .mode = "user",
         .top = 5,
-        .range = protocol::AddressRange{0xffffffff81000000, 0xffffffff81100000, 4096}};
+        .range = protocol::AddressRange{0xffffffff81000000, 0xffffffff81100000, 4096},
+        .callchain = true};
     const auto j = protocol::to_json(r);
     EXPECT_EQ(protocol::profile_request_from_json(j), r) << j.dump();
     const auto* iface = monitor::varlink::builtin_interface(monitor::varlink::kMonitorInterface);
@@ -181,7 +187,39 @@ TEST(ProfileMessage, CarriesTheProfileAndMatchesTheInterface) {
     EXPECT_EQ(back.histogram->buckets, m.histogram->buckets);
     EXPECT_EQ(back.histogram->range, m.histogram->range);
     EXPECT_TRUE(back.final);
+    EXPECT_FALSE(j.contains("stacks")) << "no chains asked for";
+    EXPECT_FALSE(j.contains("cpus")) << "not a profile of each CPU";
     EXPECT_EQ(test_support::check_reply("Profile", nlohmann::json{{"started", true}}), "");
+}
+
+// With call chains and by CPU: the stacks, and each CPU's own counts, travel whole.
+TEST(ProfileMessage, CarriesStacksAndEachCpusProfile) {
+    perf::Profile p(true);
+    const perf::SampleLabel work{"work (/bin/app)", "/bin/app", "work"};
+    for (int i = 0; i < 3; ++i) {
+        p.add(perf::Sample{.ip = 0x1000, .pid = 7, .cpu = 1, .mode = perf::SampleMode::User}, work,
+              "app;main;work");
+    }
+    p.add(perf::Sample{.ip = 0x1000, .pid = 7, .cpu = 0, .mode = perf::SampleMode::User}, work,
+          "app;main;helper;work");
+    p.add(perf::DrainStats{.lost = 2, .throttled = 1}, 1);
+    const auto m = protocol::make_profile_message(p, 1, std::nullopt);
+    ASSERT_EQ(m.report.stacks.size(), 2u) << "every stack, whatever the top";
+    const auto j = protocol::to_json(m);
+    EXPECT_EQ(test_support::check_reply("Profile", nlohmann::json{{"report", j}}), "") << j.dump();
+    const auto back = protocol::profile_message_from_json(j);
+    ASSERT_EQ(back.report.stacks.size(), 2u);
+    EXPECT_EQ(back.report.stacks[0].name, "app;main;work");
+    EXPECT_EQ(back.report.stacks[0].samples, 3u);
+    EXPECT_DOUBLE_EQ(back.report.stacks[0].percent, 75.0);
+    ASSERT_EQ(back.report.cpus.size(), 2u);
+    EXPECT_EQ(back.report.cpus[1].cpu, 1);
+    EXPECT_EQ(back.report.cpus[1].report.samples, 3u);
+    EXPECT_EQ(back.report.cpus[1].report.lost, 2u);
+    EXPECT_EQ(back.report.cpus[1].report.throttled, 1u);
+    EXPECT_EQ(back.report.cpus[1].report.modes.user, 3u);
+    ASSERT_EQ(back.report.cpus[0].report.functions.size(), 1u);
+    EXPECT_DOUBLE_EQ(back.report.cpus[0].report.functions[0].percent, 100.0);
 }
 
 TEST(KernelSymbols, NameKernelAddressesByTheFunctionBelowThem) {

@@ -1,22 +1,26 @@
 // PC sampling on this thread through a real sample ring (the task clock samples on any
 // machine): two functions that burn CPU 3:1 get 75 % and 25 % of the samples by name, a
 // histogram over the first one's addresses sums to its share, samples the ring had no room
-// for are reported lost, and bad rates and address ranges are refused.
+// for are reported lost, and bad rates and address ranges are refused. Call chains fold into
+// stacks outermost first; a profile of each CPU keeps each CPU's own; the vDSO is named.
 #include "monitor/perf/profile.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <numeric>
 #include <string>
 
@@ -25,6 +29,7 @@
 #include "monitor/perf/process_symbols.hpp"
 #include "monitor/perf/profile_session.hpp"
 #include "monitor/perf/sample_ring.hpp"
+#include "monitor/text_file.hpp"
 
 extern "C" {
 // Burn this thread's CPU for `ns` of its CPU time.
@@ -339,6 +344,184 @@ TEST(ProfileSession, AllCpusSampleEverything) {
                 static_cast<unsigned long long>(report.samples),
                 static_cast<unsigned long long>(m.idle), static_cast<unsigned long long>(m.user),
                 static_cast<unsigned long long>(m.kernel));
+}
+
+// The task clock's samples of the burner child with their call chains: every stack starts with
+// the process's name, ends with the function its sample is counted under (so a function's
+// stacks hold exactly its samples), and has its callers before it, the same caller each time
+// (a return address is named by the call before it); a chain's kernel part comes last.
+TEST(ProfileSession, CallChainsFoldIntoStacksOutermostFirst) {
+    auto c = EventCatalog::create();
+    ASSERT_TRUE(c) << c.error().to_string();
+    auto online = monitor::read_online_cpus("/sys");
+    ASSERT_TRUE(online);
+    Burner burner(10);
+    ASSERT_GT(burner.pid(), 0);
+    ProfileOptions o;
+    o.target = {.kind = TargetKind::Process, .pid = burner.pid()};
+    o.cpus = *online;
+    o.rate = {.frequency = 1000};
+    o.callchain = true;
+    auto s = ProfileSession::start(*c, o);
+    if (!s && s.error().status == Status::Perm) GTEST_SKIP() << s.error().to_string();
+    ASSERT_TRUE(s) << s.error().to_string();
+    profile_run(**s, burner);
+    const auto report = (*s)->profile().report();
+    ASSERT_GT(report.samples, 200u) << "about 400 were due";
+    auto comm = read_text_file("/proc/self/comm");
+    ASSERT_TRUE(comm);
+    const std::string command = comm->substr(0, comm->find('\n'));
+
+    std::uint64_t in_stacks = 0, three = 0, three_with_caller = 0;
+    std::map<std::string, std::uint64_t> callers;
+    for (const auto& l : report.stacks) {
+        in_stacks += l.samples;
+        ASSERT_TRUE(l.name.starts_with(command + ";")) << l.name;
+        std::vector<std::string> frames;
+        for (std::size_t at = 0, end = 0; at <= l.name.size(); at = end + 1) {
+            end = std::min(l.name.find(';', at), l.name.size());
+            frames.push_back(l.name.substr(at, end - at));
+        }
+        // Kernel frames (_[k]) are innermost: none after them is user code.
+        const auto kernel =
+            std::ranges::find_if(frames, [](const std::string& f) { return f.ends_with("_[k]"); });
+        for (auto f = kernel; f != frames.end(); ++f) EXPECT_TRUE(f->ends_with("_[k]")) << l.name;
+        if (frames.back() == "monitord_profile_burn_three") {
+            three += l.samples;
+            if (frames.size() > 2) {
+                three_with_caller += l.samples;
+                callers[frames[frames.size() - 2]] += l.samples;
+            }
+        }
+    }
+    EXPECT_EQ(in_stacks, report.samples) << "every sample has its stack";
+    const auto by_function = std::ranges::find_if(report.functions, [](const ProfileLine& l) {
+        return l.name.starts_with("monitord_profile_burn_three (");
+    });
+    ASSERT_NE(by_function, report.functions.end());
+    EXPECT_EQ(three, by_function->samples) << "a stack ends where its sample was";
+    EXPECT_GT(three_with_caller, three * 9 / 10) << "the caller is found by its frame pointer";
+    ASSERT_FALSE(callers.empty());
+    const auto top = std::ranges::max_element(callers, {}, [](const auto& e) { return e.second; });
+    EXPECT_GT(top->second, three_with_caller * 9 / 10) << "one caller: " << top->first;
+    std::printf("%llu samples in %zu stacks; burn_three's caller: %s\n",
+                static_cast<unsigned long long>(report.samples), report.stacks.size(),
+                top->first.c_str());
+}
+
+// A profile of each CPU: every CPU's ring has a report, however few its samples, and each
+// CPU's samples, modes, lost and throttled are its own and add up to the whole.
+TEST(ProfileSession, EachCpuHasItsOwnProfile) {
+    auto c = EventCatalog::create();
+    ASSERT_TRUE(c) << c.error().to_string();
+    auto online = monitor::read_online_cpus("/sys");
+    ASSERT_TRUE(online);
+    Burner burner(5);
+    ASSERT_GT(burner.pid(), 0);
+    ProfileOptions o;
+    o.target = {.kind = TargetKind::EachCpu};
+    o.cpus = *online;
+    o.rate = {.frequency = 250};
+    auto s = ProfileSession::start(*c, o);
+    if (!s && s.error().status == Status::Perm) GTEST_SKIP() << s.error().to_string();
+    ASSERT_TRUE(s) << s.error().to_string();
+    profile_run(**s, burner);
+    const auto report = (*s)->profile().report(3);
+    ASSERT_EQ(report.cpus.size(), online->size());
+    std::uint64_t samples = 0, user = 0, lost = 0, throttled = 0;
+    for (std::size_t i = 0; i < report.cpus.size(); ++i) {
+        const auto& cpu = report.cpus[i];
+        EXPECT_EQ(cpu.cpu, (*online)[i]);
+        const auto& m = cpu.report.modes;
+        EXPECT_EQ(m.idle + m.user + m.kernel + m.other, cpu.report.samples);
+        EXPECT_LE(cpu.report.functions.size(), 3u);
+        EXPECT_TRUE(cpu.report.cpus.empty() && cpu.report.stacks.empty());
+        samples += cpu.report.samples;
+        user += m.user;
+        lost += cpu.report.lost;
+        throttled += cpu.report.throttled;
+    }
+    EXPECT_EQ(samples, report.samples);
+    EXPECT_EQ(user, report.modes.user);
+    EXPECT_EQ(lost, report.lost);
+    EXPECT_EQ(throttled, report.throttled);
+    EXPECT_GT(samples, 0u);
+    auto interval = (*s)->take_interval();
+    EXPECT_TRUE(interval.by_cpu()) << "intervals are of each CPU too";
+}
+
+// Each CPU's percentages are of its own samples; what a CPU's ring lost is that CPU's.
+TEST(Profile, EachCpusSharesAreOfItsOwnSamples) {
+    Profile p(true);
+    const SampleLabel work{"work (/bin/app)", "/bin/app", "work"};
+    const SampleLabel idle{"[idle]", "[idle]", "[idle]"};
+    for (int i = 0; i < 30; ++i) {
+        p.add(Sample{.ip = 0x1000, .pid = 7, .cpu = 0, .mode = SampleMode::User}, work);
+    }
+    for (int i = 0; i < 10; ++i) p.add(Sample{.ip = 0x9000, .pid = 0, .cpu = 1}, idle);
+    for (int i = 0; i < 10; ++i) {
+        p.add(Sample{.ip = 0x1000, .pid = 7, .cpu = 1, .mode = SampleMode::User}, work);
+    }
+    p.add(DrainStats{.lost = 4, .throttled = 1}, 1);
+    p.add(DrainStats{}, 2);  // a CPU with nothing
+    const auto r = p.report();
+    EXPECT_EQ(r.samples, 50u);
+    EXPECT_EQ(r.lost, 4u);
+    ASSERT_EQ(r.cpus.size(), 3u);
+    EXPECT_EQ(r.cpus[0].report.samples, 30u);
+    ASSERT_EQ(r.cpus[0].report.functions.size(), 1u);
+    EXPECT_DOUBLE_EQ(r.cpus[0].report.functions[0].percent, 100.0);
+    EXPECT_EQ(r.cpus[1].report.modes.idle, 10u);
+    EXPECT_EQ(r.cpus[1].report.lost, 4u);
+    EXPECT_EQ(r.cpus[1].report.throttled, 1u);
+    ASSERT_EQ(r.cpus[1].report.functions.size(), 2u);
+    EXPECT_DOUBLE_EQ(r.cpus[1].report.functions[0].percent, 50.0);
+    EXPECT_EQ(r.cpus[2].cpu, 2);
+    EXPECT_EQ(r.cpus[2].report.samples, 0u);
+    EXPECT_DOUBLE_EQ(r.functions[0].percent, 80.0) << "the whole's shares are of all samples";
+    EXPECT_TRUE(Profile().report().cpus.empty()) << "a profile not by CPU has none";
+}
+
+// A profile's stacks are bounded: beyond kMaxStacks distinct ones, the others count as one.
+TEST(Profile, StacksBeyondTheLimitCountAsOne) {
+    Profile p;
+    const SampleLabel work{"work (/bin/app)", "/bin/app", "work"};
+    const Sample s{.ip = 0x1000, .pid = 7, .mode = SampleMode::User};
+    for (std::size_t i = 0; i < kMaxStacks + 10; ++i) p.add(s, work, fmt::format("app;f{}", i));
+    p.add(s, work, "app;f0");
+    const auto r = p.report();
+    ASSERT_EQ(r.stacks.size(), kMaxStacks + 1);
+    EXPECT_EQ(r.stacks[0].name, kMoreStacks);
+    EXPECT_EQ(r.stacks[0].samples, 10u);
+    EXPECT_EQ(r.stacks[1].name, "app;f0") << "a stack kept goes on counting";
+    EXPECT_EQ(r.stacks[1].samples, 2u);
+    EXPECT_TRUE(Profile().report().stacks.empty()) << "no chains, no stacks";
+}
+
+// Code of the vDSO is the vDSO's: libdwfl took it for the end of the module mapped before it.
+TEST(AddressNames, TheVdsoIsNamedByItsMapping) {
+    const auto vdso = ::getauxval(AT_SYSINFO_EHDR);
+    if (vdso == 0) GTEST_SKIP() << "this kernel maps no vDSO";
+    AddressNames names;
+    const auto n = names.name(::getpid(), vdso + 0x100);
+    EXPECT_EQ(n.object, "[vdso]");
+    const auto label = Profile::label(::getpid(), SampleMode::User, vdso + 0x100, names);
+    EXPECT_EQ(label.function, "[no symbol] ([vdso])");
+    EXPECT_EQ(label.frame, "[vdso]");
+}
+
+// Frames as flame graphs take them: the function; kernel code marked _[k]; code without a
+// symbol as its file's name.
+TEST(Profile, FramesAreNamedAsFlameGraphsTakeThem) {
+    AddressNames names;
+    const auto self =
+        Profile::label(::getpid(), SampleMode::User,
+                       reinterpret_cast<std::uint64_t>(&monitord_profile_burn_one), names);
+    EXPECT_EQ(self.frame, "monitord_profile_burn_one");
+    EXPECT_EQ(Profile::label(Sample{.ip = 0x1, .pid = 0}, names).frame, "[idle]");
+    EXPECT_EQ(Profile::label(7, SampleMode::Hypervisor, 0x1, names).frame, "[other mode]");
+    const auto kernel = Profile::label(::getpid(), SampleMode::Kernel, 0xffffffff81000000, names);
+    EXPECT_TRUE(kernel.frame.ends_with("_[k]")) << kernel.frame;
 }
 
 TEST(Profile, BadRatesAndRangesAreRefused) {

@@ -115,9 +115,10 @@ int cmd_loading(const Options& o) {
 }
 
 // The target options of a sampling command (perf profile, perf overflows): every CPU (the
-// default), one CPU, a process, a cgroup or a unit, one of them. `verb` starts the help texts:
-// "Sample ", or "".
-void add_sampling_target(CLI::App* sub, monctl::PerfOptions& po, const std::string& verb) {
+// default), one CPU, a process, a cgroup or a unit, one of them; with `per_cpu`, each CPU
+// separately too. `verb` starts the help texts: "Sample ", or "".
+void add_sampling_target(CLI::App* sub, monctl::PerfOptions& po, const std::string& verb,
+                         bool per_cpu = false) {
     auto text = [&](const std::string& what) {
         return verb.empty() ? what
                             : verb + static_cast<char>(std::tolower(what[0])) + what.substr(1);
@@ -131,8 +132,13 @@ void add_sampling_target(CLI::App* sub, monctl::PerfOptions& po, const std::stri
     auto* cgroup =
         sub->add_option("-G,--cgroup", po.cgroup, text("A cgroup (a path below /sys/fs/cgroup)"));
     auto* unit = sub->add_option("-u,--unit", po.unit, text("A systemd unit"));
-    for (auto* a : {all, cpu, pid, cgroup, unit}) {
-        for (auto* b : {all, cpu, pid, cgroup, unit}) {
+    std::vector<CLI::Option*> targets{all, cpu, pid, cgroup, unit};
+    if (per_cpu) {
+        targets.push_back(sub->add_flag("-A,--per-cpu", po.per_cpu,
+                                        text("Every CPU, and each CPU's own profile")));
+    }
+    for (auto* a : targets) {
+        for (auto* b : targets) {
             if (a != b) a->excludes(b);
         }
     }
@@ -267,7 +273,7 @@ int main(int argc, char** argv) {
         perf_profile->add_option("-c,--count", po.period, "A sample every N events (the period)");
     frequency->excludes(period);
     period->excludes(frequency);
-    add_sampling_target(perf_profile, po, "Sample ");
+    add_sampling_target(perf_profile, po, "Sample ", true);
     perf_profile->add_option("-d,--duration", po.profile_duration,
                              "How long: 5s, 250ms, 2m (default 5s; a command: until it exits)");
     perf_profile->add_option("-i,--interval", po.interval,
@@ -283,6 +289,12 @@ int main(int argc, char** argv) {
     perf_profile->add_option("--range", po.range,
                              "An address histogram of START-END in 4-byte buckets, or "
                              "START-END/BUCKET (0x401000-0x402000/16)");
+    perf_profile->add_flag("-g,--call-graph", po.callchain,
+                           "Record each sample's call chain (frame pointers in user mode, as "
+                           "perf record -g) and show the stacks with the most samples");
+    perf_profile->add_option("--folded", po.folded,
+                             "Write every stack, folded for flamegraph.pl, to this file ('-': "
+                             "standard output); implies -g");
     perf_overflows->add_option("-e,--event", po.events, "The event")->required();
     perf_overflows->add_option("-c,--count", po.period, "An overflow every N events")->required();
     add_sampling_target(perf_overflows, po, "");

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <thread>
 
@@ -506,6 +507,7 @@ int perf_profile(const PerfOptions& o) {
     if (!mode) return report_error(mode.error());
     request.mode = *mode;
     request.top = o.top;
+    request.callchain = o.callchain || !o.folded.empty();
     if (!o.range.empty()) {
         auto range = protocol::parse_address_range(o.range);
         if (!range) return report_error(range.error());
@@ -527,6 +529,15 @@ int perf_profile(const PerfOptions& o) {
         return report_error(ok.error());
     if (auto ok = put_duration(params, "interval_ms", o.interval); !ok) {
         return report_error(ok.error());
+    }
+    // The folded stacks' file, made before anything runs: a bad path is said at once.
+    std::ofstream folded_file;
+    if (!o.folded.empty() && o.folded != "-") {
+        folded_file.open(o.folded, std::ios::trunc);
+        if (!folded_file) {
+            return report_error({Status::BadArg, fmt::format("--folded {}: cannot write it: {}",
+                                                             o.folded, std::strerror(errno))});
+        }
     }
     auto c = connect(o);
     if (!c) return report_error(c.error());
@@ -560,12 +571,18 @@ int perf_profile(const PerfOptions& o) {
         }
         if (exec_error != 0) return true;  // nothing ran: nothing to show
         // A command's profile goes to stderr, as perf stat's counts do, so that the command's
-        // output stays its own.
-        std::ostream& out = cmd ? std::cerr : std::cout;
+        // output stays its own; so does the profile whose stacks go to standard output.
+        std::ostream& out = cmd || o.folded == "-" ? std::cerr : std::cout;
+        auto m = protocol::profile_message_from_json(reply.at("report"));
+        if (m.final && !o.folded.empty()) {
+            // The whole run's stacks, "app;main;burn 42" a line, as flamegraph.pl reads them.
+            std::ostream& f = o.folded == "-" ? std::cout : folded_file;
+            for (const auto& s : m.report.stacks) f << s.name << ' ' << s.samples << '\n';
+            if (!f.flush()) return false;
+        }
         if (o.json) {
             out << reply.dump() << std::endl;
         } else {
-            auto m = protocol::profile_message_from_json(reply.at("report"));
             out << (shown || cmd ? "\n" : "") << format_profile(m) << std::flush;
         }
         shown = true;

@@ -37,7 +37,9 @@ struct PerfOptions {
     bool kernel = false;  // kernel mode only
     int top = 20;
     std::string range;  // START-END[/BUCKET]
-    std::string batch;  // perf overflows: how often a batch comes (empty: 100 ms)
+    bool callchain = false;
+    std::string folded;  // a file for the folded stacks; "-": standard output
+    std::string batch;   // perf overflows: how often a batch comes (empty: 100 ms)
 };
 
 // "5s", "250ms", "2m", "1.5" (seconds) -> milliseconds; BADARG naming the text otherwise.

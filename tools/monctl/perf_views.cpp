@@ -183,12 +183,31 @@ std::string share(std::uint64_t n, std::uint64_t total) {
 }
 
 void append_lines(std::string& out, const char* title,
-                  const std::vector<monitor::perf::ProfileLine>& lines) {
+                  const std::vector<monitor::perf::ProfileLine>& lines, std::size_t top = 0,
+                  const char* indent = "  ") {
     if (lines.empty()) return;
-    out += fmt::format("\n  {:>7}  {:>10}  {}\n", "%", "samples", title);
-    for (const auto& l : lines) {
-        out += fmt::format("  {:>6.2f}%  {:>10}  {}\n", l.percent, format_count(l.samples), l.name);
+    out += fmt::format("\n{}{:>7}  {:>10}  {}\n", indent, "%", "samples", title);
+    for (std::size_t i = 0; i < lines.size() && (top == 0 || i < top); ++i) {
+        const auto& l = lines[i];
+        out += fmt::format("{}{:>6.2f}%  {:>10}  {}\n", indent, l.percent, format_count(l.samples),
+                           l.name);
     }
+}
+
+// "N samples: user 80.0%, kernel 15.0%, idle 5.0%"
+std::string mode_split(const monitor::perf::ProfileReport& r) {
+    std::string out = fmt::format("{} samples: user {}, kernel {}, idle {}",
+                                  format_count(r.samples), share(r.modes.user, r.samples),
+                                  share(r.modes.kernel, r.samples), share(r.modes.idle, r.samples));
+    if (r.modes.other != 0) out += fmt::format(", other {}", share(r.modes.other, r.samples));
+    return out;
+}
+
+// Never hidden: what the kernel dropped or held back is said even when it is nothing.
+std::string lost_and_throttled(const monitor::perf::ProfileReport& r) {
+    return fmt::format("lost {} sample{} (the ring was full), throttled {} time{}",
+                       format_count(r.lost), r.lost == 1 ? "" : "s", format_count(r.throttled),
+                       r.throttled == 1 ? "" : "s");
 }
 
 }  // namespace
@@ -209,17 +228,18 @@ std::string format_profile(const monitor::protocol::ProfileMessage& m) {
         out += fmt::format("Profile of {}, {}, {:.3f} s{}\n", target, m.event, m.elapsed,
                            m.ended.empty() ? std::string{} : fmt::format(" ({})", m.ended));
     }
-    out += fmt::format("  {} samples: user {}, kernel {}, idle {}", format_count(r.samples),
-                       share(r.modes.user, r.samples), share(r.modes.kernel, r.samples),
-                       share(r.modes.idle, r.samples));
-    if (r.modes.other != 0) out += fmt::format(", other {}", share(r.modes.other, r.samples));
-    out += '\n';
-    // Never hidden: what the kernel dropped or held back is said even when it is nothing.
-    out += fmt::format("  lost {} sample{} (the ring was full), throttled {} time{}\n",
-                       format_count(r.lost), r.lost == 1 ? "" : "s", format_count(r.throttled),
-                       r.throttled == 1 ? "" : "s");
+    out += "  " + mode_split(r) + '\n';
+    out += "  " + lost_and_throttled(r) + '\n';
     append_lines(out, "function", r.functions);
     append_lines(out, "object", r.objects);
+    // As many stacks as functions.
+    append_lines(out, "stack (outermost first)", r.stacks,
+                 std::max<std::size_t>(r.functions.size(), 1));
+    for (const auto& c : r.cpus) {
+        out += fmt::format("\n  cpu{}: {}; {}\n", c.cpu, mode_split(c.report),
+                           lost_and_throttled(c.report));
+        append_lines(out, "function", c.report.functions, 0, "    ");
+    }
     if (m.histogram) {
         const auto& h = *m.histogram;
         out += fmt::format("\n  Addresses {:#x}-{:#x} in {}-byte buckets: {} samples ({} of all)\n",

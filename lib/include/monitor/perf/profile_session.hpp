@@ -42,6 +42,10 @@ struct ProfileOptions {
     // Add the samples up into a profile, naming them; false: only hand them to drain()'s
     // observer (overflows: where each one was, without the cost of naming).
     bool profile = true;
+    // Each sample's call chain, added up as folded stacks ("app;main;work;burn"). User-mode
+    // chains follow frame pointers, as perf record -g does: code built without them (most of
+    // Debian's libraries) ends its chain early or with a wrong caller.
+    bool callchain = false;
 };
 
 class ProfileSession {
@@ -57,7 +61,7 @@ class ProfileSession {
     // Stops sampling, and drains what is left.
     Result<void> stop(const std::function<void(const Sample&)>& observer = {});
 
-    // Every sample since the start.
+    // Every sample since the start (and each CPU's own, for TargetKind::EachCpu).
     const Profile& profile() const { return profile_; }
     // The samples since the last call (since the start, at the first), and a new interval.
     Profile take_interval();
@@ -89,6 +93,15 @@ class ProfileSession {
         }
     };
     std::unordered_map<LabelKey, SampleLabel, LabelHash> labels_;
+    // With call chains: each frame's name by (process, address), each process's name.
+    std::unordered_map<LabelKey, std::string, LabelHash> frames_;
+    std::unordered_map<pid_t, std::string> commands_;
+    std::vector<int> ring_cpus_;  // the CPU of each ring
+    bool callchain_ = false;
+    // The folded stack of `sample`: its process's name, then its frames outermost first.
+    std::string fold(const Sample& sample);
+    // The name of code at `ip` in `mode` of the sample's process, as a frame.
+    const std::string& frame(const Sample& sample, SampleMode mode, std::uint64_t ip);
     std::size_t threads_ = 0;
     bool stopped_ = false;
     bool profiling_ = true;

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "monitor/perf/counter_device.hpp"
@@ -38,6 +39,10 @@ struct Sample {
     std::uint64_t time_ns = 0;  // CLOCK_MONOTONIC, as perf_event_open's default clock
     std::uint64_t period = 0;   // the events this sample stands for
     SampleMode mode = SampleMode::Unknown;
+    // With call chains: the kernel's chain, innermost first, its parts headed by the
+    // PERF_CONTEXT_KERNEL and PERF_CONTEXT_USER markers. It points into the ring's copy of the
+    // record: valid in the drain's callback only (a copy kept beyond it must clear it).
+    std::span<const std::uint64_t> callchain;
 };
 
 // What one drain found besides the samples.
@@ -50,14 +55,16 @@ struct DrainStats {
 class SampleRing {
   public:
     // Opens `event` on `target` sampling at `rate`, disabled, with a ring of `pages` pages
-    // (a power of two) of data. BADARG for a rate of 0 or both given, or a bad page count;
-    // the counter device's explanations for what perf_event_open refuses.
+    // (a power of two) of data; with `callchain`, each sample carries its call chain (frame
+    // pointers in user mode, as perf record -g). BADARG for a rate of 0 or both given, or a
+    // bad page count; the counter device's explanations for what perf_event_open refuses.
     static Result<std::unique_ptr<SampleRing>> open(const EventSpec& event,
                                                     const OpenTarget& target, SampleRate rate,
-                                                    std::size_t pages = 64);
+                                                    std::size_t pages = 64, bool callchain = false);
     // Opens `event` on another `target` (another thread, on the same CPU) writing its samples
     // into this ring (PERF_EVENT_IOC_SET_OUTPUT), disabled until enable(). `rate` must be the
-    // ring's own: its records are read as the ring's.
+    // ring's own, and the samples are made as the ring's (with its call chains or without):
+    // its records are read as the ring's.
     Result<void> attach(const EventSpec& event, const OpenTarget& target, SampleRate rate);
     ~SampleRing();
     SampleRing(const SampleRing&) = delete;
@@ -89,6 +96,7 @@ class SampleRing {
     std::size_t data_offset_ = 0;
     std::size_t data_size_ = 0;
     std::uint64_t period_ = 0;  // the fixed period; 0 with a frequency
+    bool callchain_ = false;
 };
 
 }  // namespace monitor::perf

@@ -48,6 +48,8 @@ struct ProfileRequest {
     // A process stopped before exec()ing a command (monctl perf profile -- CMD): sampling
     // starts at the exec.
     bool start_at_exec = false;
+    // Each sample's call chain: the report's folded stacks.
+    bool callchain = false;
 
     bool operator==(const ProfileRequest&) const = default;
 };
@@ -80,7 +82,8 @@ struct ProfileMessage {
     std::optional<HistogramMessage> histogram;
 };
 
-// The message of `profile` (the top `top` lines, and the histogram of `range` if given).
+// The message of `profile` (the top `top` lines, every stack, each CPU's top `top` lines,
+// and the histogram of `range` if given).
 ProfileMessage make_profile_message(const perf::Profile& profile, std::size_t top,
                                     const std::optional<AddressRange>& range);
 nlohmann::json to_json(const ProfileMessage& m);
