@@ -2,7 +2,7 @@
 """monitord's profiles side by side with Debian's `perf record` (linux-perf).
 
 usage: profile_bench.py [--monitord PATH] [--monctl PATH] [--burner PATH] [--perf PATH]
-                        [--rounds N] [--work ROUNDS] [--threads N] [--freq HZ]
+                        [--rounds N] [--work ROUNDS] [--threads N] [--freq HZ] [--call-graph]
 
 Needs root (the daemon samples another process) and perf in PATH. The paths default to
 $MONITORD_BIN, $MONCTL_BIN and $PROFILE_BURNER_BIN; meson runs it as
@@ -27,6 +27,8 @@ The kernel's work at each sample (the timer interrupt and the ring write) is cha
 sampled workload, the same for both tools at the same frequency. Target: monitord's cost no
 more than perf record's plus perf report's (what it takes perf to say the same), and a
 slowdown no worse than perf's. About a minute with the defaults.
+With --call-graph, both record call chains (`monctl perf profile -g`, `perf record -g`; the
+burner has frame pointers), and perf report shows them.
 """
 import argparse
 import os
@@ -90,6 +92,7 @@ def main():
     ap.add_argument("--work", type=int, default=1500, help="rounds of work per thread")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--freq", type=int, default=4000)
+    ap.add_argument("--call-graph", action="store_true", help="with call chains (-g)")
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("SKIP: the daemon samples another process: run as root")
@@ -108,6 +111,7 @@ def main():
     daemon = start_daemon(args.monitord, socket)
     work = [args.burner, "--work", str(args.work), str(args.threads)]
     hz = str(args.freq)
+    g = ["-g"] if args.call_graph else []
     rows = {"alone": [], "monctl": [], "perf": []}
     try:
         for r in range(1, args.rounds + 1):
@@ -117,16 +121,16 @@ def main():
 
             before = process_cpu(daemon.pid)
             out, cpu, code = run_timed(
-                [args.monctl, "--socket", socket, "perf", "profile", "-F", hz, "-n", "3", "--"]
-                + work)
+                [args.monctl, "--socket", socket, "perf", "profile", "-F", hz, "-n", "3"] + g
+                + ["--"] + work)
             daemon_cpu = process_cpu(daemon.pid) - before
             if code != 0:
                 raise RuntimeError(f"monctl perf profile exited with {code}")
             wall, wcpu = workload_times(out)
             rows["monctl"].append((wall, daemon_cpu + (cpu - wcpu), 0.0))
 
-            out, cpu, code = run_timed([args.perf, "record", "-q", "-F", hz, "-o", data, "--"]
-                                       + work)
+            out, cpu, code = run_timed([args.perf, "record", "-q", "-F", hz, "-o", data] + g
+                                       + ["--"] + work)
             if code != 0:
                 raise RuntimeError(f"perf record exited with {code}")
             wall, wcpu = workload_times(out)
@@ -143,8 +147,9 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
 
     alone = statistics.median(w for w, _, _ in rows["alone"])
-    print(f"\n{args.threads} threads x {args.work} rounds of work at {args.freq} Hz, "
-          f"median of {args.rounds} rounds; the workload alone: {alone:.3f} s")
+    print(f"\n{args.threads} threads x {args.work} rounds of work at {args.freq} Hz"
+          f"{', with call chains' if args.call_graph else ''}, median of {args.rounds} rounds; "
+          f"the workload alone: {alone:.3f} s")
     print(f"{'tool':<8} {'wall s':>8} {'slowdown':>9} {'sampler CPU ms':>15} {'report CPU ms':>14}")
     figures = {}
     for tool in ("monctl", "perf"):

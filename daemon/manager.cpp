@@ -135,7 +135,8 @@ Result<void> Manager::setup() {
         e, *server_, counters_->catalog(), counters_->catalog_error(),
         [this] { return runtime_->engine().online_cpus(); },
         ProfileServiceOptions{.cgroup_root = options_.counters.cgroup_root,
-                              .kallsyms = options_.proc_root / "kallsyms"});
+                              .kallsyms = options_.proc_root / "kallsyms",
+                              .modules = options_.proc_root / "modules"});
     profiles_->setup();
     apply_control_group();
     server_->set_close_handler([this](std::uint64_t connection) {

@@ -110,7 +110,8 @@ ProfileService::ProfileService(sd_event* event, VarlinkServer& server,
       catalog_(catalog),
       catalog_error_(std::move(catalog_error)),
       online_cpus_(std::move(online_cpus)),
-      options_(std::move(options)) {}
+      options_(std::move(options)),
+      kernel_symbols_(options_.kallsyms, options_.modules) {}
 
 ProfileService::~ProfileService() = default;
 
@@ -183,6 +184,8 @@ ProfileService::Response ProfileService::start_run(std::unique_ptr<Run> run,
     }
     options.cpus = online_cpus_();
     options.kallsyms = options_.kallsyms;
+    if (options.profile && options.kernel)
+        options.kernel_symbols = kernel_symbols_.get(Clock::now());
     run->pid = options.target.pid;
 
     run->service = this;

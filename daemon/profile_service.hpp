@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "monitor/perf/event_catalog.hpp"
+#include "monitor/perf/kernel_symbols.hpp"
 #include "monitor/perf/profile_session.hpp"
 #include "varlink_server.hpp"
 
@@ -24,6 +25,7 @@ namespace monitord {
 struct ProfileServiceOptions {
     std::filesystem::path cgroup_root = "/sys/fs/cgroup";
     std::filesystem::path kallsyms = "/proc/kallsyms";
+    std::filesystem::path modules = "/proc/modules";  // when the kept kallsyms are stale
     std::size_t max_profiles = 8;
 };
 
@@ -70,6 +72,7 @@ class ProfileService {
     std::string catalog_error_;
     std::function<std::vector<int>()> online_cpus_;
     ProfileServiceOptions options_;
+    monitor::perf::KernelSymbolCache kernel_symbols_;
     std::map<std::uint64_t, std::unique_ptr<Run>> runs_;  // by connection
 };
 

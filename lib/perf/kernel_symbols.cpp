@@ -67,4 +67,20 @@ std::optional<KernelSymbols::Found> KernelSymbols::find(std::uint64_t ip) const 
     return Found{names_[it->name], objects_[it->object], it->address};
 }
 
+KernelSymbolCache::KernelSymbolCache(std::filesystem::path kallsyms, std::filesystem::path modules,
+                                     std::chrono::seconds max_age)
+    : kallsyms_(std::move(kallsyms)), modules_(std::move(modules)), max_age_(max_age) {}
+
+std::shared_ptr<const KernelSymbols> KernelSymbolCache::get(
+    std::chrono::steady_clock::time_point now) {
+    // A kernel without modules has no /proc/modules: it reads as empty, and never changes.
+    std::string modules = read_text_file(modules_).value_or(std::string{});
+    if (symbols_ && now - read_at_ < max_age_ && modules == modules_read_) return symbols_;
+    symbols_ = std::make_shared<const KernelSymbols>(KernelSymbols::load(kallsyms_));
+    modules_read_ = std::move(modules);
+    read_at_ = now;
+    ++reads_;
+    return symbols_;
+}
+
 }  // namespace monitor::perf

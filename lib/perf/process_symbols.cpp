@@ -324,7 +324,7 @@ AddressNames::Name AddressNames::name(pid_t pid, std::uint64_t ip) {
 }
 
 void AddressNames::load_kernel() {
-    if (!kernel_) kernel_ = KernelSymbols::load(kallsyms_);
+    if (!kernel_) kernel_ = std::make_shared<const KernelSymbols>(KernelSymbols::load(kallsyms_));
 }
 
 AddressNames::Name AddressNames::kernel(std::uint64_t ip) {

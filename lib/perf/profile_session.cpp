@@ -30,7 +30,11 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::start(const EventCatalog
     s->profiling_ = options.profile;
     s->callchain_ = options.callchain && options.profile;
     if (t.kind == TargetKind::EachCpu) s->profile_ = s->interval_ = Profile(true);
-    if (options.kernel && options.profile) s->names_->load_kernel();  // before sampling starts
+    if (options.kernel_symbols) {
+        s->names_->use_kernel(std::move(options.kernel_symbols));
+    } else if (options.kernel && options.profile) {
+        s->names_->load_kernel();  // before sampling starts
+    }
 
     std::vector<int> cpus = options.cpus;
     if (t.kind == TargetKind::OneCpu) {

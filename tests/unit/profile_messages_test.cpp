@@ -267,4 +267,34 @@ TEST(KernelSymbols, HiddenOrMissingAddressesLeaveKernelSamplesNamedKernel) {
     EXPECT_EQ(label.object, "[kernel]");
 }
 
+// The daemon's profiles share one reading of kallsyms, read again when a module comes or goes
+// and once a minute; a session given it names with it and reads nothing itself.
+TEST(KernelSymbolCache, KeepsTheSymbolsUntilTheModulesChangeOrAMinutePasses) {
+    test_support::ScratchDir dir{"kallsyms-cache"};
+    auto write = [&](const char* file, const char* text) { std::ofstream(dir / file) << text; };
+    write("kallsyms", "ffffffff81000000 T _stext\nffffffff81000100 T schedule\n");
+    write("modules", "ext4 1 0 - Live 0x0000000000000000\n");
+    perf::KernelSymbolCache cache(dir / "kallsyms", dir / "modules", std::chrono::seconds(60));
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto first = cache.get(t0);
+    ASSERT_TRUE(first);
+    EXPECT_EQ(first->size(), 2u);
+    EXPECT_EQ(cache.get(t0 + std::chrono::seconds(30)), first) << "kept";
+    EXPECT_EQ(cache.reads(), 1u);
+
+    write("kallsyms",
+          "ffffffff81000000 T _stext\nffffffff81000100 T schedule\n"
+          "ffffffffc0001000 t xfs_fs_fill_super\t[xfs]\n");
+    write("modules", "ext4 1 0 - Live 0x0000000000000000\nxfs 1 0 - Live 0x0000000000000000\n");
+    const auto after_module = cache.get(t0 + std::chrono::seconds(31));
+    EXPECT_EQ(after_module->size(), 3u) << "a module came: read again";
+    EXPECT_EQ(cache.get(t0 + std::chrono::seconds(90)), after_module);
+    EXPECT_NE(cache.get(t0 + std::chrono::seconds(92)), after_module) << "a minute passed";
+    EXPECT_EQ(cache.reads(), 3u);
+
+    perf::AddressNames names{dir / "none"};
+    names.use_kernel(after_module);
+    EXPECT_EQ(names.kernel(0xffffffffc0001010).function, "xfs_fs_fill_super");
+}
+
 }  // namespace

@@ -4,8 +4,10 @@
 // 0, and the table is then empty with the reason.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,6 +43,30 @@ class KernelSymbols {
     std::vector<std::string> names_;
     std::vector<std::string> objects_;
     std::string unavailable_;
+};
+
+// The kernel's symbols kept for the profiles that follow one another (reading them takes tens
+// of milliseconds of a daemon's CPU): read again when the kernel's modules change (`modules`,
+// /proc/modules, reads differently) or once `max_age` has passed (BPF programs and
+// trampolines come and go without a module).
+class KernelSymbolCache {
+  public:
+    KernelSymbolCache(std::filesystem::path kallsyms, std::filesystem::path modules,
+                      std::chrono::seconds max_age = std::chrono::seconds(60));
+
+    // The symbols as they are at `now`: the kept ones while they still hold.
+    std::shared_ptr<const KernelSymbols> get(std::chrono::steady_clock::time_point now);
+    // How many times kallsyms was read.
+    std::size_t reads() const { return reads_; }
+
+  private:
+    std::filesystem::path kallsyms_;
+    std::filesystem::path modules_;
+    std::chrono::seconds max_age_;
+    std::shared_ptr<const KernelSymbols> symbols_;
+    std::string modules_read_;  // /proc/modules when they were read
+    std::chrono::steady_clock::time_point read_at_;
+    std::size_t reads_ = 0;
 };
 
 }  // namespace monitor::perf

@@ -66,12 +66,14 @@ class AddressNames {
     // Reads the kernel's symbols now rather than at the first kernel address (so that a
     // profile does not sample its own reading of them).
     void load_kernel();
+    // Names kernel addresses with `symbols`, read already, instead of reading `kallsyms`.
+    void use_kernel(std::shared_ptr<const KernelSymbols> symbols) { kernel_ = std::move(symbols); }
 
   private:
     struct Process;
     std::map<pid_t, std::unique_ptr<Process>> processes_;
     std::filesystem::path kallsyms_;
-    std::optional<KernelSymbols> kernel_;
+    std::shared_ptr<const KernelSymbols> kernel_;
 };
 
 }  // namespace monitor::perf

@@ -39,6 +39,9 @@ struct ProfileOptions {
     bool user = true;
     bool kernel = true;
     std::filesystem::path kallsyms = "/proc/kallsyms";  // kernel samples' names
+    // The kernel's symbols read already (a daemon's copy, shared by its profiles); null: read
+    // `kallsyms` at the start.
+    std::shared_ptr<const KernelSymbols> kernel_symbols;
     // Add the samples up into a profile, naming them; false: only hand them to drain()'s
     // observer (overflows: where each one was, without the cost of naming).
     bool profile = true;
