@@ -105,14 +105,11 @@ struct MapRange {
     std::string name;  // the path or [vdso]; "[anonymous]" for none
 };
 
-int report_process(Dwfl* dwfl, pid_t pid, std::vector<MapRange>* ranges = nullptr) {
-    auto maps = read_text_file(fmt::format("/proc/{}/maps", pid), 64 << 20);
-    if (!maps) {
-        if (maps.error().status == Status::Perm) return EACCES;
-        return std::filesystem::exists(fmt::format("/proc/{}", pid)) ? EIO : ENOENT;
-    }
+// Reports the modules of a memory map's text (as /proc/PID/maps has it) to `dwfl`: 0, or an
+// errno value.
+int report_maps(Dwfl* dwfl, std::string_view maps, std::vector<MapRange>* ranges) {
     std::string kept;
-    std::string_view rest = *maps;
+    std::string_view rest = maps;
     while (!rest.empty()) {
         const auto end = rest.find('\n');
         const std::string_view line = rest.substr(0, end);
@@ -146,11 +143,23 @@ int report_process(Dwfl* dwfl, pid_t pid, std::vector<MapRange>* ranges = nullpt
         kept.append(line);
         kept.push_back('\n');
     }
+    if (kept.empty()) return 0;
     FILE* f = ::fmemopen(kept.data(), kept.size(), "r");
     if (f == nullptr) return errno;
     const int r = dwfl_linux_proc_maps_report(dwfl, f);
     std::fclose(f);
     return r < 0 ? EIO : r;
+}
+
+int report_process(Dwfl* dwfl, pid_t pid, std::vector<MapRange>* ranges = nullptr) {
+    auto maps = read_text_file(fmt::format("/proc/{}/maps", pid), 64 << 20);
+    if (!maps) {
+        if (maps.error().status == Status::Perm) return EACCES;
+        return std::filesystem::exists(fmt::format("/proc/{}", pid)) ? EIO : ENOENT;
+    }
+    // A process that has exited but is not yet reaped (a zombie) has an empty map.
+    if (maps->empty()) return ENOENT;
+    return report_maps(dwfl, *maps, ranges);
 }
 
 // A C++ symbol as its source names it ("(anonymous namespace)::burn(long)"); others as they
@@ -249,6 +258,14 @@ struct AddressNames::Process {
     std::vector<MapRange> ranges;  // its executable mappings
     std::string missing;           // then, the object its addresses are given
     std::chrono::steady_clock::time_point read_at;
+    bool from_records = false;        // made from the kernel's records: the process had gone
+    std::size_t records_at_read = 0;  // the size of its recorded maps when it was read
+};
+
+struct AddressNames::Recorded {
+    std::string maps;    // its code mappings the kernel told of, as /proc/PID/maps lines
+    pid_t parent = -1;   // forked from, with the code the parent had then
+    bool whole = false;  // seen to fork or exec: every mapping since is in `maps`
 };
 
 AddressNames::AddressNames(std::filesystem::path kallsyms) : kallsyms_(std::move(kallsyms)) {}
@@ -256,14 +273,16 @@ AddressNames::~AddressNames() = default;
 
 namespace {
 
-// A libdwfl session of process `pid`'s map as it is now, or the object to name its addresses
-// with when the map cannot be read.
-void read_map(pid_t pid, DwflPtr& out, std::vector<MapRange>& ranges, std::string& missing) {
+// A libdwfl session of process `pid`'s map as it is now (or as `recorded` says it was, when
+// given), or the object to name its addresses with when the map cannot be read.
+void read_map(pid_t pid, DwflPtr& out, std::vector<MapRange>& ranges, std::string& missing,
+              const std::string* recorded = nullptr) {
     DwflPtr dwfl{dwfl_begin(&kProcessCallbacks)};
     if (!dwfl) return;
     dwfl_report_begin(dwfl.get());
     std::vector<MapRange> read;
-    const int r = report_process(dwfl.get(), pid, &read);
+    const int r = recorded != nullptr ? report_maps(dwfl.get(), *recorded, &read)
+                                      : report_process(dwfl.get(), pid, &read);
     dwfl_report_end(dwfl.get(), nullptr, nullptr);
     if (r == 0) {
         out = std::move(dwfl);
@@ -277,30 +296,62 @@ void read_map(pid_t pid, DwflPtr& out, std::vector<MapRange>& ranges, std::strin
 }  // namespace
 
 AddressNames::Name AddressNames::name(pid_t pid, std::uint64_t ip) {
+    return name(pid, ip, 0);
+}
+
+AddressNames::Name AddressNames::name(pid_t pid, std::uint64_t ip, int depth) {
     auto& p = processes_[pid];
     const auto now = std::chrono::steady_clock::now();
+    const auto found = recorded_.find(pid);
+    const Recorded* recorded = found == recorded_.end() ? nullptr : &found->second;
+    const std::size_t records = recorded != nullptr ? recorded->maps.size() : 0;
+    // A process seen to fork or exec has all its code in the records, as it is at this point of
+    // the profile; for the others, /proc/PID/maps says what they have now, and the records
+    // what they mapped since the profile began, once they are gone.
+    const bool whole = recorded != nullptr && recorded->whole;
+    // Reads its map into `dwfl`: whether from the records.
+    auto read = [&](DwflPtr& dwfl, std::vector<MapRange>& ranges, std::string& missing) {
+        if (!whole) read_map(pid, dwfl, ranges, missing);
+        if (dwfl || records == 0) return false;
+        read_map(pid, dwfl, ranges, missing, &recorded->maps);
+        return dwfl != nullptr;
+    };
     if (!p) {
         p = std::make_unique<Process>();
         p->read_at = now;
-        read_map(pid, p->dwfl, p->ranges, p->missing);
+        p->records_at_read = records;
+        p->from_records = read(p->dwfl, p->ranges, p->missing);
     }
-    if (!p->dwfl) return {.object = p->missing.empty() ? "[unknown]" : p->missing};
+    // A forked process has its parent's code where its own records do not say.
+    auto parents = [&](Name n) -> Name {
+        if (recorded == nullptr || recorded->parent <= 0 || depth >= 8 ||
+            (p->dwfl && !p->from_records)) {
+            return n;
+        }
+        return name(recorded->parent, ip, depth + 1);
+    };
+    if (!p->dwfl) return parents({.object = p->missing.empty() ? "[unknown]" : p->missing});
     // Code without an ELF file behind it (the vDSO, code generated at run time) is named by
     // its mapping: libdwfl may take it for the end of the module mapped before it.
     for (const auto& r : p->ranges) {
         if (ip >= r.start && ip < r.end && r.name.starts_with('[')) return {.object = r.name};
     }
     Dwfl_Module* module = dwfl_addrmodule(p->dwfl.get(), ip);
-    if (module == nullptr && now - p->read_at >= std::chrono::seconds(1)) {
-        // Mapped since the map was read (a dlopen), if the process is still there.
+    // Mapped since the map was read (the libraries of a program read just after its exec, a
+    // dlopen): read again when the kernel said so, or else at most once a second.
+    const bool told = records != p->records_at_read;
+    if (module == nullptr &&
+        (told || (!p->from_records && now - p->read_at >= std::chrono::seconds(1)))) {
         p->read_at = now;
+        p->records_at_read = records;
         DwflPtr again;
         std::vector<MapRange> ranges;
         std::string missing;
-        read_map(pid, again, ranges, missing);
+        const bool from_records = read(again, ranges, missing);
         if (again) {
             p->dwfl = std::move(again);
             p->ranges = std::move(ranges);
+            p->from_records = from_records;
             module = dwfl_addrmodule(p->dwfl.get(), ip);
         }
     }
@@ -308,7 +359,7 @@ AddressNames::Name AddressNames::name(pid_t pid, std::uint64_t ip) {
         for (const auto& r : p->ranges) {
             if (ip >= r.start && ip < r.end) return {.object = r.name};
         }
-        return {.object = "[unknown]"};
+        return parents({.object = "[unknown]"});
     }
     const char* object =
         dwfl_module_info(module, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
@@ -321,6 +372,32 @@ AddressNames::Name AddressNames::name(pid_t pid, std::uint64_t ip) {
         n.function_address = ip - offset;
     }
     return n;
+}
+
+void AddressNames::mapped(const TaskRecord& r) {
+    if (r.kind != TaskRecord::Kind::Mapped || r.length == 0) return;
+    auto& maps = recorded_[r.pid].maps;
+    if (maps.size() > (std::size_t{1} << 20)) return;  // a process mapping code without end
+    std::string_view file = r.name;
+    if (file == "//anon" || file.empty()) file = {};
+    if (file.starts_with('/') && r.offset > 0 && r.offset <= r.start) {
+        // The file's start, where its first segment is: libdwfl places a module by where its
+        // first mapping begins, and the kernel tells only of the executable one.
+        maps += fmt::format("{:x}-{:x} r--p 00000000 {:02x}:{:02x} {} {}\n", r.start - r.offset,
+                            r.start, r.major, r.minor, r.inode, file);
+    }
+    maps += fmt::format("{:x}-{:x} r-xp {:08x} {:02x}:{:02x} {} {}\n", r.start, r.start + r.length,
+                        r.offset, r.major, r.minor, r.inode, file);
+}
+
+void AddressNames::exec(pid_t pid) {
+    recorded_[pid] = {.whole = true};
+    processes_.erase(pid);
+}
+
+void AddressNames::forked(pid_t pid, pid_t parent) {
+    recorded_[pid] = {.parent = parent, .whole = true};
+    processes_.erase(pid);
 }
 
 void AddressNames::load_kernel() {

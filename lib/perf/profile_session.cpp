@@ -82,8 +82,10 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::start(const EventCatalog
     for (int cpu : cpus) {
         OpenTarget first = per_cpu.front();
         first.cpu = cpu;
-        auto ring =
-            SampleRing::open(s->event_, first, options.rate, options.ring_pages, s->callchain_);
+        // A profile is told of the tasks' mappings, so that processes gone before their
+        // samples are read are still named.
+        auto ring = SampleRing::open(s->event_, first, options.rate, options.ring_pages,
+                                     {.callchain = s->callchain_, .tasks = s->profiling_});
         if (!ring) return std::unexpected(ring.error());
         for (std::size_t i = 1; i < per_cpu.size(); ++i) {
             OpenTarget other = per_cpu[i];
@@ -104,35 +106,89 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::start(const EventCatalog
 }
 
 void ProfileSession::drain(const std::function<void(const Sample&)>& observer) {
+    pending_.clear();
+    samples_.clear();
+    chains_.clear();
+    tasks_.clear();
     for (std::size_t i = 0; i < rings_.size(); ++i) {
-        const auto stats = rings_[i]->drain([&](const Sample& sample) {
-            if (observer) observer(sample);
-            if (!profiling_) {
-                profile_.count(sample);
-                interval_.count(sample);
-                return;
-            }
-            // Kernel code is the same in every process; user code is each process's own.
-            const pid_t who = sample.pid == 0                     ? 0
-                              : sample.mode == SampleMode::Kernel ? -1
-                              : sample.mode == SampleMode::User   ? sample.pid
-                                                                  : -2;
-            auto [it, added] = labels_.try_emplace(LabelKey{who, sample.ip});
-            if (added) it->second = Profile::label(sample, *names_);
-            const std::string stack = callchain_ ? fold(sample) : std::string{};
-            profile_.add(sample, it->second, stack);
-            interval_.add(sample, it->second, stack);
-            // Code mapped after the map was read is named once it is read again.
-            if (it->second.object == "[unknown]") labels_.erase(it);
-        });
+        const auto stats = rings_[i]->drain(
+            [&](const Sample& sample) {
+                pending_.push_back({sample.time_ns, true, samples_.size()});
+                samples_.push_back({sample, chains_.size()});
+                chains_.insert(chains_.end(), sample.callchain.begin(), sample.callchain.end());
+            },
+            [&](const TaskRecord& record) {
+                pending_.push_back({record.time_ns, false, tasks_.size()});
+                tasks_.emplace_back(record, std::string(record.name));
+            });
         profile_.add(stats, ring_cpus_[i]);
         interval_.add(stats, ring_cpus_[i]);
     }
+    // Each ring is in time order already; the rings are merged.
+    if (rings_.size() > 1) std::ranges::stable_sort(pending_, {}, &Pending::time_ns);
+    for (const auto& p : pending_) {
+        if (!p.is_sample) {
+            auto& [record, name] = tasks_[p.index];
+            record.name = name;
+            on_task(record);
+            continue;
+        }
+        auto& s = samples_[p.index];
+        s.sample.callchain = std::span(chains_).subspan(s.chain_at, s.sample.callchain.size());
+        if (observer) observer(s.sample);
+        add(s.sample);
+    }
+}
+
+void ProfileSession::on_task(const TaskRecord& r) {
+    switch (r.kind) {
+        case TaskRecord::Kind::Mapped:
+            names_->mapped(r);
+            return;
+        case TaskRecord::Kind::Exec:
+            names_->exec(r.pid);
+            commands_[r.pid] = std::string(r.name);
+            break;
+        case TaskRecord::Kind::Fork:
+            names_->forked(r.pid, r.parent);
+            if (auto parent = commands_.find(r.parent); parent != commands_.end()) {
+                commands_[r.pid] = parent->second;
+            } else {
+                commands_.erase(r.pid);
+            }
+            break;
+    }
+    ++generations_[r.pid];  // what was named under this pid is another program's
+}
+
+ProfileSession::LabelKey ProfileSession::key(pid_t who, std::uint64_t ip) const {
+    const auto g = generations_.find(who);
+    return {who, g == generations_.end() ? 0 : g->second, ip};
+}
+
+void ProfileSession::add(const Sample& sample) {
+    if (!profiling_) {
+        profile_.count(sample);
+        interval_.count(sample);
+        return;
+    }
+    // Kernel code is the same in every process; user code is each process's own.
+    const pid_t who = sample.pid == 0                     ? 0
+                      : sample.mode == SampleMode::Kernel ? -1
+                      : sample.mode == SampleMode::User   ? sample.pid
+                                                          : -2;
+    auto [it, added] = labels_.try_emplace(key(who, sample.ip));
+    if (added) it->second = Profile::label(sample, *names_);
+    const std::string stack = callchain_ ? fold(sample) : std::string{};
+    profile_.add(sample, it->second, stack);
+    interval_.add(sample, it->second, stack);
+    // Code mapped after the map was read is named once it is read again.
+    if (it->second.object == "[unknown]") labels_.erase(it);
 }
 
 const std::string& ProfileSession::frame(const Sample& sample, SampleMode mode, std::uint64_t ip) {
     const pid_t who = mode == SampleMode::Kernel ? -1 : sample.pid;
-    auto [it, added] = frames_.try_emplace(LabelKey{who, ip});
+    auto [it, added] = frames_.try_emplace(key(who, ip));
     if (added) it->second = Profile::label(sample.pid, mode, ip, *names_).frame;
     return it->second;
 }

@@ -40,6 +40,42 @@ struct LostRecord {
     std::uint64_t lost;
 };
 
+// What ends every other record with sample_id_all: of kSampleType, the TID, TIME and CPU.
+struct SampleId {
+    std::uint32_t pid, tid;
+    std::uint64_t time;
+    std::uint32_t cpu, reserved;
+};
+
+// The time of a record that ends with a SampleId.
+std::uint64_t time_of(const unsigned char* body, std::size_t size) {
+    if (size < sizeof(SampleId)) return 0;
+    SampleId id;
+    std::memcpy(&id, body + size - sizeof id, sizeof id);
+    return id.time;
+}
+
+// PERF_RECORD_MMAP2 without a build id, then the file's name.
+struct Mmap2Record {
+    std::uint32_t pid, tid;
+    std::uint64_t addr, len, pgoff;
+    std::uint32_t major, minor;
+    std::uint64_t inode, inode_generation;
+    std::uint32_t prot, flags;
+};
+
+struct ForkRecord {
+    std::uint32_t pid, ppid, tid, ptid;
+    std::uint64_t time;
+};
+
+// The NUL-terminated text at `at` of a record's body.
+std::string_view text_at(const unsigned char* body, std::size_t size, std::size_t at) {
+    if (at >= size) return {};
+    const auto* start = reinterpret_cast<const char*>(body + at);
+    return {start, ::strnlen(start, size - at)};
+}
+
 SampleMode mode_of(std::uint16_t misc) {
     switch (misc & PERF_RECORD_MISC_CPUMODE_MASK) {
         case PERF_RECORD_MISC_USER:
@@ -68,10 +104,21 @@ Result<void> check_rate(const EventSpec& event, SampleRate rate) {
 
 // Opens `event` on `target` sampling at `rate`, disabled: the descriptor.
 Result<UniqueFd> open_sampling(const EventSpec& event, const OpenTarget& target, SampleRate rate,
-                               bool callchain) {
+                               SampleContent content) {
     perf_event_attr attr = event_attr(event, target);
     attr.sample_type = kSampleType;
-    if (callchain) attr.sample_type |= PERF_SAMPLE_CALLCHAIN;
+    if (content.callchain) attr.sample_type |= PERF_SAMPLE_CALLCHAIN;
+    if (content.tasks) {
+        // As perf record asks: executable mappings, exec()s with the new name, forks.
+        attr.mmap = 1;
+        attr.mmap2 = 1;
+        attr.comm = 1;
+        attr.comm_exec = 1;
+        attr.task = 1;
+        // Each record ends with the sample's identity (kSampleId): its time orders it among the
+        // samples of the other rings.
+        attr.sample_id_all = 1;
+    }
     if (rate.frequency != 0) {
         attr.sample_type |= PERF_SAMPLE_PERIOD;
         attr.freq = 1;
@@ -92,13 +139,13 @@ Result<UniqueFd> open_sampling(const EventSpec& event, const OpenTarget& target,
 
 Result<std::unique_ptr<SampleRing>> SampleRing::open(const EventSpec& event,
                                                      const OpenTarget& target, SampleRate rate,
-                                                     std::size_t pages, bool callchain) {
+                                                     std::size_t pages, SampleContent content) {
     if (auto ok = check_rate(event, rate); !ok) return std::unexpected(ok.error());
     if (pages == 0 || !std::has_single_bit(pages)) {
         return fail(Status::BadArg,
                     fmt::format("a sample ring of {} pages: a power of two is needed", pages));
     }
-    auto opened = open_sampling(event, target, rate, callchain);
+    auto opened = open_sampling(event, target, rate, content);
     if (!opened) return std::unexpected(opened.error());
     UniqueFd owned = std::move(*opened);
 
@@ -120,7 +167,7 @@ Result<std::unique_ptr<SampleRing>> SampleRing::open(const EventSpec& event,
     auto ring =
         std::unique_ptr<SampleRing>(new SampleRing(std::move(owned), map, size, offset, data));
     ring->period_ = rate.period;
-    ring->callchain_ = callchain;
+    ring->content_ = content;
     return ring;
 }
 
@@ -134,7 +181,7 @@ SampleRing::SampleRing(UniqueFd fd, void* map, std::size_t map_size, std::size_t
 
 Result<void> SampleRing::attach(const EventSpec& event, const OpenTarget& target, SampleRate rate) {
     if (auto ok = check_rate(event, rate); !ok) return ok;
-    auto fd = open_sampling(event, target, rate, callchain_);
+    auto fd = open_sampling(event, target, rate, content_);
     if (!fd) return std::unexpected(fd.error());
     if (::ioctl(fd->get(), PERF_EVENT_IOC_SET_OUTPUT, fd_.get()) < 0) {
         return fail_errno(
@@ -183,7 +230,8 @@ Result<std::uint64_t> SampleRing::count() const {
     return value;
 }
 
-DrainStats SampleRing::drain(const std::function<void(const Sample&)>& on_sample) {
+DrainStats SampleRing::drain(const std::function<void(const Sample&)>& on_sample,
+                             const std::function<void(const TaskRecord&)>& on_task) {
     auto* header = static_cast<perf_event_mmap_page*>(map_);
     const auto* data = static_cast<const unsigned char*>(map_) + data_offset_;
     // The kernel writes up to data_head, then publishes it; the records before it are whole.
@@ -213,7 +261,7 @@ DrainStats SampleRing::drain(const std::function<void(const Sample&)>& on_sample
             std::memcpy(&r, body, sample_size);
             if (period_ != 0) r.period = period_;
             chain.clear();
-            if (callchain_ && body_size >= sample_size + sizeof(std::uint64_t)) {
+            if (content_.callchain && body_size >= sample_size + sizeof(std::uint64_t)) {
                 std::uint64_t nr = 0;
                 std::memcpy(&nr, body + sample_size, sizeof nr);
                 const std::size_t room = (body_size - sample_size) / sizeof(std::uint64_t) - 1;
@@ -236,6 +284,40 @@ DrainStats SampleRing::drain(const std::function<void(const Sample&)>& on_sample
             stats.lost += r.lost;
         } else if (h.type == PERF_RECORD_THROTTLE) {
             ++stats.throttled;
+        } else if (!on_task) {
+            // Nobody asked about the tasks.
+        } else if (h.type == PERF_RECORD_MMAP2 && body_size > sizeof(Mmap2Record) &&
+                   (h.misc & PERF_RECORD_MISC_MMAP_BUILD_ID) == 0) {
+            Mmap2Record r;
+            std::memcpy(&r, body, sizeof r);
+            on_task(TaskRecord{.kind = TaskRecord::Kind::Mapped,
+                               .pid = static_cast<pid_t>(r.pid),
+                               .time_ns = time_of(body, body_size),
+                               .start = r.addr,
+                               .length = r.len,
+                               .offset = r.pgoff,
+                               .major = r.major,
+                               .minor = r.minor,
+                               .inode = r.inode,
+                               .name = text_at(body, body_size, sizeof r)});
+        } else if (h.type == PERF_RECORD_COMM && (h.misc & PERF_RECORD_MISC_COMM_EXEC) != 0 &&
+                   body_size > 8) {
+            std::uint32_t pid = 0;
+            std::memcpy(&pid, body, sizeof pid);
+            on_task(TaskRecord{.kind = TaskRecord::Kind::Exec,
+                               .pid = static_cast<pid_t>(pid),
+                               .time_ns = time_of(body, body_size),
+                               .name = text_at(body, body_size, 8)});
+        } else if (h.type == PERF_RECORD_FORK && body_size >= sizeof(ForkRecord)) {
+            ForkRecord r;
+            std::memcpy(&r, body, sizeof r);
+            // A new thread of the same process is no new process.
+            if (r.pid == r.tid && r.pid != r.ppid) {
+                on_task(TaskRecord{.kind = TaskRecord::Kind::Fork,
+                                   .pid = static_cast<pid_t>(r.pid),
+                                   .parent = static_cast<pid_t>(r.ppid),
+                                   .time_ns = r.time});
+            }
         }
         tail += h.size;
     }

@@ -443,6 +443,33 @@ TEST_F(PerfProfile, ACommandIsSampledUntilItExits) {
         << missing.err;
 }
 
+// A command that runs 30 short programs one after another, each gone (and reaped) soon after
+// its last sample, most often before a drain could read its map: each is named from what the
+// kernel told of it (its mappings, as perf record reads them), not "[process N exited]".
+TEST_F(PerfProfile, ShortLivedProcessesAreNamedFromTheKernelsRecords) {
+    const std::string loop = "for i in $(seq 30); do " + profile_burner_bin() + " 0.02; done";
+    auto r = daemon_->monctl(
+        {"perf", "profile", "-n", "0", "-F", "2000", "--json", "--", "/bin/sh", "-c", loop});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto report = last_json(r.err)["report"];
+    ASSERT_TRUE(report.is_object()) << r.err;
+    const auto samples = report["samples"].get<double>();
+    double unnamed = 0;
+    for (const auto& o : report["objects"]) {
+        const auto name = o["name"].get<std::string>();
+        if (name.starts_with("[process") || name == "[unknown]") {
+            unnamed += o["samples"].get<double>();
+        }
+    }
+    EXPECT_GT(samples, 600) << "30 x 20 ms of CPU at 2000 Hz";
+    EXPECT_LT(unnamed, samples / 100) << "named although gone: " << report["objects"].dump();
+    const double burners = std::max(0.0, share_of(report, "profile_burner_three")) +
+                           std::max(0.0, share_of(report, "profile_burner_one"));
+    EXPECT_GT(burners, 50) << report["functions"].dump();
+    std::printf("%.0f samples of 30 programs: %.1f %% in the burners, %.0f unnamed\n", samples,
+                burners, unnamed);
+}
+
 // With an interval each interval's profile comes as it ends, and they add up to the whole:
 // nothing is lost between them.
 TEST_F(PerfProfile, IntervalsAddUpToTheWhole) {

@@ -22,6 +22,7 @@
 #include <filesystem>
 #include <map>
 #include <numeric>
+#include <sstream>
 #include <string>
 
 #include "monitor/loading/cpu_list.hpp"
@@ -508,6 +509,69 @@ TEST(AddressNames, TheVdsoIsNamedByItsMapping) {
     const auto label = Profile::label(::getpid(), SampleMode::User, vdso + 0x100, names);
     EXPECT_EQ(label.function, "[no symbol] ([vdso])");
     EXPECT_EQ(label.frame, "[vdso]");
+}
+
+// This process's executable mappings as the kernel tells of them (PERF_RECORD_MMAP2).
+std::vector<std::pair<TaskRecord, std::string>> own_code() {
+    std::vector<std::pair<TaskRecord, std::string>> out;
+    auto maps = read_text_file("/proc/self/maps");
+    EXPECT_TRUE(maps);
+    std::istringstream in(*maps);
+    for (std::string line; std::getline(in, line);) {
+        std::istringstream f(line);
+        std::string range, perms, offset, dev, inode, path;
+        f >> range >> perms >> offset >> dev >> inode >> path;
+        if (perms.size() < 3 || perms[2] != 'x') continue;
+        TaskRecord r{.kind = TaskRecord::Kind::Mapped};
+        const auto dash = range.find('-');
+        r.start = std::stoull(range.substr(0, dash), nullptr, 16);
+        r.length = std::stoull(range.substr(dash + 1), nullptr, 16) - r.start;
+        r.offset = std::stoull(offset, nullptr, 16);
+        r.major = static_cast<std::uint32_t>(std::stoul(dev.substr(0, dev.find(':')), nullptr, 16));
+        r.minor =
+            static_cast<std::uint32_t>(std::stoul(dev.substr(dev.find(':') + 1), nullptr, 16));
+        r.inode = std::stoull(inode);
+        out.emplace_back(r, path);
+    }
+    return out;
+}
+
+// A process gone before its samples are named is named by what the kernel told of it: the code
+// it mapped, or its parent's at a fork; an exec forgets what the pid had.
+TEST(AddressNames, AProcessGoneIsNamedByItsRecords) {
+    const pid_t child = ::fork();
+    if (child == 0) ::_exit(0);
+    ASSERT_GT(child, 0);
+    ASSERT_EQ(::waitpid(child, nullptr, 0), child);  // gone: its map cannot be read
+    const auto ip = reinterpret_cast<std::uint64_t>(&monitord_profile_burn_one) + 4;
+    const std::string exe = std::filesystem::read_symlink("/proc/self/exe").string();
+    {
+        AddressNames names;
+        EXPECT_EQ(names.name(child, ip).object, fmt::format("[process {} exited]", child))
+            << "nothing told of it";
+    }
+    {
+        AddressNames names;
+        for (auto [record, path] : own_code()) {
+            record.pid = child;
+            record.name = path;
+            names.mapped(record);
+        }
+        const auto n = names.name(child, ip);
+        EXPECT_EQ(n.function, "monitord_profile_burn_one");
+        EXPECT_EQ(n.object, exe);
+        EXPECT_EQ(n.function_address, reinterpret_cast<std::uint64_t>(&monitord_profile_burn_one))
+            << "placed where it was mapped";
+    }
+    {
+        AddressNames names;
+        names.forked(child, ::getpid());
+        EXPECT_EQ(names.name(child, ip).function, "monitord_profile_burn_one")
+            << "a fork has its parent's code";
+        names.exec(child);
+        EXPECT_EQ(names.name(child, ip).object, "[unknown]")
+            << "an exec: another program, whose code nothing told of";
+    }
 }
 
 // Frames as flame graphs take them: the function; kernel code marked _[k]; code without a

@@ -16,6 +16,7 @@
 #include <string_view>
 
 #include "monitor/perf/kernel_symbols.hpp"
+#include "monitor/perf/sample_ring.hpp"
 #include "monitor/status.hpp"
 
 namespace monitor::perf {
@@ -43,7 +44,9 @@ Result<SymbolAddress> find_program_symbol(const std::filesystem::path& program,
 // process, as the process has them mapped. One libdwfl session per process, made at its first
 // address and kept, so that a process that exits later is still named; its map is read again
 // (at most once a second) when an address falls outside every object it knew, as after a
-// dlopen(). Kernel addresses are named from `kallsyms`, read at the first one.
+// dlopen(). A process already gone at its first address is named by what the kernel told of
+// it (its code mappings, its parent at a fork), if it was told. Kernel addresses are named
+// from `kallsyms`, read at the first one.
 class AddressNames {
   public:
     struct Name {
@@ -66,12 +69,21 @@ class AddressNames {
     // Reads the kernel's symbols now rather than at the first kernel address (so that a
     // profile does not sample its own reading of them).
     void load_kernel();
+    // What the kernel told of a sampled process (a sample ring's TaskRecord): code it mapped,
+    // a new program it exec()ed (what was known of the pid is forgotten), a fork.
+    void mapped(const TaskRecord& record);
+    void exec(pid_t pid);
+    void forked(pid_t pid, pid_t parent);
     // Names kernel addresses with `symbols`, read already, instead of reading `kallsyms`.
     void use_kernel(std::shared_ptr<const KernelSymbols> symbols) { kernel_ = std::move(symbols); }
 
   private:
     struct Process;
+    struct Recorded;
+    // `depth`: parents asked so far.
+    Name name(pid_t pid, std::uint64_t ip, int depth);
     std::map<pid_t, std::unique_ptr<Process>> processes_;
+    std::map<pid_t, Recorded> recorded_;
     std::filesystem::path kallsyms_;
     std::shared_ptr<const KernelSymbols> kernel_;
 };

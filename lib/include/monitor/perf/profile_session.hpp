@@ -2,7 +2,9 @@
 // CPU (the kernel refuses to map a ring of an inherited event that follows a task across CPUs,
 // so a process or a command is sampled on every CPU, as perf record does), every thread of a
 // process sending its samples into its CPU's ring, and the samples added into one Profile as
-// they are drained.
+// they are drained. The rings also carry the kernel's records of the sampled tasks (code
+// mapped, exec, fork), used in time order with the samples, so that a process gone before its
+// samples are read is still named.
 #pragma once
 
 #include <sys/types.h>
@@ -84,23 +86,46 @@ class ProfileSession {
     Profile interval_;
     std::unique_ptr<AddressNames> names_;
     // The label of each (process, address) named so far: a loop's samples hit the same few
-    // addresses, which are named once.
+    // addresses, which are named once. A pid that exec()s or is forked anew starts a new
+    // generation of its names.
     struct LabelKey {
         pid_t pid;
+        std::uint32_t generation;
         std::uint64_t ip;
         bool operator==(const LabelKey&) const = default;
     };
     struct LabelHash {
         std::size_t operator()(const LabelKey& k) const noexcept {
-            return std::hash<std::uint64_t>{}(k.ip * 31 + static_cast<std::uint64_t>(k.pid));
+            return std::hash<std::uint64_t>{}(k.ip * 31 + static_cast<std::uint64_t>(k.pid) +
+                                              (std::uint64_t{k.generation} << 32));
         }
     };
+    LabelKey key(pid_t who, std::uint64_t ip) const;
     std::unordered_map<LabelKey, SampleLabel, LabelHash> labels_;
+    std::unordered_map<pid_t, std::uint32_t> generations_;
     // With call chains: each frame's name by (process, address), each process's name.
     std::unordered_map<LabelKey, std::string, LabelHash> frames_;
     std::unordered_map<pid_t, std::string> commands_;
     std::vector<int> ring_cpus_;  // the CPU of each ring
     bool callchain_ = false;
+    // A drain's samples and task records of every ring, put in time order before they are
+    // used (a process's code may be mapped on one CPU and sampled on another), with the
+    // samples' call chains and the records' names.
+    struct Pending {
+        std::uint64_t time_ns = 0;
+        bool is_sample = true;
+        std::size_t index = 0;  // in samples_ or tasks_
+    };
+    struct PendingSample {
+        Sample sample;
+        std::size_t chain_at = 0;
+    };
+    std::vector<Pending> pending_;
+    std::vector<PendingSample> samples_;
+    std::vector<std::uint64_t> chains_;
+    std::vector<std::pair<TaskRecord, std::string>> tasks_;
+    void on_task(const TaskRecord& record);
+    void add(const Sample& sample);
     // The folded stack of `sample`: its process's name, then its frames outermost first.
     std::string fold(const Sample& sample);
     // The name of code at `ip` in `mode` of the sample's process, as a frame.

@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "monitor/perf/counter_device.hpp"
@@ -45,6 +46,35 @@ struct Sample {
     std::span<const std::uint64_t> callchain;
 };
 
+// What each sample carries besides where it was, and what else the ring is told.
+struct SampleContent {
+    bool callchain = false;  // each sample's call chain (frame pointers in user mode)
+    // The sampled tasks' code mappings, exec()s and forks (TaskRecord), so that a process
+    // that is gone when its samples are read can still be named.
+    bool tasks = false;
+};
+
+// What the kernel tells of the sampled tasks besides their samples (SampleContent::tasks).
+struct TaskRecord {
+    enum class Kind : std::uint8_t {
+        Mapped,  // code mapped (PERF_RECORD_MMAP2, executable mappings)
+        Exec,    // a new program (PERF_RECORD_COMM of an exec): `name` is its command name
+        Fork,    // a new process, a copy of `parent`
+    };
+    Kind kind = Kind::Mapped;
+    pid_t pid = -1;
+    pid_t parent = -1;
+    std::uint64_t time_ns = 0;  // as a Sample's: the records of all rings can be put in order
+    std::uint64_t start = 0;    // Mapped: where, how long, from which offset of which file
+    std::uint64_t length = 0;
+    std::uint64_t offset = 0;
+    std::uint32_t major = 0;
+    std::uint32_t minor = 0;
+    std::uint64_t inode = 0;
+    std::string_view name;  // Mapped: the file ("[vdso]", "//anon"); Exec: the command.
+                            // Valid in the drain's callback only.
+};
+
 // What one drain found besides the samples.
 struct DrainStats {
     std::size_t samples = 0;
@@ -55,16 +85,17 @@ struct DrainStats {
 class SampleRing {
   public:
     // Opens `event` on `target` sampling at `rate`, disabled, with a ring of `pages` pages
-    // (a power of two) of data; with `callchain`, each sample carries its call chain (frame
-    // pointers in user mode, as perf record -g). BADARG for a rate of 0 or both given, or a
-    // bad page count; the counter device's explanations for what perf_event_open refuses.
+    // (a power of two) of data, its samples carrying `content`. BADARG for a rate of 0 or both
+    // given, or a bad page count; the counter device's explanations for what perf_event_open
+    // refuses.
     static Result<std::unique_ptr<SampleRing>> open(const EventSpec& event,
                                                     const OpenTarget& target, SampleRate rate,
-                                                    std::size_t pages = 64, bool callchain = false);
+                                                    std::size_t pages = 64,
+                                                    SampleContent content = {});
     // Opens `event` on another `target` (another thread, on the same CPU) writing its samples
     // into this ring (PERF_EVENT_IOC_SET_OUTPUT), disabled until enable(). `rate` must be the
-    // ring's own, and the samples are made as the ring's (with its call chains or without):
-    // its records are read as the ring's.
+    // ring's own, and the samples are made with the ring's content: its records are read as
+    // the ring's.
     Result<void> attach(const EventSpec& event, const OpenTarget& target, SampleRate rate);
     ~SampleRing();
     SampleRing(const SampleRing&) = delete;
@@ -74,9 +105,10 @@ class SampleRing {
     Result<void> enable();
     Result<void> disable();
 
-    // Hands each sample written since the last drain to `on_sample`, oldest first, and frees
-    // its place in the ring.
-    DrainStats drain(const std::function<void(const Sample&)>& on_sample);
+    // Hands each sample written since the last drain to `on_sample`, and each task record to
+    // `on_task` (if given), oldest first, and frees their place in the ring.
+    DrainStats drain(const std::function<void(const Sample&)>& on_sample,
+                     const std::function<void(const TaskRecord&)>& on_task = {});
 
     // The events its first event counted so far (with a period, the samples due are this over
     // the period).
@@ -96,7 +128,7 @@ class SampleRing {
     std::size_t data_offset_ = 0;
     std::size_t data_size_ = 0;
     std::uint64_t period_ = 0;  // the fixed period; 0 with a frequency
-    bool callchain_ = false;
+    SampleContent content_;
 };
 
 }  // namespace monitor::perf
