@@ -84,6 +84,7 @@ struct ProfileService::Run {
             ++batch_overflows;
             ++total_overflows;
             last = s;
+            last->callchain = {};  // the drain's, gone after it
         };
     }
     // The batch since the last one, and a new batch.

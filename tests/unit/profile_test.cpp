@@ -242,6 +242,16 @@ void profile_run(ProfileSession& session, Burner& burner) {
     ASSERT_TRUE(session.stop());
 }
 
+// Starts a profile with `o` on every online CPU.
+Result<std::unique_ptr<ProfileSession>> start_profile(ProfileOptions o) {
+    auto c = EventCatalog::create();
+    if (!c) return std::unexpected(c.error());
+    auto online = monitor::read_online_cpus("/sys");
+    if (!online) return std::unexpected(online.error());
+    o.cpus = *online;
+    return ProfileSession::start(*c, o);
+}
+
 // A software event counted by the kernel one event at a time (page faults) sampled every 100
 // events: a sample per 100 faults, each standing for 100, not one per fault (which the kernel
 // does when the period is asked for with each sample).
@@ -277,15 +287,12 @@ TEST(Profile, ASoftwareEventWithAPeriodIsSampledEveryPeriodEvents) {
 }
 
 TEST(ProfileSession, AProcessIsSampledOnEveryCpuByName) {
-    auto c = EventCatalog::create();
-    ASSERT_TRUE(c) << c.error().to_string();
-    auto online = monitor::read_online_cpus("/sys");
+    const auto online = monitor::read_online_cpus("/sys");
     ASSERT_TRUE(online);
     Burner burner;
     ASSERT_GT(burner.pid(), 0);
     ProfileOptions o;
     o.target = {.kind = TargetKind::Process, .pid = burner.pid()};
-    o.cpus = *online;
     o.rate = {.frequency = 1000};
     // Its threads: one, and under a sanitizer the runtime's own thread too.
     auto tasks = [&] {
@@ -297,7 +304,7 @@ TEST(ProfileSession, AProcessIsSampledOnEveryCpuByName) {
         return n;
     };
     const std::size_t before = tasks();
-    auto s = ProfileSession::start(*c, o);
+    auto s = start_profile(o);
     if (!s && s.error().status == Status::Perm) GTEST_SKIP() << s.error().to_string();
     ASSERT_TRUE(s) << s.error().to_string();
     EXPECT_GE((*s)->threads(), before);
@@ -319,17 +326,12 @@ TEST(ProfileSession, AProcessIsSampledOnEveryCpuByName) {
 // 0.4 s of it at 500 Hz, about 200 samples), and every sample is of one mode or another.
 // Every process sampled is named, so it is kept short.
 TEST(ProfileSession, AllCpusSampleEverything) {
-    auto c = EventCatalog::create();
-    ASSERT_TRUE(c) << c.error().to_string();
-    auto online = monitor::read_online_cpus("/sys");
-    ASSERT_TRUE(online);
     Burner burner(10);
     ASSERT_GT(burner.pid(), 0);
     ProfileOptions o;
     o.target = {.kind = TargetKind::AllCpus};
-    o.cpus = *online;
     o.rate = {.frequency = 500};
-    auto s = ProfileSession::start(*c, o);
+    auto s = start_profile(o);
     if (!s && s.error().status == Status::Perm) GTEST_SKIP() << s.error().to_string();
     ASSERT_TRUE(s) << s.error().to_string();
     EXPECT_EQ((*s)->threads(), 0u);
@@ -352,18 +354,13 @@ TEST(ProfileSession, AllCpusSampleEverything) {
 // stacks hold exactly its samples), and has its callers before it, the same caller each time
 // (a return address is named by the call before it); a chain's kernel part comes last.
 TEST(ProfileSession, CallChainsFoldIntoStacksOutermostFirst) {
-    auto c = EventCatalog::create();
-    ASSERT_TRUE(c) << c.error().to_string();
-    auto online = monitor::read_online_cpus("/sys");
-    ASSERT_TRUE(online);
     Burner burner(10);
     ASSERT_GT(burner.pid(), 0);
     ProfileOptions o;
     o.target = {.kind = TargetKind::Process, .pid = burner.pid()};
-    o.cpus = *online;
     o.rate = {.frequency = 1000};
     o.callchain = true;
-    auto s = ProfileSession::start(*c, o);
+    auto s = start_profile(o);
     if (!s && s.error().status == Status::Perm) GTEST_SKIP() << s.error().to_string();
     ASSERT_TRUE(s) << s.error().to_string();
     profile_run(**s, burner);
@@ -413,17 +410,14 @@ TEST(ProfileSession, CallChainsFoldIntoStacksOutermostFirst) {
 // A profile of each CPU: every CPU's ring has a report, however few its samples, and each
 // CPU's samples, modes, lost and throttled are its own and add up to the whole.
 TEST(ProfileSession, EachCpuHasItsOwnProfile) {
-    auto c = EventCatalog::create();
-    ASSERT_TRUE(c) << c.error().to_string();
-    auto online = monitor::read_online_cpus("/sys");
+    const auto online = monitor::read_online_cpus("/sys");
     ASSERT_TRUE(online);
     Burner burner(5);
     ASSERT_GT(burner.pid(), 0);
     ProfileOptions o;
     o.target = {.kind = TargetKind::EachCpu};
-    o.cpus = *online;
     o.rate = {.frequency = 250};
-    auto s = ProfileSession::start(*c, o);
+    auto s = start_profile(o);
     if (!s && s.error().status == Status::Perm) GTEST_SKIP() << s.error().to_string();
     ASSERT_TRUE(s) << s.error().to_string();
     profile_run(**s, burner);
