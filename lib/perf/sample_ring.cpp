@@ -115,7 +115,7 @@ Result<UniqueFd> open_sampling(const EventSpec& event, const OpenTarget& target,
         attr.comm = 1;
         attr.comm_exec = 1;
         attr.task = 1;
-        // Each record ends with the sample's identity (kSampleId): its time orders it among the
+        // Each record ends with the sample's identity (SampleId): its time orders it among the
         // samples of the other rings.
         attr.sample_id_all = 1;
     }
