@@ -16,6 +16,8 @@
 #include <mutex>
 #include <thread>
 
+#include "monitor/lock_free_u64.hpp"
+
 namespace monitor {
 namespace {
 
@@ -64,9 +66,10 @@ struct IdleProbe::Shared {
     std::shared_ptr<IdleCreditSink> sink;
 
     std::atomic<ProbeState> state{ProbeState::Starting};
-    alignas(64) std::atomic<std::uint64_t> count{0};
-    std::atomic<std::uint64_t> baseline_bits{0};  // a double (ns per loop); 0 = none
-    std::atomic<std::uint64_t> final_cpu_ns{0};
+    // Written by the probe, read by the owner: never behind a lock (lock_free_u64.hpp).
+    alignas(64) LockFreeU64 count{0};
+    LockFreeU64 baseline_bits{0};  // a double (ns per loop); 0 = none
+    LockFreeU64 final_cpu_ns{0};
     std::atomic<bool> stop{false};
     std::atomic<bool> exited{false};
     std::atomic<pid_t> tid{0};
@@ -82,12 +85,8 @@ struct IdleProbe::Shared {
         }
         state = ProbeState::Failed;
     }
-    void set_baseline(double ns) {
-        baseline_bits.store(std::bit_cast<std::uint64_t>(ns), std::memory_order_relaxed);
-    }
-    double baseline_ns() const {
-        return std::bit_cast<double>(baseline_bits.load(std::memory_order_relaxed));
-    }
+    void set_baseline(double ns) { baseline_bits.store(std::bit_cast<std::uint64_t>(ns)); }
+    double baseline_ns() const { return std::bit_cast<double>(baseline_bits.load()); }
 };
 
 void IdleCreditMeter::push(Clock::time_point at, std::uint64_t ns) {
@@ -180,7 +179,7 @@ std::string IdleProbe::error() const {
 }
 
 std::uint64_t IdleProbe::count() const {
-    return shared_->count.load(std::memory_order_relaxed);
+    return shared_->count.load();
 }
 
 std::optional<std::chrono::duration<double, std::nano>> IdleProbe::baseline() const {
@@ -205,7 +204,7 @@ void IdleProbe::run(std::shared_ptr<Shared> sp) noexcept {
     struct Exit {
         Shared& s;
         ~Exit() {
-            s.final_cpu_ns = thread_cpu_ns(CLOCK_THREAD_CPUTIME_ID);
+            s.final_cpu_ns.store(thread_cpu_ns(CLOCK_THREAD_CPUTIME_ID));
             if (s.state.load() != ProbeState::Failed) s.state = ProbeState::Stopped;
             s.exited = true;
         }
@@ -251,7 +250,7 @@ void IdleProbe::probe(Shared& s) {
         s.state = ProbeState::Running;
         std::unique_lock lock(s.mutex);
         while (!s.stop.load()) {
-            s.count.fetch_add(1, std::memory_order_relaxed);
+            s.count.add(1);
             // Running at all at SCHED_IDLE means the CPU had time to spare.
             if (s.sink && ::sched_getcpu() == s.cpu) s.sink->credit(s.cpu);
             s.wake.wait_for(lock, kSleepPeriod, [&] { return s.stop.load(); });
@@ -277,7 +276,7 @@ void IdleProbe::probe(Shared& s) {
     IdleCreditMeter credits;
     while (true) {
         v = idle_outer_loop(v + n);
-        s.count.store(++n, std::memory_order_relaxed);
+        s.count.store(++n);
         if (n % kStopCheckLoops != 0) continue;
         if (s.stop.load(std::memory_order_relaxed)) break;
         auto now = std::chrono::steady_clock::now();
@@ -302,7 +301,7 @@ void IdleProbe::probe(Shared& s) {
         // lowers the baseline, so idle time is never over-counted.
         auto [elapsed, loops] = timed_outer_loops(kLoopsPerPass);
         n += static_cast<std::uint64_t>(loops);
-        s.count.store(n, std::memory_order_relaxed);
+        s.count.store(n);
         double per_loop = static_cast<double>(elapsed.count()) / loops;
         if (per_loop > 0 && per_loop < s.baseline_ns()) s.set_baseline(per_loop);
     }

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <cstddef>
@@ -16,6 +17,39 @@
 
 namespace monitor::perf {
 namespace {
+
+// The ring's head, which the kernel publishes after writing the records before it. Where
+// 64-bit atomics would take libatomic's lock (32-bit PowerPC), which the kernel never takes
+// anyway, the two halves are read apart, the high one twice: the head only grows, so equal
+// high halves mean the low one belongs with them. (A 32-bit kernel keeps the head in a
+// 32-bit word, and the high half is 0.)
+std::uint64_t load_head(const perf_event_mmap_page* page) {
+    if constexpr (std::atomic<std::uint64_t>::is_always_lock_free) {
+        return __atomic_load_n(&page->data_head, __ATOMIC_ACQUIRE);
+    } else {
+        const auto* half = reinterpret_cast<const std::uint32_t*>(&page->data_head);
+        const int lo = std::endian::native == std::endian::big ? 1 : 0;
+        while (true) {
+            const std::uint32_t h1 = __atomic_load_n(&half[1 - lo], __ATOMIC_ACQUIRE);
+            const std::uint32_t l = __atomic_load_n(&half[lo], __ATOMIC_ACQUIRE);
+            const std::uint32_t h2 = __atomic_load_n(&half[1 - lo], __ATOMIC_ACQUIRE);
+            if (h1 == h2) return (std::uint64_t{h1} << 32) | l;
+        }
+    }
+}
+
+// Hands the records before `tail` back to the kernel, after they have been read. On 32-bit
+// targets as two halves, as perf does there: a 32-bit kernel reads only the low one.
+void store_tail(perf_event_mmap_page* page, std::uint64_t tail) {
+    if constexpr (std::atomic<std::uint64_t>::is_always_lock_free) {
+        __atomic_store_n(&page->data_tail, tail, __ATOMIC_RELEASE);
+    } else {
+        auto* half = reinterpret_cast<std::uint32_t*>(&page->data_tail);
+        const int lo = std::endian::native == std::endian::big ? 1 : 0;
+        __atomic_store_n(&half[1 - lo], static_cast<std::uint32_t>(tail >> 32), __ATOMIC_RELEASE);
+        __atomic_store_n(&half[lo], static_cast<std::uint32_t>(tail), __ATOMIC_RELEASE);
+    }
+}
 
 // What each sample record holds, in the kernel's order. The period is asked for only with a
 // frequency, where the kernel changes it: with PERF_SAMPLE_PERIOD and a fixed period, the
@@ -235,7 +269,7 @@ DrainStats SampleRing::drain(const std::function<void(const Sample&)>& on_sample
     auto* header = static_cast<perf_event_mmap_page*>(map_);
     const auto* data = static_cast<const unsigned char*>(map_) + data_offset_;
     // The kernel writes up to data_head, then publishes it; the records before it are whole.
-    const std::uint64_t head = __atomic_load_n(&header->data_head, __ATOMIC_ACQUIRE);
+    const std::uint64_t head = load_head(header);
     std::uint64_t tail = header->data_tail;
     DrainStats stats;
     std::vector<unsigned char> record;
@@ -321,7 +355,7 @@ DrainStats SampleRing::drain(const std::function<void(const Sample&)>& on_sample
         }
         tail += h.size;
     }
-    __atomic_store_n(&header->data_tail, tail, __ATOMIC_RELEASE);
+    store_tail(header, tail);
     return stats;
 }
 

@@ -1,6 +1,15 @@
 #include "monitor/watchdog/watchdog.hpp"
 
 namespace monitor::watchdog {
+namespace {
+
+// A time point of the steady clock (never before its epoch) as the pets keep it.
+std::uint64_t nanoseconds_since_epoch(Watchdog::Clock::time_point t) {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
+}
+
+}  // namespace
 
 std::string_view on_stop_name(OnStop s) noexcept {
     return name_of(kOnStopNames, s);
@@ -25,7 +34,7 @@ Result<void> Watchdog::arm(const std::string& device, std::chrono::seconds timeo
     device_.emplace(std::move(*d));
     timeout_s_ = device_->timeout().value_or(static_cast<int>(timeout.count()));
     // Opening is the first keepalive.
-    last_pet_ns_ = now_().time_since_epoch().count();
+    last_pet_ns_.store(nanoseconds_since_epoch(now_()));
     return {};
 }
 
@@ -49,11 +58,11 @@ void Watchdog::credit(int cpu) noexcept {
     if (auto r = device_->pet(); !r) {
         std::lock_guard error_lock(error_mutex_);
         last_error_ = r.error().message;
-        ++pet_errors_;
+        pet_errors_.add(1);
         return;
     }
-    ++pets_;
-    last_pet_ns_ = now.time_since_epoch().count();
+    pets_.add(1);
+    last_pet_ns_.store(nanoseconds_since_epoch(now));
 }
 
 WatchdogStatus Watchdog::status() const {
@@ -78,7 +87,8 @@ WatchdogStatus Watchdog::status() const {
     if (s.armed) {
         s.time_left_s = device_->time_left();
         if (auto last = last_pet_ns_.load(); last != 0) {
-            s.since_last_pet = now_().time_since_epoch() - std::chrono::nanoseconds(last);
+            s.since_last_pet = now_().time_since_epoch() -
+                               std::chrono::nanoseconds(static_cast<std::int64_t>(last));
         }
     }
     return s;

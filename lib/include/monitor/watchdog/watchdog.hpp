@@ -14,6 +14,7 @@
 
 #include "monitor/enum_names.hpp"
 #include "monitor/loading/idle_probe.hpp"
+#include "monitor/lock_free_u64.hpp"
 #include "monitor/status.hpp"
 #include "monitor/watchdog/pet_policy.hpp"
 #include "monitor/watchdog/watchdog_device.hpp"
@@ -78,9 +79,10 @@ class Watchdog final : public IdleCreditSink {
     std::function<Clock::time_point()> now_;
     mutable std::mutex mutex_;  // the device: pets from the probes, arm and disarm from the owner
     std::optional<WatchdogDevice> device_;
-    std::atomic<std::uint64_t> pets_{0};
-    std::atomic<std::uint64_t> pet_errors_{0};
-    std::atomic<std::int64_t> last_pet_ns_{0};  // on now_'s clock; 0: never
+    // Written under mutex_ (by the probes, and arm()), read by the owner without it.
+    LockFreeU64 pets_{0};
+    LockFreeU64 pet_errors_{0};
+    LockFreeU64 last_pet_ns_{0};  // on now_'s clock; 0: never
     // Read by the probes at every update: 32 bits, lock-free on every target.
     std::atomic<int> timeout_s_{static_cast<int>(kDefaultCreditExpiry.count())};
     mutable std::mutex error_mutex_;        // taken by a probe only when a pet failed
