@@ -85,7 +85,11 @@ std::uint64_t ProbeSet::excluded_cpu_ns(int cpu) const {
     std::uint64_t ns = 0;
     if (auto it = retired_cpu_ns_.find(cpu); it != retired_cpu_ns_.end()) ns = it->second;
     if (auto it = probes_.find(cpu); it != probes_.end()) ns += it->second.probe->cpu_time_ns();
-    return ns;
+    // Never less than before: a probe's thread read while it exits may be a few microseconds
+    // past the time it then records as its last.
+    auto& reported = reported_cpu_ns_[cpu];
+    reported = std::max(reported, ns);
+    return reported;
 }
 
 }  // namespace monitor

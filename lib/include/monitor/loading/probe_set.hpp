@@ -59,7 +59,8 @@ class ProbeSet final : public CpuTimeExclusion {
     std::shared_ptr<IdleCreditSink> sink_;
     mutable std::mutex mutex_;
     std::map<int, Slot> probes_;
-    std::map<int, std::uint64_t> retired_cpu_ns_;  // CPU time of probes already stopped
+    std::map<int, std::uint64_t> retired_cpu_ns_;           // CPU time of probes already stopped
+    mutable std::map<int, std::uint64_t> reported_cpu_ns_;  // excluded_cpu_ns's last answer
     std::uint64_t next_generation_ = 1;
 };
 
