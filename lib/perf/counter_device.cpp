@@ -104,6 +104,14 @@ Error explain_open_error(int err, const EventSpec& event, const OpenTarget& targ
             }
             return Error{Status::NoEvent,
                          fmt::format("{}: the kernel does not know this event", what)};
+        case ENOSYS:
+            // A kernel built without CONFIG_PERF_EVENTS (small boards), or an emulator that does
+            // not pass the call on (qemu-user).
+            return Error{Status::NoPmu,
+                         fmt::format("{}: perf_event_open is not implemented here (a kernel "
+                                     "built without CONFIG_PERF_EVENTS, or an emulator such as "
+                                     "qemu-user): nothing can be counted or sampled",
+                                     what)};
         case ESRCH:
             return Error{Status::NoDev, fmt::format("{}: no such process", what)};
         case ENODEV:

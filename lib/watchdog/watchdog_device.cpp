@@ -65,7 +65,8 @@ Result<WatchdogDevice> WatchdogDevice::open(const std::string& path, std::chrono
 
     watchdog_info info{};
     if (::ioctl(fd, WDIOC_GETSUPPORT, &info) != 0) {
-        if (errno != ENOTTY && errno != EINVAL) {
+        // ENOSYS: an emulator that passes no watchdog ioctl on (qemu-user).
+        if (errno != ENOTTY && errno != EINVAL && errno != ENOSYS) {
             return fail(Status::IoErr,
                         fmt::format("{}: WDIOC_GETSUPPORT: {}", path, std::strerror(errno)));
         }
