@@ -6,7 +6,8 @@
 //   g++ -std=c++23 monitor_counts.cpp $(pkg-config --cflags --libs libmonitor++) -o monitor_counts
 //   ./monitor_counts [MILLISECONDS]
 //
-// Exits 1 when a call fails or nothing was counted.
+// Exits 1 when a call fails or nothing was counted, 77 (a test harness's "skipped") when
+// nothing can count on this system (NOPMU: a kernel without perf events, or an emulator).
 #include <unistd.h>
 
 #include <chrono>
@@ -26,7 +27,7 @@ namespace {
 
 int fail(const char* what, const monitor::Error& e) {
     std::fprintf(stderr, "%s: %s\n", what, e.to_string().c_str());
-    return 1;
+    return e.status == monitor::Status::NoPmu ? 77 : 1;
 }
 
 // Touches fresh pages (page faults) and spins (task clock) until `d` has passed.

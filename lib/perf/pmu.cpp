@@ -6,14 +6,22 @@
 #include <array>
 
 #include "monitor/perf/breakpoint_pmu.hpp"
-#include "monitor/perf/libpfm_pmus.hpp"
 #include "monitor/perf/ppc750_pmu.hpp"
+#if MONITOR_HAVE_LIBPFM
+#include "monitor/perf/libpfm_pmus.hpp"
+#else
+#include "monitor/perf/generic_pmu.hpp"
+#endif
 
 namespace monitor::perf {
 namespace {
 
 constexpr std::array<PmuFactory, 3> kModules = {
+#if MONITOR_HAVE_LIBPFM
     &make_libpfm_pmus,
+#else
+    &make_generic_pmu,
+#endif
     &make_ppc750_pmu,
     &make_breakpoint_pmu,
 };

@@ -1,10 +1,12 @@
 #include "monitor/perf/process_symbols.hpp"
 
+#include <fmt/format.h>
+#include <unistd.h>
+#if MONITOR_HAVE_LIBDW
 #include <cxxabi.h>
 #include <elfutils/libdwfl.h>
-#include <fmt/format.h>
 #include <gelf.h>
-#include <unistd.h>
+#endif
 
 #include <cerrno>
 #include <charconv>
@@ -21,6 +23,7 @@
 namespace monitor::perf {
 namespace {
 
+#if MONITOR_HAVE_LIBDW
 // A running process: its modules as /proc/PID/maps maps them, their files found there.
 const Dwfl_Callbacks kProcessCallbacks = {
     .find_elf = dwfl_linux_proc_find_elf,
@@ -93,21 +96,22 @@ int visit(Dwfl_Module* module, void**, const char* object, Dwarf_Addr, void* arg
     return DWARF_CB_OK;
 }
 
-// Reports the modules of process `pid` to `dwfl`, from its memory map: 0, or an errno value.
-// The map is filtered first: libelf maps the files it reads (the program's own, when it looks
-// at itself) privately and writable at offset 0, where no loader puts a segment, and such a
-// mapping would be taken for a second copy of the module at the wrong place.
+#endif  // MONITOR_HAVE_LIBDW
+
 // A mapping of a process's map: what names the code libdwfl has no module for ([vdso],
-// code generated at run time).
+// code generated at run time), and all code without libdwfl.
 struct MapRange {
     std::uint64_t start = 0;
     std::uint64_t end = 0;
     std::string name;  // the path or [vdso]; "[anonymous]" for none
 };
 
-// Reports the modules of a memory map's text (as /proc/PID/maps has it) to `dwfl`: 0, or an
-// errno value.
-int report_maps(Dwfl* dwfl, std::string_view maps, std::vector<MapRange>* ranges) {
+// The lines of a memory map's text (as /proc/PID/maps has it) that place modules, with its
+// executable mappings appended to `ranges`. Left out: libelf maps the files it reads (the
+// program's own, when it looks at itself) privately and writable at offset 0, where no loader
+// puts a segment, and such a mapping would be taken for a second copy of the module at the
+// wrong place; and shared mappings.
+std::string module_lines(std::string_view maps, std::vector<MapRange>* ranges) {
     std::string kept;
     std::string_view rest = maps;
     while (!rest.empty()) {
@@ -143,6 +147,26 @@ int report_maps(Dwfl* dwfl, std::string_view maps, std::vector<MapRange>* ranges
         kept.append(line);
         kept.push_back('\n');
     }
+    return kept;
+}
+
+// Process `pid`'s memory map as text: 0, or an errno value.
+int read_process_map(pid_t pid, std::string& out) {
+    auto maps = read_text_file(fmt::format("/proc/{}/maps", pid), 64 << 20);
+    if (!maps) {
+        if (maps.error().status == Status::Perm) return EACCES;
+        return std::filesystem::exists(fmt::format("/proc/{}", pid)) ? EIO : ENOENT;
+    }
+    // A process that has exited but is not yet reaped (a zombie) has an empty map.
+    if (maps->empty()) return ENOENT;
+    out = std::move(*maps);
+    return 0;
+}
+
+#if MONITOR_HAVE_LIBDW
+// Reports the modules of a memory map's text to `dwfl`: 0, or an errno value.
+int report_maps(Dwfl* dwfl, std::string_view maps, std::vector<MapRange>* ranges) {
+    std::string kept = module_lines(maps, ranges);
     if (kept.empty()) return 0;
     FILE* f = ::fmemopen(kept.data(), kept.size(), "r");
     if (f == nullptr) return errno;
@@ -151,15 +175,11 @@ int report_maps(Dwfl* dwfl, std::string_view maps, std::vector<MapRange>* ranges
     return r < 0 ? EIO : r;
 }
 
+// Reports the modules of process `pid` to `dwfl`, from its memory map: 0, or an errno value.
 int report_process(Dwfl* dwfl, pid_t pid, std::vector<MapRange>* ranges = nullptr) {
-    auto maps = read_text_file(fmt::format("/proc/{}/maps", pid), 64 << 20);
-    if (!maps) {
-        if (maps.error().status == Status::Perm) return EACCES;
-        return std::filesystem::exists(fmt::format("/proc/{}", pid)) ? EIO : ENOENT;
-    }
-    // A process that has exited but is not yet reaped (a zombie) has an empty map.
-    if (maps->empty()) return ENOENT;
-    return report_maps(dwfl, *maps, ranges);
+    std::string maps;
+    if (int r = read_process_map(pid, maps); r != 0) return r;
+    return report_maps(dwfl, maps, ranges);
 }
 
 // A C++ symbol as its source names it ("(anonymous namespace)::burn(long)"); others as they
@@ -177,9 +197,15 @@ std::string executable_of(pid_t pid) {
     auto exe = std::filesystem::read_symlink(fmt::format("/proc/{}/exe", pid), ec);
     return ec ? std::string{} : exe.string();
 }
+#endif  // MONITOR_HAVE_LIBDW
 
 }  // namespace
 
+bool reads_symbols() noexcept {
+    return MONITOR_HAVE_LIBDW != 0;
+}
+
+#if MONITOR_HAVE_LIBDW
 Result<SymbolAddress> find_process_symbol(pid_t pid, std::string_view name) {
     DwflPtr dwfl{dwfl_begin(&kProcessCallbacks)};
     if (!dwfl) return fail(Status::AllocMem, fmt::format("libdwfl: {}", dwfl_errmsg(-1)));
@@ -253,10 +279,102 @@ Result<SymbolAddress> find_program_symbol(const std::filesystem::path& program,
                             program.string(), name));
 }
 
+#else   // !MONITOR_HAVE_LIBDW
+namespace {
+
+Error no_symbols(std::string_view name) {
+    return {Status::NoEvent,
+            fmt::format("symbol '{}': this libmonitor was built without elfutils' libdw, so it "
+                        "reads no symbols: give the address instead (mem:0xADDR)",
+                        name)};
+}
+
+}  // namespace
+
+Result<SymbolAddress> find_process_symbol(pid_t, std::string_view name) {
+    return std::unexpected(no_symbols(name));
+}
+
+Result<SymbolAddress> find_program_symbol(const std::filesystem::path&, std::string_view name) {
+    return std::unexpected(no_symbols(name));
+}
+#endif  // MONITOR_HAVE_LIBDW
+
+namespace {
+
+// The code of one process's map, by address: libdwfl's modules, which name the function and
+// the object at an address; without libdw, the objects of the map alone.
+class CodeModules {
+  public:
+    // Reads process `pid`'s map as it is now, or the map lines `recorded` when given, with its
+    // executable mappings into `ranges`: 0, or an errno value.
+    int read(pid_t pid, const std::string* recorded, std::vector<MapRange>& ranges);
+    // The object and function at `ip`; nullopt when no module covers it.
+    std::optional<AddressNames::Name> at(std::uint64_t ip) const;
+
+  private:
+#if MONITOR_HAVE_LIBDW
+    DwflPtr dwfl_;
+#else
+    std::vector<MapRange> files_;  // the executable mappings of files
+#endif
+};
+
+#if MONITOR_HAVE_LIBDW
+int CodeModules::read(pid_t pid, const std::string* recorded, std::vector<MapRange>& ranges) {
+    DwflPtr dwfl{dwfl_begin(&kProcessCallbacks)};
+    if (!dwfl) return ENOMEM;
+    dwfl_report_begin(dwfl.get());
+    const int r = recorded != nullptr ? report_maps(dwfl.get(), *recorded, &ranges)
+                                      : report_process(dwfl.get(), pid, &ranges);
+    dwfl_report_end(dwfl.get(), nullptr, nullptr);
+    if (r == 0) dwfl_ = std::move(dwfl);
+    return r;
+}
+
+std::optional<AddressNames::Name> CodeModules::at(std::uint64_t ip) const {
+    Dwfl_Module* module = dwfl_addrmodule(dwfl_.get(), ip);
+    if (module == nullptr) return std::nullopt;
+    const char* object =
+        dwfl_module_info(module, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
+    AddressNames::Name n{.object = object != nullptr ? object : "[unknown]"};
+    GElf_Off offset = 0;
+    GElf_Sym sym;
+    if (const char* f =
+            dwfl_module_addrinfo(module, ip, &offset, &sym, nullptr, nullptr, nullptr)) {
+        n.function = demangled(f);
+        n.function_address = ip - offset;
+    }
+    return n;
+}
+#else
+int CodeModules::read(pid_t pid, const std::string* recorded, std::vector<MapRange>& ranges) {
+    std::string maps;
+    if (recorded == nullptr) {
+        if (int r = read_process_map(pid, maps); r != 0) return r;
+        recorded = &maps;
+    }
+    module_lines(*recorded, &ranges);
+    files_.clear();
+    std::ranges::copy_if(ranges, std::back_inserter(files_),
+                         [](const MapRange& r) { return r.name.starts_with('/'); });
+    return 0;
+}
+
+std::optional<AddressNames::Name> CodeModules::at(std::uint64_t ip) const {
+    for (const auto& r : files_) {
+        if (ip >= r.start && ip < r.end) return AddressNames::Name{.object = r.name};
+    }
+    return std::nullopt;
+}
+#endif
+
+}  // namespace
+
 struct AddressNames::Process {
-    DwflPtr dwfl;                  // null when its map could not be read
-    std::vector<MapRange> ranges;  // its executable mappings
-    std::string missing;           // then, the object its addresses are given
+    std::unique_ptr<CodeModules> modules;  // null when its map could not be read
+    std::vector<MapRange> ranges;          // its executable mappings
+    std::string missing;                   // then, the object its addresses are given
     std::chrono::steady_clock::time_point read_at;
     bool from_records = false;        // made from the kernel's records: the process had gone
     std::size_t records_at_read = 0;  // the size of its recorded maps when it was read
@@ -273,19 +391,15 @@ AddressNames::~AddressNames() = default;
 
 namespace {
 
-// A libdwfl session of process `pid`'s map as it is now (or as `recorded` says it was, when
-// given), or the object to name its addresses with when the map cannot be read.
-void read_map(pid_t pid, DwflPtr& out, std::vector<MapRange>& ranges, std::string& missing,
-              const std::string* recorded = nullptr) {
-    DwflPtr dwfl{dwfl_begin(&kProcessCallbacks)};
-    if (!dwfl) return;
-    dwfl_report_begin(dwfl.get());
+// The modules of process `pid`'s map as it is now (or as `recorded` says it was, when given),
+// or the object to name its addresses with when the map cannot be read.
+void read_map(pid_t pid, std::unique_ptr<CodeModules>& out, std::vector<MapRange>& ranges,
+              std::string& missing, const std::string* recorded = nullptr) {
+    auto modules = std::make_unique<CodeModules>();
     std::vector<MapRange> read;
-    const int r = recorded != nullptr ? report_maps(dwfl.get(), *recorded, &read)
-                                      : report_process(dwfl.get(), pid, &read);
-    dwfl_report_end(dwfl.get(), nullptr, nullptr);
+    const int r = modules->read(pid, recorded, read);
     if (r == 0) {
-        out = std::move(dwfl);
+        out = std::move(modules);
         ranges = std::move(read);
         return;
     }
@@ -309,69 +423,57 @@ AddressNames::Name AddressNames::name(pid_t pid, std::uint64_t ip, int depth) {
     // the profile; for the others, /proc/PID/maps says what they have now, and the records
     // what they mapped since the profile began, once they are gone.
     const bool whole = recorded != nullptr && recorded->whole;
-    // Reads its map into `dwfl`: whether from the records.
-    auto read = [&](DwflPtr& dwfl, std::vector<MapRange>& ranges, std::string& missing) {
-        if (!whole) read_map(pid, dwfl, ranges, missing);
-        if (dwfl || records == 0) return false;
-        read_map(pid, dwfl, ranges, missing, &recorded->maps);
-        return dwfl != nullptr;
+    // Reads its map into `modules`: whether from the records.
+    auto read = [&](std::unique_ptr<CodeModules>& modules, std::vector<MapRange>& ranges,
+                    std::string& missing) {
+        if (!whole) read_map(pid, modules, ranges, missing);
+        if (modules || records == 0) return false;
+        read_map(pid, modules, ranges, missing, &recorded->maps);
+        return modules != nullptr;
     };
     if (!p) {
         p = std::make_unique<Process>();
         p->read_at = now;
         p->records_at_read = records;
-        p->from_records = read(p->dwfl, p->ranges, p->missing);
+        p->from_records = read(p->modules, p->ranges, p->missing);
     }
     // A forked process has its parent's code where its own records do not say.
     auto parents = [&](Name n) -> Name {
         if (recorded == nullptr || recorded->parent <= 0 || depth >= 8 ||
-            (p->dwfl && !p->from_records)) {
+            (p->modules && !p->from_records)) {
             return n;
         }
         return name(recorded->parent, ip, depth + 1);
     };
-    if (!p->dwfl) return parents({.object = p->missing.empty() ? "[unknown]" : p->missing});
+    if (!p->modules) return parents({.object = p->missing.empty() ? "[unknown]" : p->missing});
     // Code without an ELF file behind it (the vDSO, code generated at run time) is named by
     // its mapping: libdwfl may take it for the end of the module mapped before it.
     for (const auto& r : p->ranges) {
         if (ip >= r.start && ip < r.end && r.name.starts_with('[')) return {.object = r.name};
     }
-    Dwfl_Module* module = dwfl_addrmodule(p->dwfl.get(), ip);
+    auto n = p->modules->at(ip);
     // Mapped since the map was read (the libraries of a program read just after its exec, a
     // dlopen): read again when the kernel said so, or else at most once a second.
     const bool told = records != p->records_at_read;
-    if (module == nullptr &&
-        (told || (!p->from_records && now - p->read_at >= std::chrono::seconds(1)))) {
+    if (!n && (told || (!p->from_records && now - p->read_at >= std::chrono::seconds(1)))) {
         p->read_at = now;
         p->records_at_read = records;
-        DwflPtr again;
+        std::unique_ptr<CodeModules> again;
         std::vector<MapRange> ranges;
         std::string missing;
         const bool from_records = read(again, ranges, missing);
         if (again) {
-            p->dwfl = std::move(again);
+            p->modules = std::move(again);
             p->ranges = std::move(ranges);
             p->from_records = from_records;
-            module = dwfl_addrmodule(p->dwfl.get(), ip);
+            n = p->modules->at(ip);
         }
     }
-    if (module == nullptr) {
-        for (const auto& r : p->ranges) {
-            if (ip >= r.start && ip < r.end) return {.object = r.name};
-        }
-        return parents({.object = "[unknown]"});
+    if (n) return std::move(*n);
+    for (const auto& r : p->ranges) {
+        if (ip >= r.start && ip < r.end) return {.object = r.name};
     }
-    const char* object =
-        dwfl_module_info(module, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr);
-    Name n{.object = object != nullptr ? object : "[unknown]"};
-    GElf_Off offset = 0;
-    GElf_Sym sym;
-    if (const char* f =
-            dwfl_module_addrinfo(module, ip, &offset, &sym, nullptr, nullptr, nullptr)) {
-        n.function = demangled(f);
-        n.function_address = ip - offset;
-    }
-    return n;
+    return parents({.object = "[unknown]"});
 }
 
 void AddressNames::mapped(const TaskRecord& r) {

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "mon.h"
+#include "perf_events_probe.hpp"
 
 namespace {
 
@@ -227,6 +228,7 @@ TEST_F(MonOutOfMemory, LoadingWhileRunning) {
 }
 
 TEST_F(MonOutOfMemory, Counting) {
+    SKIP_WITHOUT_PERF_EVENTS();
     static int cpu0 = 0;
     static const MON_task_attr idle{SCHED_IDLE, 0, &cpu0, 1};
     ASSERT_EQ(MON_initialize(), MON_SUCCESS);

@@ -21,6 +21,7 @@
 
 #include "mon_api_fixture.hpp"
 #include "spinning_process.hpp"
+#include "perf_events_probe.hpp"
 
 namespace mon_api_test {
 namespace {
@@ -156,6 +157,7 @@ TEST_F(MonApi, Ppc750SetsWithoutA750AreNoPmu) {
 }
 
 TEST_F(MonApi, StartAndStopCountTheCallingThread) {
+    SKIP_WITHOUT_PERF_EVENTS();
     ASSERT_MON(MON_initialize(), MON_SUCCESS);
     ASSERT_MON(MON_start(nullptr, nullptr), MON_SUCCESS);
     const auto config = ThreadConfig({kTaskClock, nullptr, kContextSwitches});
@@ -216,6 +218,7 @@ TEST_F(MonApi, StartAndStopCountTheCallingThread) {
 // that sleeps and three that spin (their CPU time from /proc/PID/task/*/schedstat). With the
 // id of one of its other threads: that thread alone.
 TEST_F(MonApi, ThreadTargetWithAnotherProcessCountsAllItsThreads) {
+    SKIP_WITHOUT_PERF_EVENTS();
     // Forked before MON starts its tasks: the child copies a process of one thread.
     test_support::SpinningProcess other(3);
     ASSERT_GT(other.pid(), 0);
@@ -270,6 +273,7 @@ TEST_F(MonApi, ThreadTargetWithAnotherProcessCountsAllItsThreads) {
 // A thread of the calling process, its main thread included (whose id is the pid): that
 // thread only, not the process (whose other threads include MON's own tasks).
 TEST_F(MonApi, ThreadTargetInThisProcessCountsThatThreadOnly) {
+    SKIP_WITHOUT_PERF_EVENTS();
     ASSERT_MON(MON_initialize(), MON_SUCCESS);
     ASSERT_MON(MON_start(nullptr, nullptr), MON_SUCCESS);
     std::atomic<bool> stop{false};
@@ -299,6 +303,7 @@ TEST_F(MonApi, ThreadTargetInThisProcessCountsThatThreadOnly) {
 
 // The whole machine: every CPU's task clock runs with wall time, idle or not.
 TEST_F(MonApi, CollectCountsTheMachineAndCallsBackFromThePollTask) {
+    SKIP_WITHOUT_PERF_EVENTS();
     ASSERT_MON(MON_initialize(), MON_SUCCESS);
     ASSERT_MON(MON_start(nullptr, nullptr), MON_SUCCESS);
     MON_perf_config config{};
@@ -331,6 +336,7 @@ TEST_F(MonApi, CollectCountsTheMachineAndCallsBackFromThePollTask) {
 // Without a structure the callback still gets the counts; without a callback the structure
 // is filled all the same.
 TEST_F(MonApi, CollectWorksWithoutStructureOrCallback) {
+    SKIP_WITHOUT_PERF_EVENTS();
     ASSERT_MON(MON_initialize(), MON_SUCCESS);
     ASSERT_MON(MON_start(nullptr, nullptr), MON_SUCCESS);
     const auto config = ThreadConfig({kContextSwitches});
@@ -361,6 +367,7 @@ TEST_F(MonApi, CollectWorksWithoutStructureOrCallback) {
 // MON_stop_perf_mon ends a collection early: its structure is filled and its callback called,
 // in the stopping thread, before MON_stop_perf_mon returns.
 TEST_F(MonApi, StopPerfMonEndsACollectionEarly) {
+    SKIP_WITHOUT_PERF_EVENTS();
     ASSERT_MON(MON_initialize(), MON_SUCCESS);
     ASSERT_MON(MON_start(nullptr, nullptr), MON_SUCCESS);
     const auto config = ThreadConfig({kTaskClock});
@@ -381,6 +388,7 @@ TEST_F(MonApi, StopPerfMonEndsACollectionEarly) {
 
 // MON_stop ends counting as MON_stop_perf_mon(NULL) does; the counts stay readable.
 TEST_F(MonApi, StopEndsCountingAndKeepsTheCounts) {
+    SKIP_WITHOUT_PERF_EVENTS();
     ASSERT_MON(MON_initialize(), MON_SUCCESS);
     ASSERT_MON(MON_start(nullptr, nullptr), MON_SUCCESS);
     const auto config = ThreadConfig({kTaskClock});
@@ -423,6 +431,7 @@ void NextPeriod(MON_status status, const MON_perf_stats*, void* user) {
 }
 
 TEST_F(MonApi, CallbacksMayStartTheNextCollection) {
+    SKIP_WITHOUT_PERF_EVENTS();
     ASSERT_MON(MON_initialize(), MON_SUCCESS);
     ASSERT_MON(MON_start(nullptr, nullptr), MON_SUCCESS);
     Chain chain;
@@ -439,6 +448,7 @@ TEST_F(MonApi, CallbacksMayStartTheNextCollection) {
 // Without privilege, counting the machine is refused, and the message says what would allow
 // it.
 TEST_F(MonApi, CountingTheMachineWithoutPrivilegeSaysWhatIsNeeded) {
+    SKIP_WITHOUT_PERF_EVENTS();
     std::ifstream paranoid_file("/proc/sys/kernel/perf_event_paranoid");
     int paranoid = -1;
     if (!(paranoid_file >> paranoid) || paranoid < 1) {
@@ -485,6 +495,7 @@ void OnCollected(MON_status, const MON_perf_stats*, void* user) {
 // handler runs, with the count at that overflow, on the POLL task; as many times as the
 // task clock over the period (+- 10 %), all before the collection's callback.
 TEST_F(MonApi, OverflowHandlersRunEveryPeriodOnThePollTask) {
+    SKIP_WITHOUT_PERF_EVENTS();
     ASSERT_MON(MON_initialize(), MON_SUCCESS);
     Overflows o;
     EXPECT_MON(MON_set_perf_overflow(0, 10, OnOverflow, &o), MON_BADARG);

@@ -22,6 +22,7 @@
 #include "monitor/perf/event_catalog.hpp"
 #include "monitor/perf/perf_session.hpp"
 #include "test_support.hpp"
+#include "perf_events_probe.hpp"
 
 namespace monitor::perf {
 namespace {
@@ -202,6 +203,7 @@ TEST(CgroupTarget, PathsStayBelowTheCgroupRoot) {
 }
 
 TEST(PerfCounting, TaskClockMatchesTheThreadsCpuTime) {
+    SKIP_WITHOUT_PERF_EVENTS();
     auto c = catalog();
     auto s = start(c, this_thread("perf::TASK-CLOCK"));
     if (!s) GTEST_SKIP() << "perf_event_open refused: kernel.perf_event_paranoid too high";
@@ -229,6 +231,7 @@ TEST(PerfCounting, TaskClockMatchesTheThreadsCpuTime) {
 }
 
 TEST(PerfCounting, ContextSwitchesOfAWorkloadThatSleeps) {
+    SKIP_WITHOUT_PERF_EVENTS();
     auto c = catalog();
     auto s = start(c, this_thread("perf::CONTEXT-SWITCHES"));
     if (!s) GTEST_SKIP() << "perf_event_open refused: kernel.perf_event_paranoid too high";
@@ -248,6 +251,7 @@ TEST(PerfCounting, ContextSwitchesOfAWorkloadThatSleeps) {
 }
 
 TEST(PerfCounting, SoftwareEventsShareOneGroupReadInOneCall) {
+    SKIP_WITHOUT_PERF_EVENTS();
     auto c = catalog();
     auto o = this_thread("perf::TASK-CLOCK,perf::CONTEXT-SWITCHES,perf::PAGE-FAULTS");
     auto plan = make_plan(c, o);
@@ -295,6 +299,7 @@ TEST(PerfCounting, SoftwareEventsShareOneGroupReadInOneCall) {
 }
 
 TEST(PerfCounting, MultiplexedEstimatesMatchAFullTimeCount) {
+    SKIP_WITHOUT_PERF_EVENTS();
     auto c = catalog();
     // Four task clocks on a budget of two counters: two sets taking turns.
     auto muxed_options = this_thread(
@@ -325,6 +330,7 @@ TEST(PerfCounting, MultiplexedEstimatesMatchAFullTimeCount) {
 }
 
 TEST(PerfCounting, KernelMultiplexingCountsSoftwareEventsAllTheTime) {
+    SKIP_WITHOUT_PERF_EVENTS();
     auto c = catalog();
     auto o = this_thread("perf::TASK-CLOCK,perf::TASK-CLOCK,perf::TASK-CLOCK");
     o.counter_budget = 1;
@@ -341,6 +347,7 @@ TEST(PerfCounting, KernelMultiplexingCountsSoftwareEventsAllTheTime) {
 }
 
 TEST(PerfCounting, IntervalReportsAddUpToTheTotal) {
+    SKIP_WITHOUT_PERF_EVENTS();
     auto c = catalog();
     auto s = start(c, this_thread("perf::TASK-CLOCK,perf::CONTEXT-SWITCHES"));
     if (!s) GTEST_SKIP() << "perf_event_open refused: kernel.perf_event_paranoid too high";
@@ -359,6 +366,7 @@ TEST(PerfCounting, IntervalReportsAddUpToTheTotal) {
 // Reading into a kept report (what the daemon does every period) gives what read() gives,
 // whatever the report held before; subtract() in place is since().
 TEST(PerfCounting, ReadingIntoAKeptReportEqualsAFreshRead) {
+    SKIP_WITHOUT_PERF_EVENTS();
     auto c = catalog();
     auto s = start(c, this_thread("perf::TASK-CLOCK,perf::CONTEXT-SWITCHES"));
     if (!s) GTEST_SKIP() << "perf_event_open refused: kernel.perf_event_paranoid too high";
@@ -403,6 +411,7 @@ TEST(PerfCounting, ReadingIntoAKeptReportEqualsAFreshRead) {
 }
 
 TEST(PerfCounting, CpusUtilizedFromTaskClock) {
+    SKIP_WITHOUT_PERF_EVENTS();
     auto c = catalog();
     auto s = start(c, this_thread("perf::TASK-CLOCK"));
     if (!s) GTEST_SKIP() << "perf_event_open refused: kernel.perf_event_paranoid too high";
@@ -420,6 +429,7 @@ TEST(PerfCounting, CpusUtilizedFromTaskClock) {
 // With visit_cpus the reading thread moves to each CPU to read and switch its counters, and
 // is back where it was afterwards; the counts are those of every CPU, as without.
 TEST(PerfCounting, VisitingCpusCountsEveryCpuAndRestoresTheAffinity) {
+    SKIP_WITHOUT_PERF_EVENTS();
     auto c = catalog();
     SessionOptions o;
     o.events = *parse_event_list("perf::CPU-CLOCK,perf::CPU-CLOCK");
@@ -459,6 +469,7 @@ TEST(PerfCounting, VisitingCpusCountsEveryCpuAndRestoresTheAffinity) {
 }
 
 TEST(PerfCounting, HardwareEventsWithoutAPmuSayWhy) {
+    SKIP_WITHOUT_PERF_EVENTS();
     auto c = catalog();
     auto s = PerfSession::start(c, std::make_unique<PerfEventDevice>(), this_thread("cycles"));
     if (s) GTEST_SKIP() << "this machine has hardware counters";
@@ -501,6 +512,7 @@ std::string as_nobody(const std::function<std::string()>& body) {
 }
 
 TEST(PerfPermissions, UnprivilegedSystemWideCountingNamesTheFix) {
+    SKIP_WITHOUT_PERF_EVENTS();
     if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a case as the user nobody";
     auto level = perf_event_paranoid();
     if (!level || *level < 1) GTEST_SKIP() << "kernel.perf_event_paranoid allows it";
@@ -521,6 +533,7 @@ TEST(PerfPermissions, UnprivilegedSystemWideCountingNamesTheFix) {
 }
 
 TEST(PerfPermissions, AnotherUsersProcessIsRefused) {
+    SKIP_WITHOUT_PERF_EVENTS();
     if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a case as the user nobody";
     auto c = catalog();
     const pid_t root_process = ::getpid();

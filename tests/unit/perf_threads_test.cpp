@@ -24,6 +24,7 @@
 #include "monitor/perf/perf_session.hpp"
 #include "spinning_process.hpp"
 #include "test_support.hpp"
+#include "perf_events_probe.hpp"
 
 namespace monitor::perf {
 namespace {
@@ -67,6 +68,7 @@ double steal_ns() {
 }
 
 TEST(ProcessThreads, TheTaskClockOfEveryThreadIsCounted) {
+    SKIP_WITHOUT_PERF_EVENTS();
     SpinningProcess p(kSpinners);
     ASSERT_TRUE(Started(p, kSpinners + 1));
     auto c = catalog();
@@ -121,6 +123,7 @@ TEST(ProcessThreads, TheTaskClockOfEveryThreadIsCounted) {
 // process's task clock (each thread's times added up) are its threads' CPU time, each set
 // having counted about half of it.
 TEST(ProcessThreads, DaemonMultiplexingRotatesTheSetsOfEveryThread) {
+    SKIP_WITHOUT_PERF_EVENTS();
     SpinningProcess p(kSpinners);
     ASSERT_TRUE(Started(p, kSpinners + 1));
     auto c = catalog();
@@ -166,6 +169,7 @@ TEST(ProcessThreads, DaemonMultiplexingRotatesTheSetsOfEveryThread) {
 // The main thread exited and is a zombie until the others end: it is listed
 // in /proc/PID/task, and perf_event_open refuses it (ESRCH). The others are counted.
 TEST(ProcessThreads, AZombieMainThreadIsSkippedAndTheOthersCounted) {
+    SKIP_WITHOUT_PERF_EVENTS();
     SpinningProcess p(2, /*leader_exits=*/true);
     ASSERT_TRUE(Started(p, 3));
     ASSERT_TRUE(test_support::wait_until(
@@ -248,6 +252,7 @@ class ThreadExitsOnOpen final : public CounterDevice {
 // This process, with a thread that exits as the session walks its threads: the session
 // starts without it, and counts the others.
 TEST(ProcessThreads, AThreadThatExitsDuringTheWalkIsNotAnError) {
+    SKIP_WITHOUT_PERF_EVENTS();
     std::atomic<bool> stop_spinning{false};
     std::atomic<bool> end_victim{false};
     std::atomic<pid_t> victim_tid{0};
@@ -351,6 +356,7 @@ std::size_t open_descriptors() {
 // anything is opened when the threads alone need more than it, and when the descriptors run
 // out midway; nothing is left open either way.
 TEST(ProcessThreads, TooFewFileDescriptorsIsAnErrorNamingTheLimit) {
+    SKIP_WITHOUT_PERF_EVENTS();
     constexpr int kThreads = 12;
     SpinningProcess p(kThreads - 1);
     ASSERT_TRUE(Started(p, kThreads));

@@ -21,6 +21,10 @@
 
 namespace monitor::perf {
 
+// Whether this libmonitor reads symbols: built with elfutils' libdw. Without it (a board's
+// build), code is named by the object it belongs to, and breakpoints take addresses.
+bool reads_symbols() noexcept;
+
 struct SymbolAddress {
     std::uint64_t address = 0;
     std::uint64_t size = 0;  // st_size: 0 when the symbol does not say
