@@ -40,26 +40,30 @@ class BasicLockFreeU64<false> {
     constexpr BasicLockFreeU64(std::uint64_t v = 0) noexcept
         : copies_{{high(v), low(v)}, {high(v), low(v)}} {}
 
+    // The copy the sequence points to. Its words are read with acquire, so that the sequence
+    // is read again only after them; a reader that saw a word written after a step of the
+    // sequence sees that step then, and retries.
     std::uint64_t load() const noexcept {
         while (true) {
             const std::uint32_t seq = seq_.load(std::memory_order_acquire);
             const auto& c = copies_[seq & 1];
-            const std::uint32_t hi = c[0].load(std::memory_order_relaxed);
-            const std::uint32_t lo = c[1].load(std::memory_order_relaxed);
-            std::atomic_thread_fence(std::memory_order_acquire);
+            const std::uint32_t hi = c[0].load(std::memory_order_acquire);
+            const std::uint32_t lo = c[1].load(std::memory_order_acquire);
             if (seq_.load(std::memory_order_relaxed) == seq) return join(hi, lo);
         }
     }
 
+    // Each step of the sequence and each word is a release store: a reader that sees a step
+    // sees whole the copy it points to (copy 1 was written in the previous store), and one
+    // that sees a word sees the step before it (the kernel's smp_wmb() on either side of the
+    // increment; no fences, which the thread sanitizer cannot follow).
     void store(std::uint64_t v) noexcept {
         const std::uint32_t seq = seq_.load(std::memory_order_relaxed);
         // Odd: readers read copy 1 while copy 0 changes.
-        seq_.store(seq + 1, std::memory_order_relaxed);
-        std::atomic_thread_fence(std::memory_order_release);
+        seq_.store(seq + 1, std::memory_order_release);
         write(copies_[0], v);
         // Even: readers read copy 0, whole again, while copy 1 changes.
         seq_.store(seq + 2, std::memory_order_release);
-        std::atomic_thread_fence(std::memory_order_release);
         write(copies_[1], v);
     }
 
@@ -80,8 +84,8 @@ class BasicLockFreeU64<false> {
         return (std::uint64_t{hi} << 32) | lo;
     }
     static void write(Copy& c, std::uint64_t v) noexcept {
-        c[0].store(high(v), std::memory_order_relaxed);
-        c[1].store(low(v), std::memory_order_relaxed);
+        c[0].store(high(v), std::memory_order_release);
+        c[1].store(low(v), std::memory_order_release);
     }
 
     std::atomic<std::uint32_t> seq_{0};
