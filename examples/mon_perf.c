@@ -50,7 +50,6 @@ int main(int argc, char** argv) {
     MON_perf_config config = {{events[0], events[1], NULL, NULL}, MON_PERF_THREAD, 0, 0};
     MON_perf_stats stats;
     const struct timespec nap = {0, 1000000};
-
     int failed;
 
     if (check("MON_initialize", MON_initialize())) return 1;

@@ -403,6 +403,7 @@ void read_map(pid_t pid, std::unique_ptr<CodeModules>& out, std::vector<MapRange
         ranges = std::move(read);
         return;
     }
+    if (r == ENOMEM) return;  // libdwfl could not start: "[unknown]"
     missing = r == EACCES || r == EPERM ? fmt::format("[process {}: its map is unreadable]", pid)
                                         : fmt::format("[process {} exited]", pid);
 }
