@@ -137,6 +137,11 @@ std::filesystem::path default_config_path();
 // tables, when the file has any, replace base's list. Errors are BADARG with a message
 // "FILE:LINE: [section] key: what is wrong; what would work".
 monitor::Result<Config> load_config(const std::filesystem::path& file, Config base);
+// The same for the text of a file named `file` (for messages).
+monitor::Result<Config> parse_config(std::string_view text, const std::filesystem::path& file,
+                                     Config base);
+// Longer files are refused: a configuration is a few kilobytes.
+inline constexpr std::size_t kMaxConfigSize = std::size_t{1} << 20;
 
 // The parsers of the values that may come from the command line as well as the file. The
 // messages say what is wrong; the key's `accepted` says what would work.

@@ -408,6 +408,35 @@ TEST_F(ConfigTest, BadCountersTablesNameTheLineTheKeyAndWhatWouldWork) {
     }
 }
 
+// Text outside ASCII stands only in comments. Elsewhere toml++ 3.3 (Debian 12's) may look it
+// up in its Unicode tables, whose lookup is undefined for some code points (U+FEDE here;
+// toml++ issues 190 and 295): the file is refused first, naming the line.
+TEST_F(ConfigTest, TextOutsideAsciiStandsOnlyInComments) {
+    auto ok = write("unicode.conf",
+                    "# d\xc3\xa9mon \xef\xbb\x9e\n"
+                    "[daemon]\n"
+                    "socket = \"/run/m#d/sock\"  # \xcc\xaa \"\n"
+                    "[[counters]]\n"
+                    "name = 'cafe'  # caf\xc3\xa9\n"
+                    "events = \"\"\"task-clock\"\"\"  # \xcc\xaa\n");
+    auto c = load_config(ok, Config{});
+    ASSERT_TRUE(c) << c.error().to_string();
+    EXPECT_EQ(c->socket, "/run/m#d/sock");
+    ASSERT_EQ(c->counters.size(), 1u);
+
+    const std::pair<const char*, int> refused[] = {
+        {"[daemon]\n\xef\xbb\x9e\n", 2},
+        {"[loading]\nhistory-seconds = 60\xcc\xaa\n", 2},
+        {"[daemon]\nsocket = \"/run/\xc3\xa9\"\n", 2},
+        {"[daemon]\nsocket = \"\"\"\\\n\xc2\xa7\"\"\"\n", 3},
+    };
+    for (const auto& [text, line] : refused) {
+        const auto e = error_of(text);
+        EXPECT_TRUE(starts_with(e, at(line))) << e;
+        EXPECT_TRUE(contains(e, "a character outside ASCII")) << e;
+    }
+}
+
 TEST(ConfigValidate, LogLevel) {
     for (const char* level : {"trace", "debug", "info", "warning", "error"}) {
         EXPECT_TRUE(parse_log_level(level).has_value()) << level;
