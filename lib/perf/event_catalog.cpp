@@ -131,6 +131,9 @@ Error EventCatalog::unknown_event(std::string_view name) const {
 }
 
 std::vector<std::string> EventCatalog::closest(std::string_view name, std::size_t n) const {
+    // No event's name is near one this long, and comparing it with every name would take the
+    // caller's time in proportion (a client's megabyte of name: seconds of the daemon's loop).
+    if (name.size() > kLongestSuggestedName) return {};
     // Compare like with like: a name without a PMU against the event part only.
     const bool qualified = name.find(kSeparator) != std::string_view::npos;
     std::string_view bare =

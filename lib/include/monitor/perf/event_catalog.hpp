@@ -56,8 +56,9 @@ class EventCatalog {
     std::string counter_name(std::string_view pmu, int counter) const;
 
     // Up to `n` known event names closest to `name` (edit distance, case-insensitive),
-    // best first.
+    // best first; none for a name longer than kLongestSuggestedName.
     std::vector<std::string> closest(std::string_view name, std::size_t n = 3) const;
+    static constexpr std::size_t kLongestSuggestedName = 256;
 
   private:
     EventCatalog() = default;
