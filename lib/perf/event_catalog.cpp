@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <limits>
+#include <mutex>
 
 namespace monitor::perf {
 namespace {
@@ -30,9 +31,15 @@ std::size_t edit_distance(std::string_view a, std::string_view b) {
 
 }  // namespace
 
+struct EventCatalog::EventNames {
+    std::once_flag once;
+    std::vector<std::string> names;
+};
+
 Result<EventCatalog> EventCatalog::create(const std::filesystem::path& proc_root,
                                           const std::filesystem::path& sys_root) {
     EventCatalog c;
+    c.names_ = std::make_shared<EventNames>();
     c.processor_ = read_processor(proc_root, sys_root);
     for (PmuFactory make : pmu_modules()) {
         auto module = make();
@@ -45,6 +52,7 @@ Result<EventCatalog> EventCatalog::create(const std::filesystem::path& proc_root
 EventCatalog EventCatalog::of_modules(std::vector<std::shared_ptr<const PmuModule>> modules,
                                       Processor processor) {
     EventCatalog c;
+    c.names_ = std::make_shared<EventNames>();
     c.processor_ = std::move(processor);
     for (auto& m : modules) c.add(std::move(m));
     return c;
@@ -130,6 +138,16 @@ Error EventCatalog::unknown_event(std::string_view name) const {
                              fmt::join(near, ", "))};
 }
 
+
+const std::vector<std::string>& EventCatalog::event_names() const {
+    std::call_once(names_->once, [this] {
+        if (auto all = list()) {
+            for (auto& e : *all) names_->names.push_back(std::move(e.name));
+        }
+    });
+    return names_->names;
+}
+
 std::vector<std::string> EventCatalog::closest(std::string_view name, std::size_t n) const {
     // No event's name is near one this long, and comparing it with every name would take the
     // caller's time in proportion (a client's megabyte of name: seconds of the daemon's loop).
@@ -138,22 +156,20 @@ std::vector<std::string> EventCatalog::closest(std::string_view name, std::size_
     const bool qualified = name.find(kSeparator) != std::string_view::npos;
     std::string_view bare =
         name.substr(0, name.find(':', qualified ? name.find(kSeparator) + 2 : 0));
-    std::vector<std::pair<std::size_t, std::string>> scored;
-    auto all = list();
-    if (!all) return {};
-    for (auto& e : *all) {
-        std::string_view candidate = e.name;
+    std::vector<std::pair<std::size_t, std::string_view>> scored;
+    for (const std::string& e : event_names()) {
+        std::string_view candidate = e;
         const auto separator = candidate.find(kSeparator);
         if (!qualified && separator != std::string_view::npos) {
             candidate = candidate.substr(separator + kSeparator.size());
         }
-        scored.emplace_back(edit_distance(bare, candidate), std::move(e.name));
+        scored.emplace_back(edit_distance(bare, candidate), e);
     }
-    std::ranges::stable_sort(scored, {}, &std::pair<std::size_t, std::string>::first);
+    std::ranges::stable_sort(scored, {}, &std::pair<std::size_t, std::string_view>::first);
     std::vector<std::string> out;
-    for (auto& [d, s] : scored) {
+    for (const auto& [d, s] : scored) {
         if (out.size() == n || d > std::max<std::size_t>(3, bare.size() / 2)) break;
-        out.push_back(std::move(s));
+        out.emplace_back(s);
     }
     return out;
 }

@@ -68,10 +68,16 @@ class EventCatalog {
     // NOEVENT for `name`, with the closest known names.
     Error unknown_event(std::string_view name) const;
 
+    // Every event's name, listed once (listing resolves each event), for closest(); shared by
+    // the copies of a catalog, which list the same events.
+    struct EventNames;
+    const std::vector<std::string>& event_names() const;
+
     std::vector<std::shared_ptr<const PmuModule>> modules_;
     std::vector<PmuInfo> pmus_;
     std::vector<const PmuModule*> pmu_modules_;  // the module of each PMU of pmus_
     Processor processor_;
+    std::shared_ptr<EventNames> names_;
 };
 
 }  // namespace monitor::perf
