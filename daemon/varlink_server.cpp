@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -123,9 +124,20 @@ void VarlinkServer::accept_all() {
             int err = errno;
             if (err == EAGAIN || err == EINTR || err == ECONNABORTED) return;
             if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
-                // Out of descriptors or memory: pause accepting instead of spinning.
-                spdlog::warn("Failed to accept a control connection: {}; pausing for 100 ms",
-                             std::strerror(err));
+                // Out of descriptors or memory: pause accepting instead of spinning, and say so
+                // once a minute rather than at every retry.
+                const auto now = std::chrono::steady_clock::now();
+                if (!starved_since_ || now - last_starved_log_ >= std::chrono::minutes(1)) {
+                    rlimit nofile{};
+                    ::getrlimit(RLIMIT_NOFILE, &nofile);
+                    spdlog::warn(
+                        "Cannot accept control connections: {} ({} connections open, open "
+                        "descriptors limited to {}); the clients wait in the socket's queue, "
+                        "retried every 100 ms",
+                        std::strerror(err), connections_.size(), nofile.rlim_cur);
+                    last_starved_log_ = now;
+                    if (!starved_since_) starved_since_ = now;
+                }
                 sd_event_source_set_enabled(accept_source_.get(), SD_EVENT_OFF);
                 sd_event_source* t = nullptr;
                 if (sd_event_add_time_relative(event_, &t, CLOCK_MONOTONIC, kAcceptRetryUsec, 0,
@@ -138,6 +150,13 @@ void VarlinkServer::accept_all() {
             }
             spdlog::warn("Failed to accept a control connection: {}", std::strerror(err));
             return;
+        }
+        if (starved_since_) {
+            spdlog::info(
+                "Accepting control connections again, after {:.1f} s",
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - *starved_since_)
+                    .count());
+            starved_since_.reset();
         }
         auto c = std::make_unique<Connection>(this, limits_.max_message);
         c->peer.connection = next_id_++;

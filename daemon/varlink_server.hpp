@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <variant>
@@ -141,6 +142,10 @@ class VarlinkServer {
     std::unordered_map<uid_t, std::size_t> per_user_;
     std::uint64_t refused_ = 0;
     std::chrono::steady_clock::time_point last_refusal_log_{};
+    // Since when accept() has failed for want of descriptors or memory, and when that was
+    // last logged.
+    std::optional<std::chrono::steady_clock::time_point> starved_since_;
+    std::chrono::steady_clock::time_point last_starved_log_{};
     std::uint64_t next_id_ = 1;
     std::function<void(std::uint64_t)> on_close_;
 };

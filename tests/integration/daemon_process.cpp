@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -92,6 +93,10 @@ pid_t spawn(const std::vector<std::string>& argv, const SpawnOptions& opts,
             std::snprintf(listen_pid.data(), listen_pid.size(), "LISTEN_PID=%d", ::getpid());
         }
         if (opts.new_session) ::setsid();
+        if (opts.nofile) {
+            const rlimit limit{*opts.nofile, *opts.nofile};
+            if (::setrlimit(RLIMIT_NOFILE, &limit) < 0) ::_exit(127);
+        }
         sigset_t none;
         sigemptyset(&none);
         ::sigprocmask(SIG_SETMASK, &none, nullptr);

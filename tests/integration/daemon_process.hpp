@@ -3,6 +3,7 @@
 #pragma once
 
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <chrono>
@@ -41,8 +42,9 @@ struct SpawnOptions {
     std::vector<std::string> env;        // "NAME=value" added to (or replacing in) the environment
     std::vector<std::string> unset_env;  // names removed from the environment
     std::optional<uid_t> uid;            // setgid/setuid to this user (and its gid) in the child
-    int pass_fd = -1;          // handed over as fd 3 with LISTEN_FDS=1 (socket activation)
-    bool new_session = false;  // setsid() in the child, as systemd starts a service
+    int pass_fd = -1;              // handed over as fd 3 with LISTEN_FDS=1 (socket activation)
+    bool new_session = false;      // setsid() in the child, as systemd starts a service
+    std::optional<rlim_t> nofile;  // RLIMIT_NOFILE, soft and hard, in the child (LimitNOFILE=)
 };
 
 // Runs a program to completion, capturing stdout and stderr. After `timeout` it is killed and

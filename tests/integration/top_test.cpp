@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "daemon_process.hpp"
+#include "synthetic_machine.hpp"
 
 namespace itest {
 namespace {
@@ -310,69 +311,10 @@ TEST_F(TopInTmux, CtrlCAndSigtermRestoreTheTerminal) {
 
 // ---- 256 CPUs -----------------------------------------------------------------------------
 
-// A machine of 256 CPUs: /proc/stat and /sys/devices/system/cpu of a fixture tree, cpu200 busy
-// all the time and cpu N N % 50 percent of it, the counters advanced every 100 ms by a thread.
-class Machine256 {
-  public:
-    static constexpr int kCpus = 256;
-    Machine256() {
-        for (const char* f : {"online", "possible", "present"}) {
-            write_file(dir_ / ("sys/devices/system/cpu/" + std::string{f}), "0-255\n");
-        }
-        write_file(dir_ / "proc/stat", stat());
-        stat_fd_.reset(::open((dir_ / "proc/stat").c_str(), O_WRONLY | O_CLOEXEC));
-        EXPECT_TRUE(stat_fd_) << std::strerror(errno);
-        thread_ = std::thread([this] {
-            while (!stop_) {
-                std::this_thread::sleep_for(100ms);
-                elapsed_ += 10;  // USER_HZ ticks per CPU
-                // The daemon keeps the file open and reads it again each second: rewritten in
-                // place, in one write of the same length (the numbers have a fixed width), so
-                // that it never reads a file cut short.
-                const auto text = stat();
-                if (::pwrite(stat_fd_.get(), text.data(), text.size(), 0) !=
-                    static_cast<ssize_t>(text.size())) {
-                    ADD_FAILURE() << "write the fixture's /proc/stat: " << std::strerror(errno);
-                    return;
-                }
-            }
-        });
-    }
-    ~Machine256() {
-        stop_ = true;
-        thread_.join();
-    }
-    std::string proc() const { return (dir_ / "proc").string(); }
-    std::string sys() const { return (dir_ / "sys").string(); }
-
-  private:
-    // Busy time split three to one between user and system, as test_support::stat_text does.
-    std::string stat() const {
-        auto line = [](const std::string& label, std::uint64_t busy, std::uint64_t idle) {
-            return fmt::format("{} {:012} 0 {:012} {:012} 0 0 0 0 0 0\n", label, busy - busy / 4,
-                               busy / 4, idle);
-        };
-        std::string cpus;
-        std::uint64_t busy_sum = 0;
-        for (int c = 0; c < kCpus; ++c) {
-            const std::uint64_t busy =
-                c == 200 ? elapsed_ : elapsed_ * static_cast<std::uint64_t>(c % 50) / 100;
-            busy_sum += busy;
-            cpus += line(fmt::format("cpu{}", c), busy, elapsed_ - busy);
-        }
-        return line("cpu ", busy_sum, kCpus * elapsed_ - busy_sum) + cpus +
-               "intr 1234567 0 0\nctxt 7654321\nbtime 1718102754\nprocesses 4242\n";
-    }
-
-    ScratchDir dir_{ScratchDir::Everyone};
-    std::uint64_t elapsed_ = 1'000'000;  // the thread's, once it runs
-    monitor::UniqueFd stat_fd_;
-    std::atomic<bool> stop_{false};
-    std::thread thread_;
-};
-
+// A machine of 256 CPUs (SyntheticMachine): cpu200 busy all the time, cpu N N % 50 percent
+// of it.
 TEST_F(TopInTmux, TwoHundredFiftySixCpusScrollIn80x24) {
-    Machine256 machine;
+    SyntheticMachine machine(256);
     Daemon::Options o;
     o.args = {"--proc-root", machine.proc(), "--sys-root", machine.sys(), "--probe", "off"};
     auto d = Daemon::start(o);
