@@ -17,6 +17,18 @@
 namespace monitord {
 namespace {
 
+// A file system out of space or inodes (/run full) says which, and what to do.
+std::unexpected<monitor::Error> with_full_hint(std::unexpected<monitor::Error> e, int err,
+                                               const std::string& path) {
+    if (err == ENOSPC || err == EDQUOT) {
+        e.error().message += fmt::format(
+            " (the file system of {} is full, of space or of inodes: free some there, or "
+            "choose another path with --socket)",
+            std::filesystem::path(path).parent_path().string());
+    }
+    return e;
+}
+
 using monitor::fail;
 using monitor::fail_errno;
 using monitor::Result;
@@ -50,7 +62,9 @@ Result<void> prepare_directory(const std::string& path, bool create) {
         // Only the last component: the runtime directory above it must already exist.
         mode_t mode = ::geteuid() == 0 ? 0755 : 0700;
         if (::mkdir(dir.c_str(), mode) < 0 && errno != EEXIST) {
-            return fail_errno(errno, "create socket directory " + dir.string());
+            const int err = errno;
+            return with_full_hint(fail_errno(err, "create socket directory " + dir.string()), err,
+                                  dir.string());
         }
     } else if (!S_ISDIR(st.st_mode)) {
         return fail(Status::BadArg, "socket directory " + dir.string() + " is not a directory");
@@ -129,7 +143,8 @@ Result<ControlSocket> ControlSocket::open(const std::string& path, bool create_d
     UniqueFd fd{::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)};
     if (!fd) return fail_errno(errno, "socket");
     if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&*addr), sizeof(*addr)) < 0) {
-        return fail_errno(errno, "bind " + path);
+        const int err = errno;
+        return with_full_hint(fail_errno(err, "make the control socket " + path), err, path);
     }
     ControlSocket sock{std::move(fd), path, false};
     // Who may connect may read everything; what changes things checks the peer as well.
