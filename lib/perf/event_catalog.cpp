@@ -12,21 +12,29 @@ namespace {
 
 constexpr std::string_view kSeparator = "::";
 
-std::size_t edit_distance(std::string_view a, std::string_view b) {
+// The edit distance between a and b, ignoring case, when it is at most `limit`; limit + 1
+// when it is more (known from their lengths, or once a whole row of the table is above it).
+std::size_t edit_distance(std::string_view a, std::string_view b, std::size_t limit) {
+    if ((a.size() > b.size() ? a.size() - b.size() : b.size() - a.size()) > limit) {
+        return limit + 1;
+    }
     std::vector<std::size_t> row(b.size() + 1);
     for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
     for (std::size_t i = 1; i <= a.size(); ++i) {
         std::size_t diag = row[0];
         row[0] = i;
+        std::size_t lowest = row[0];
         for (std::size_t j = 1; j <= b.size(); ++j) {
             std::size_t up = row[j];
             bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
                         std::tolower(static_cast<unsigned char>(b[j - 1]));
             row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (same ? 0 : 1)});
+            lowest = std::min(lowest, row[j]);
             diag = up;
         }
+        if (lowest > limit) return limit + 1;  // the distance only grows from here
     }
-    return row[b.size()];
+    return std::min(row[b.size()], limit + 1);
 }
 
 }  // namespace
@@ -138,7 +146,6 @@ Error EventCatalog::unknown_event(std::string_view name) const {
                              fmt::join(near, ", "))};
 }
 
-
 const std::vector<std::string>& EventCatalog::event_names() const {
     std::call_once(names_->once, [this] {
         if (auto all = list()) {
@@ -156,6 +163,8 @@ std::vector<std::string> EventCatalog::closest(std::string_view name, std::size_
     const bool qualified = name.find(kSeparator) != std::string_view::npos;
     std::string_view bare =
         name.substr(0, name.find(':', qualified ? name.find(kSeparator) + 2 : 0));
+    // Names further than this are no suggestion.
+    const std::size_t limit = std::max<std::size_t>(3, bare.size() / 2);
     std::vector<std::pair<std::size_t, std::string_view>> scored;
     for (const std::string& e : event_names()) {
         std::string_view candidate = e;
@@ -163,12 +172,12 @@ std::vector<std::string> EventCatalog::closest(std::string_view name, std::size_
         if (!qualified && separator != std::string_view::npos) {
             candidate = candidate.substr(separator + kSeparator.size());
         }
-        scored.emplace_back(edit_distance(bare, candidate), e);
+        if (auto d = edit_distance(bare, candidate, limit); d <= limit) scored.emplace_back(d, e);
     }
     std::ranges::stable_sort(scored, {}, &std::pair<std::size_t, std::string_view>::first);
     std::vector<std::string> out;
     for (const auto& [d, s] : scored) {
-        if (out.size() == n || d > std::max<std::size_t>(3, bare.size() / 2)) break;
+        if (out.size() == n) break;
         out.emplace_back(s);
     }
     return out;
