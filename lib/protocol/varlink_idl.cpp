@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "monitor/protocol/varlink_message.hpp"
+
 namespace monitor::varlink {
 namespace {
 
@@ -253,6 +255,19 @@ class Parser {
     }
 
     TypePtr type() {
+        // A type within kMaxJsonDepth others: the values it describes nest no deeper than a
+        // message may, and the parser's recursion (one call per level) is bounded.
+        if (depth_ == kMaxJsonDepth) {
+            fail_here("types nest deeper than " + std::to_string(kMaxJsonDepth) + " levels");
+            return nullptr;
+        }
+        ++depth_;
+        auto t = optional_or_plain_type();
+        --depth_;
+        return t;
+    }
+
+    TypePtr optional_or_plain_type() {
         if (punct("?")) {
             if (peek_punct("?")) {
                 fail_here("a '?' type cannot be optional again");
@@ -312,6 +327,7 @@ class Parser {
 
     std::string_view text_;
     std::size_t pos_ = 0;
+    int depth_ = 0;  // of the type being parsed
     Error error_;
     std::vector<std::pair<std::string, std::size_t>> named_refs_;
 };

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "monitor/protocol/varlink_message.hpp"
+
 namespace monitor::varlink {
 namespace {
 
@@ -591,6 +593,35 @@ TEST(VarlinkIdlMismatch, ParameterOfARealMismatch) {
     ASSERT_TRUE(mm);
     EXPECT_EQ(mm->path, "cpus[0].online");
     EXPECT_EQ(mm->parameter(), "cpus");
+}
+
+// ---- nesting ----
+
+// A method parameter of `levels` nested types: structs, arrays and maybes in turn.
+std::string nested_interface(int levels) {
+    std::string open, close;
+    for (int i = 0; i < levels - 1; ++i) {
+        const char* kinds[] = {"(n: ", "[]", "?(m: "};
+        open += kinds[i % 3];
+        if (i % 3 != 1) close = ")" + close;
+    }
+    return "interface org.example.deep\nmethod Deep(v: " + open + "int" + close + ") -> ()\n";
+}
+
+TEST(VarlinkIdlNesting, AsDeepAsAMessageMayBe) {
+    auto iface = Interface::parse(nested_interface(kMaxJsonDepth));
+    EXPECT_TRUE(iface.has_value()) << iface.error().to_string();
+}
+
+// Found by fuzzing (tests/fuzz/regressions/varlink_idl): each level was a call of the parser,
+// and 20,000 of them overflowed its stack.
+TEST(VarlinkIdlNesting, DeeperFailsSayingSo) {
+    for (int levels : {kMaxJsonDepth + 1, 20'000}) {
+        auto iface = Interface::parse(nested_interface(levels));
+        ASSERT_FALSE(iface.has_value()) << levels;
+        EXPECT_NE(iface.error().message.find("types nest deeper than 64 levels"), std::string::npos)
+            << iface.error().to_string();
+    }
 }
 
 }  // namespace
