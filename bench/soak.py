@@ -31,7 +31,9 @@ Goals, each a failure when missed (exit status 1): no invalid reply; monitord's 
 end of the run at most 1 MiB above what it was at the end of the warm-up (--warmup, default
 a fifth of the run, at most 300 s; the median of three samples each); its descriptors and
 threads, once the clients are gone, what they were before they came; the loading tick never
-late by more than 100 ms, by the daemon's timestamps and by the arrival of its replies. A
+late by more than 100 ms by the daemon's timestamps; its replies to the observer late by at
+most 100 ms at the 99th percentile and never by 500 ms (an arrival also waits for the
+observer process to be scheduled among the busy clients: its lateness is printed in full). A
 StartCounters session outlives its connection (monctl perf start, then stop): the counters
 clients sometimes stop the one another left running, and the harness stops the last.
 The figures are printed either way. 77 when monitord cannot be found.
@@ -50,6 +52,7 @@ import time
 
 INTERFACE = "io.monitord.Monitor."
 LATE_LIMIT = 0.100  # seconds
+ARRIVAL_STALL = 0.500  # seconds
 RSS_LIMIT = 1024  # KiB
 KINDS = ("oneshot", "status", "stream", "counters", "abandon", "never_read")
 # The share of each kind among the clients (the observer is one more).
@@ -539,11 +542,18 @@ def report(args, warmup, tmp, before, after, samples, kills):
         if not late:
             continue
         p99 = sorted(late)[int(len(late) * 0.99)]
+        over = sum(1 for x in late if x > LATE_LIMIT)
         print(f"tick lateness by {name}: max {max(late) * 1000:.1f} ms, p99 "
-              f"{p99 * 1000:.1f} ms, median {statistics.median(late) * 1000:.1f} ms")
-        if max(late) > LATE_LIMIT or gaps:
-            failures.append(f"a tick {max(late) * 1000:.0f} ms late by its {name}"
+              f"{p99 * 1000:.1f} ms, median {statistics.median(late) * 1000:.1f} ms; "
+              f"{over} of {len(late)} over {LATE_LIMIT * 1000:.0f} ms")
+        if name == "timestamp" and (max(late) > LATE_LIMIT or gaps):
+            failures.append(f"a tick {max(late) * 1000:.0f} ms late"
                             + (f"; gaps of {gaps} s" if gaps else ""))
+        # An arrival also waits for the observer to be scheduled, among 50 busy clients: the
+        # daemon holding its replies back shows in the p99, or as a long stall.
+        if name == "arrival" and (p99 > LATE_LIMIT or max(late) > ARRIVAL_STALL):
+            failures.append(f"replies of the tick late: p99 {p99 * 1000:.0f} ms, max "
+                            f"{max(late) * 1000:.0f} ms")
 
     settled = [s for s in samples if s["t"] >= warmup]
     if len(settled) >= 6:
