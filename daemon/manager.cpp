@@ -13,6 +13,7 @@
 
 #include "logging.hpp"
 #include "monitor/protocol/socket_path.hpp"
+#include "monitor/status.hpp"
 #include "monitord-config.h"
 
 namespace monitord {
@@ -179,7 +180,7 @@ int Manager::run() {
     set_state(State::Stopping);
     sd_notify(0, "STOPPING=1\nSTATUS=Stopping");
     if (r < 0) {
-        spdlog::error("Event loop failed: {}", std::strerror(-r));
+        spdlog::error("Event loop failed: {}", monitor::errno_message(-r));
         return 1;
     }
     spdlog::info("Stopped");

@@ -6,7 +6,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
+
+#include "monitor/status.hpp"
 
 namespace monitord {
 
@@ -125,7 +126,7 @@ void VarlinkServer::accept_all() {
             if (err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM) {
                 // Out of descriptors or memory: pause accepting instead of spinning.
                 spdlog::warn("Failed to accept a control connection: {}; pausing for 100 ms",
-                             std::strerror(err));
+                             monitor::errno_message(err));
                 sd_event_source_set_enabled(accept_source_.get(), SD_EVENT_OFF);
                 sd_event_source* t = nullptr;
                 if (sd_event_add_time_relative(event_, &t, CLOCK_MONOTONIC, kAcceptRetryUsec, 0,
@@ -136,7 +137,7 @@ void VarlinkServer::accept_all() {
                 }
                 return;
             }
-            spdlog::warn("Failed to accept a control connection: {}", std::strerror(err));
+            spdlog::warn("Failed to accept a control connection: {}", monitor::errno_message(err));
             return;
         }
         auto c = std::make_unique<Connection>(this, limits_.max_message);
@@ -160,7 +161,7 @@ void VarlinkServer::accept_all() {
         sd_event_source* s = nullptr;
         int r = sd_event_add_io(event_, &s, fd.get(), EPOLLIN, on_io, c.get());
         if (r < 0) {
-            spdlog::warn("Failed to watch a control connection: {}", std::strerror(-r));
+            spdlog::warn("Failed to watch a control connection: {}", monitor::errno_message(-r));
             continue;
         }
         c->source.reset(s);
@@ -227,7 +228,7 @@ void VarlinkServer::read_input(Connection& c) {
             if (errno == EINTR) continue;
             if (errno == EAGAIN) return;
             spdlog::debug("Control connection {}: receive failed: {}", c.peer.connection,
-                          std::strerror(errno));
+                          monitor::errno_message(errno));
             c.dead = true;
             return;
         }
@@ -358,7 +359,7 @@ bool VarlinkServer::flush(Connection& c) {
             if (errno == EINTR) continue;
             if (errno == EAGAIN) return true;
             spdlog::debug("Control connection {}: send failed: {}", c.peer.connection,
-                          std::strerror(errno));
+                          monitor::errno_message(errno));
             c.dead = true;
             return false;
         }

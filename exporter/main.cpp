@@ -15,6 +15,7 @@
 #include "logging.hpp"
 #include "machine_metrics.hpp"
 #include "monitor/enum_names.hpp"
+#include "monitor/status.hpp"
 #include "monitord-config.h"
 #include "monitord_scraper.hpp"
 
@@ -160,7 +161,7 @@ int main(int argc, char** argv) {
 
     sd_event* raw = nullptr;
     if (int r = sd_event_default(&raw); r < 0) {
-        spdlog::error("sd_event_default: {}", std::strerror(-r));
+        spdlog::error("sd_event_default: {}", monitor::errno_message(-r));
         return 1;
     }
     monitord::EventPtr event{raw};

@@ -4,7 +4,8 @@
 #include <fmt/format.h>
 
 #include <cerrno>
-#include <cstring>
+
+#include "monitor/status.hpp"
 
 namespace monitor::perf {
 
@@ -17,7 +18,7 @@ Result<UniqueFd> open_cgroup(std::string_view root, std::string_view cgroup) {
     if (fd < 0) {
         const int err = errno;
         return fail(err == ENOENT || err == ENOTDIR ? Status::NoDev : Status::IoErr,
-                    fmt::format("cgroup {}: {}", *dir, std::strerror(err)));
+                    fmt::format("cgroup {}: {}", *dir, errno_message(err)));
     }
     return UniqueFd(fd);
 }

@@ -13,11 +13,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <optional>
 #include <vector>
 
+#include "monitor/status.hpp"
 #include "monitor/text_file.hpp"
 
 namespace monitor::perf {
@@ -218,12 +218,12 @@ Result<SymbolAddress> find_process_symbol(pid_t pid, std::string_view name) {
     if (r == EACCES || r == EPERM) {
         return fail(Status::Perm, fmt::format("symbol '{}': the memory map of process {} "
                                               "cannot be read (/proc/{}/maps: {})",
-                                              name, pid, pid, std::strerror(r)));
+                                              name, pid, pid, errno_message(r)));
     }
     if (r != 0) {
         return fail(Status::IoErr,
                     fmt::format("symbol '{}': reading the memory map of process {}: {}", name, pid,
-                                r > 0 ? std::strerror(r) : dwfl_errmsg(-1)));
+                                r > 0 ? errno_message(r) : dwfl_errmsg(-1)));
     }
     Search s{.name = name, .executable = executable_of(pid)};
     dwfl_getmodules(dwfl.get(), &visit, &s, 0);

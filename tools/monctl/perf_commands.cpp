@@ -11,7 +11,6 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -24,6 +23,7 @@
 #include "monitor/protocol/daemon_client.hpp"
 #include "monitor/protocol/profile_messages.hpp"
 #include "monitor/runtime/counter_run.hpp"
+#include "monitor/status.hpp"
 #include "perf_views.hpp"
 
 namespace monctl {
@@ -112,13 +112,13 @@ class WaitingCommand {
         WaitingCommand c;
         // Close-on-exec: `go` closes at the exec, `failed` carries errno when exec fails.
         if (::pipe2(c.go_, O_CLOEXEC) < 0 || ::pipe2(c.failed_, O_CLOEXEC) < 0) {
-            return fail(Status::IoErr, fmt::format("pipe: {}", std::strerror(errno)));
+            return fail(Status::IoErr, fmt::format("pipe: {}", monitor::errno_message(errno)));
         }
         std::vector<char*> argv;
         for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
         argv.push_back(nullptr);
         c.pid_ = ::fork();
-        if (c.pid_ < 0) return fail(Status::TskSpawn, std::strerror(errno));
+        if (c.pid_ < 0) return fail(Status::TskSpawn, monitor::errno_message(errno));
         if (c.pid_ == 0) {
             ::close(c.go_[1]);
             ::close(c.failed_[0]);
@@ -480,7 +480,7 @@ int perf_stat(const PerfOptions& o) {
     ::sigaction(SIGQUIT, &old_quit, nullptr);
     if (exec_failed) {
         std::fprintf(stderr, "monctl: cannot run %s: %s\n", o.command[0].c_str(),
-                     std::strerror(err));
+                     monitor::errno_message(err).c_str());
         return 127;
     }
     if (auto r = run.finish(); !r) return report_error(r.error());
@@ -535,8 +535,9 @@ int perf_profile(const PerfOptions& o) {
     if (!o.folded.empty() && o.folded != "-") {
         folded_file.open(o.folded, std::ios::trunc);
         if (!folded_file) {
-            return report_error({Status::BadArg, fmt::format("--folded {}: cannot write it: {}",
-                                                             o.folded, std::strerror(errno))});
+            return report_error(
+                {Status::BadArg, fmt::format("--folded {}: cannot write it: {}", o.folded,
+                                             monitor::errno_message(errno))});
         }
     }
     auto c = connect(o);
@@ -596,7 +597,7 @@ int perf_profile(const PerfOptions& o) {
     }
     if (exec_error != 0) {
         std::fprintf(stderr, "monctl: cannot run %s: %s\n", o.command[0].c_str(),
-                     std::strerror(exec_error));
+                     monitor::errno_message(exec_error).c_str());
         return 127;
     }
     if (!r) return report_error(r.error());
