@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
     sigemptyset(&stop);
     sigaddset(&stop, SIGTERM);
     sigaddset(&stop, SIGINT);
-    sigprocmask(SIG_BLOCK, &stop, nullptr);
+    pthread_sigmask(SIG_BLOCK, &stop, nullptr);
     sd_event_add_signal(event.get(), nullptr, SIGTERM, nullptr, nullptr);
     sd_event_add_signal(event.get(), nullptr, SIGINT, nullptr, nullptr);
 

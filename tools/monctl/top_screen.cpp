@@ -5,6 +5,7 @@
 
 #include <curses.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
@@ -105,7 +106,9 @@ monitor::Result<std::unique_ptr<TopScreen>> TopScreen::open() {
     sigaddset(&mask, SIGINT);
     sigaddset(&mask, SIGTERM);
     sigaddset(&mask, SIGWINCH);
-    if (::sigprocmask(SIG_BLOCK, &mask, &old) < 0) return monitor::fail_errno(errno, "sigprocmask");
+    if (const int r = ::pthread_sigmask(SIG_BLOCK, &mask, &old); r != 0) {
+        return monitor::fail_errno(r, "pthread_sigmask");
+    }
     s->old_mask_ = old;
     s->signals_.reset(::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
     if (!s->signals_) return monitor::fail_errno(errno, "signalfd");
@@ -149,7 +152,7 @@ TopScreen::~TopScreen() {
         while (::read(signals_.get(), &info, sizeof info) == sizeof info) {
         }
     }
-    if (old_mask_) ::sigprocmask(SIG_SETMASK, &*old_mask_, nullptr);
+    if (old_mask_) ::pthread_sigmask(SIG_SETMASK, &*old_mask_, nullptr);
 }
 
 int TopScreen::width() const {
