@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <system_error>
 #include <type_traits>
 #include <vector>
 
@@ -344,6 +345,11 @@ Result<StandingSessionConfig> parse_counters(const std::filesystem::path& file,
 
 std::filesystem::path default_config_path() {
     return std::filesystem::path{MONITORD_SYSCONFDIR} / "monitord" / "monitord.conf";
+}
+
+bool default_config_present(const std::filesystem::path& file) {
+    std::error_code error;  // not set when the file is known to be absent
+    return std::filesystem::exists(file, error) || error;
 }
 
 Result<spdlog::level::level_enum> parse_log_level(const std::string& level) {

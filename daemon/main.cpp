@@ -86,7 +86,7 @@ int main(int argc, char** argv) {
     Config config;
     std::filesystem::path file =
         config_file.empty() ? monitord::default_config_path() : std::filesystem::path{config_file};
-    if (!config_file.empty() || std::filesystem::exists(file)) {
+    if (!config_file.empty() || monitord::default_config_present(file)) {
         auto loaded = monitord::load_config(file, config);
         if (!loaded) {
             std::fprintf(stderr, "monitord: %s\n", loaded.error().message.c_str());

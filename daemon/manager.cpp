@@ -235,7 +235,9 @@ Result<void> Manager::arm_watchdog() {
     const bool automatic = !c.watchdog_device.has_value();
     const std::string device = c.watchdog_device.value_or("/dev/watchdog").string();
     if (device.empty()) return {};
-    if (automatic && !std::filesystem::exists(device)) {
+    // Known to be absent; a device that cannot be looked at is opened, which says why.
+    if (std::error_code unknown;
+        automatic && !std::filesystem::exists(device, unknown) && !unknown) {
         spdlog::info("No watchdog: {} does not exist", device);
         return {};
     }
@@ -384,7 +386,7 @@ void Manager::reload() {
     sd_notify(0, "RELOADING=1\nSTATUS=Reloading the configuration");
     std::filesystem::path file = options_.config_file.value_or(default_config_path());
     Config next;
-    bool have_file = options_.config_file.has_value() || std::filesystem::exists(file);
+    bool have_file = options_.config_file.has_value() || default_config_present(file);
     Result<Config> loaded = have_file ? load_config(file, Config{}) : Result<Config>{Config{}};
     if (!loaded) {
         spdlog::error("Reload failed, keeping the running settings: {}", loaded.error().message);

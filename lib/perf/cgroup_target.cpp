@@ -57,7 +57,7 @@ Result<std::string> unit_cgroup(const fs::path& root, std::string unit) {
             continue;
         }
         if (it->is_directory(ec) && it->path().filename() == unit) {
-            return fs::relative(it->path(), root).string();
+            return it->path().lexically_relative(root).string();
         }
     }
     return fail(Status::NoDev, fmt::format("no cgroup for unit {} under {} (is the unit running? "

@@ -155,7 +155,9 @@ int read_process_map(pid_t pid, std::string& out) {
     auto maps = read_text_file(fmt::format("/proc/{}/maps", pid), 64 << 20);
     if (!maps) {
         if (maps.error().status == Status::Perm) return EACCES;
-        return std::filesystem::exists(fmt::format("/proc/{}", pid)) ? EIO : ENOENT;
+        std::error_code unknown;  // ENOENT only when the process is known to be gone
+        const bool gone = !std::filesystem::exists(fmt::format("/proc/{}", pid), unknown);
+        return gone && !unknown ? ENOENT : EIO;
     }
     // A process that has exited but is not yet reaped (a zombie) has an empty map.
     if (maps->empty()) return ENOENT;
