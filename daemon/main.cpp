@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <exception>
 
 #include "config.hpp"
 #include "logging.hpp"
@@ -17,9 +18,7 @@ namespace {
 constexpr int kExitError = 1;
 constexpr int kExitUsage = 2;
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
     using monitord::Config;
 
     CLI::App app{"monitord: CPU loading monitor daemon (see monitord(8))", "monitord"};
@@ -131,4 +130,17 @@ int main(int argc, char** argv) {
         return kExitError;
     }
     return (*manager)->run();
+}
+
+}  // namespace
+
+// An exception that reaches here is a bug: it ends the program with its message and the
+// destructors run, instead of std::terminate.
+int main(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "monitord: %s\n", e.what());
+        return kExitError;
+    }
 }

@@ -8,6 +8,8 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cstdio>
+#include <exception>
 #include <string>
 
 #include "exposition.hpp"
@@ -98,9 +100,7 @@ void raise_descriptor_limit() {
     }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
     CLI::App app{"monitord-exporter: monitord's metrics for Prometheus (see monitord-exporter(8))",
                  "monitord-exporter"};
     std::string listen = kDefaultListen;
@@ -188,4 +188,17 @@ int main(int argc, char** argv) {
     const int r = sd_event_loop(event.get());
     sd_notify(0, "STOPPING=1");
     return r < 0 ? 1 : 0;
+}
+
+}  // namespace
+
+// An exception that reaches here is a bug: it ends the program with its message and the
+// destructors run, instead of std::terminate.
+int main(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "monitord-exporter: %s\n", e.what());
+        return 1;
+    }
 }
