@@ -19,8 +19,6 @@
 namespace monitord {
 
 using monitor::Result;
-using monitor::varlink::Call;
-using monitor::varlink::Reply;
 
 namespace {
 

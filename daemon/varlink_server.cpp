@@ -39,7 +39,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::size_t kReadChunk = 64 * 1024;
+constexpr std::size_t kReadChunk = std::size_t{64} * 1024;
 constexpr std::size_t kReadPerWakeup = 4 * kReadChunk;  // then let other clients run
 constexpr int kAcceptPerWakeup = 64;
 constexpr std::uint64_t kAcceptRetryUsec = 100'000;  // after EMFILE

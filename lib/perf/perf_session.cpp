@@ -304,6 +304,7 @@ Result<Plan> make_plan(const EventCatalog& catalog, const SessionOptions& option
             if (options.counter_budget > 0) counters = std::min(counters, options.counter_budget);
             if (options.counter_budget > 0 && counters == 0) counters = options.counter_budget;
             std::vector<std::string> names;
+            names.reserve(static_cast<std::size_t>(counters));
             for (int c = 0; c < counters; ++c) {
                 names.push_back(catalog.counter_name(pmu, c));
             }

@@ -233,6 +233,7 @@ Result<SymbolAddress> find_process_symbol(pid_t pid, std::string_view name) {
     if (s.in_libraries.size() == 1) return std::move(s.in_libraries.front());
     if (s.in_libraries.size() > 1) {
         std::vector<std::string> objects;
+        objects.reserve(s.in_libraries.size());
         for (const auto& f : s.in_libraries) objects.push_back(f.object);
         return fail(Status::BadArg,
                     fmt::format("symbol '{}' of process {} is defined in {} shared objects ({}), "

@@ -106,7 +106,7 @@ Result<Reply> Client::receive() {
                                                 std::to_string(timeout_.count()) + " ms");
             }
         }
-        auto space = in_.prepare(64 * 1024);
+        auto space = in_.prepare(std::size_t{64} * 1024);
         ssize_t n = ::recv(fd_.get(), space.data(), space.size(), 0);
         if (n < 0) {
             if (errno == EINTR) continue;

@@ -137,7 +137,7 @@ class Parser {
   private:
     std::unexpected<Error> error() const { return std::unexpected(error_); }
 
-    std::unexpected<Error> fail_here(std::string why) {
+    std::unexpected<Error> fail_here(const std::string& why) {
         error_ = Error{Status::BadData, "line " + std::to_string(line()) + ": " + why};
         return std::unexpected(error_);
     }

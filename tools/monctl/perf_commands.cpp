@@ -99,7 +99,7 @@ std::filesystem::path executable_for(const std::string& name) {
     std::string_view dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
     while (true) {
         const auto colon = dirs.find(':');
-        const std::filesystem::path file =
+        std::filesystem::path file =
             std::filesystem::path(colon == 0 ? "." : std::string(dirs.substr(0, colon))) / name;
         if (::access(file.c_str(), X_OK) == 0) return file;
         if (colon == std::string_view::npos) return {};
@@ -118,6 +118,7 @@ class WaitingCommand {
             return fail(Status::IoErr, fmt::format("pipe: {}", monitor::errno_message(errno)));
         }
         std::vector<char*> argv;
+        argv.reserve(command.size() + 1);
         for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
         argv.push_back(nullptr);
         c.pid_ = ::fork();
