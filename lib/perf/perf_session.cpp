@@ -62,6 +62,7 @@ Result<std::vector<pid_t>> process_threads(pid_t pid) {
     }
     std::vector<pid_t> tids;
     errno = 0;
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): readdir races only on one stream, and d is ours
     while (const dirent* e = ::readdir(d)) {
         const std::string_view name = e->d_name;
         pid_t tid = 0;

@@ -417,6 +417,7 @@ AddressNames::Name AddressNames::name(pid_t pid, std::uint64_t ip) {
     return name(pid, ip, 0);
 }
 
+// NOLINTNEXTLINE(misc-no-recursion): through `parents`, at most 8 forks deep
 AddressNames::Name AddressNames::name(pid_t pid, std::uint64_t ip, int depth) {
     auto& p = processes_[pid];
     const auto now = std::chrono::steady_clock::now();
@@ -442,7 +443,7 @@ AddressNames::Name AddressNames::name(pid_t pid, std::uint64_t ip, int depth) {
         p->from_records = read(p->modules, p->ranges, p->missing);
     }
     // A forked process has its parent's code where its own records do not say.
-    auto parents = [&](Name n) -> Name {
+    auto parents = [&](Name n) -> Name {  // NOLINT(misc-no-recursion): as name()
         if (recorded == nullptr || recorded->parent <= 0 || depth >= 8 ||
             (p->modules && !p->from_records)) {
             return n;

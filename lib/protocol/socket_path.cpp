@@ -11,8 +11,9 @@
 namespace monitor::protocol {
 namespace {
 
+// getenv races only with setenv and putenv, which neither the library nor its programs call.
 std::string getenv_or_empty(const char* name) {
-    const char* v = std::getenv(name);
+    const char* v = std::getenv(name);  // NOLINT(concurrency-mt-unsafe): see above
     return v != nullptr ? v : "";
 }
 

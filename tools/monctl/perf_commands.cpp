@@ -95,7 +95,7 @@ std::string target_text(const PerfOptions& o, std::optional<int> threads = std::
 // executable of that name in $PATH; empty when there is none (exec will say so).
 std::filesystem::path executable_for(const std::string& name) {
     if (name.find('/') != std::string::npos) return name;
-    const char* path = std::getenv("PATH");
+    const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe): one thread
     std::string_view dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
     while (true) {
         const auto colon = dirs.find(':');

@@ -115,7 +115,7 @@ monitor::Result<std::unique_ptr<TopScreen>> TopScreen::open() {
 
     SCREEN* screen = ::newterm(nullptr, stdout, stdin);
     if (screen == nullptr) {
-        const char* term = std::getenv("TERM");
+        const char* term = std::getenv("TERM");  // NOLINT(concurrency-mt-unsafe): one thread
         return monitor::fail(monitor::Status::BadArg,
                              std::string{"cannot use the terminal (TERM="} +
                                  (term != nullptr ? term : "") +
