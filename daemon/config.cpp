@@ -1,11 +1,13 @@
 #include "config.hpp"
 
+#include <fmt/format.h>
 #include <grp.h>
 #include <toml++/toml.h>
 
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <system_error>
 #include <type_traits>
 #include <vector>
 
@@ -236,23 +238,28 @@ Result<StandingSessionConfig> parse_counters(const std::filesystem::path& file,
     });
     std::string label = "[[counters]]";
     if (auto n = table["name"].value_exact<std::string>()) label += " '" + *n + "'";
-    for (const auto& [k, node] : keys) {
+    // Each key by name, not through a structured binding: the lambda below captures it, which
+    // clang's analyzer takes for an uninitialized value (llvm/llvm-project#142267).
+    for (const auto& key : keys) {
+        const std::string& k = key.first;
+        const toml::node* node = key.second;
         const std::string at = where(file, node->source());
         const auto* spec = std::find_if(std::begin(kCounterKeys), std::end(kCounterKeys),
                                         [&k](const CounterKey& c) { return c.name == k; });
         if (spec == std::end(kCounterKeys)) {
-            return fail(Status::BadArg, at + ": " + label + ": unknown key '" + k +
-                                            "'; keys of [[counters]] are " + counter_keys_list());
+            return fail(Status::BadArg,
+                        fmt::format("{}: {}: unknown key '{}'; keys of [[counters]] are {}", at,
+                                    label, k, counter_keys_list()));
         }
         const RawValue raw = raw_value(*node);
         const auto* text = std::get_if<std::string>(&raw);
         const auto* number = std::get_if<std::int64_t>(&raw);
         if (spec->integer ? number == nullptr : text == nullptr) {
-            return fail(Status::BadArg, at + ": " + label + ": " + k + ": expected " +
-                                            (spec->integer ? "an integer" : "a string"));
+            return fail(Status::BadArg, fmt::format("{}: {}: {}: expected {}", at, label, k,
+                                                    spec->integer ? "an integer" : "a string"));
         }
         auto bad = [&](const std::string& what) {
-            return fail(Status::BadArg, at + ": " + label + ": " + k + ": " + what);
+            return fail(Status::BadArg, fmt::format("{}: {}: {}: {}", at, label, k, what));
         };
         if (k == "name") {
             if (!valid_session_name(*text)) {
@@ -338,6 +345,11 @@ Result<StandingSessionConfig> parse_counters(const std::filesystem::path& file,
 
 std::filesystem::path default_config_path() {
     return std::filesystem::path{MONITORD_SYSCONFDIR} / "monitord" / "monitord.conf";
+}
+
+bool default_config_present(const std::filesystem::path& file) {
+    std::error_code error;  // not set when the file is known to be absent
+    return std::filesystem::exists(file, error) || error;
 }
 
 Result<spdlog::level::level_enum> parse_log_level(const std::string& level) {

@@ -132,6 +132,9 @@ ReloadPlan plan_reload(const Config& running, const Config& next);
 
 // The configuration file used when --config is not given.
 std::filesystem::path default_config_path();
+// Whether the default file is to be read: only its absence means the built-in defaults. When
+// looking for it fails (a directory this user may not search), reading it says why.
+bool default_config_present(const std::filesystem::path& file);
 
 // Reads `file` over `base`: keys present in the file replace base's values; [[counters]]
 // tables, when the file has any, replace base's list. Errors are BADARG with a message

@@ -12,6 +12,7 @@
 namespace monitord {
 
 bool stderr_is_journal() {
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): at start-up, before any thread
     const char* env = std::getenv("JOURNAL_STREAM");
     if (env == nullptr) return false;
     unsigned long long dev = 0;

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <exception>
 
 #include "config.hpp"
 #include "logging.hpp"
@@ -17,9 +18,7 @@ namespace {
 constexpr int kExitError = 1;
 constexpr int kExitUsage = 2;
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
     using monitord::Config;
 
     CLI::App app{"monitord: CPU loading monitor daemon (see monitord(8))", "monitord"};
@@ -86,7 +85,7 @@ int main(int argc, char** argv) {
     Config config;
     std::filesystem::path file =
         config_file.empty() ? monitord::default_config_path() : std::filesystem::path{config_file};
-    if (!config_file.empty() || std::filesystem::exists(file)) {
+    if (!config_file.empty() || monitord::default_config_present(file)) {
         auto loaded = monitord::load_config(file, config);
         if (!loaded) {
             std::fprintf(stderr, "monitord: %s\n", loaded.error().message.c_str());
@@ -122,7 +121,7 @@ int main(int argc, char** argv) {
     sigaddset(&mask, SIGTERM);
     sigaddset(&mask, SIGINT);
     sigaddset(&mask, SIGHUP);
-    sigprocmask(SIG_BLOCK, &mask, nullptr);
+    pthread_sigmask(SIG_BLOCK, &mask, nullptr);
     signal(SIGPIPE, SIG_IGN);
 
     auto manager = monitord::Manager::create(std::move(options));
@@ -131,4 +130,17 @@ int main(int argc, char** argv) {
         return kExitError;
     }
     return (*manager)->run();
+}
+
+}  // namespace
+
+// An exception that reaches here is a bug: it ends the program with its message and the
+// destructors run, instead of std::terminate.
+int main(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "monitord: %s\n", e.what());
+        return kExitError;
+    }
 }

@@ -13,13 +13,12 @@
 
 #include "logging.hpp"
 #include "monitor/protocol/socket_path.hpp"
+#include "monitor/status.hpp"
 #include "monitord-config.h"
 
 namespace monitord {
 
 using monitor::Result;
-using monitor::varlink::Call;
-using monitor::varlink::Reply;
 
 namespace {
 
@@ -179,7 +178,7 @@ int Manager::run() {
     set_state(State::Stopping);
     sd_notify(0, "STOPPING=1\nSTATUS=Stopping");
     if (r < 0) {
-        spdlog::error("Event loop failed: {}", std::strerror(-r));
+        spdlog::error("Event loop failed: {}", monitor::errno_message(-r));
         return 1;
     }
     spdlog::info("Stopped");
@@ -234,7 +233,9 @@ Result<void> Manager::arm_watchdog() {
     const bool automatic = !c.watchdog_device.has_value();
     const std::string device = c.watchdog_device.value_or("/dev/watchdog").string();
     if (device.empty()) return {};
-    if (automatic && !std::filesystem::exists(device)) {
+    // Known to be absent; a device that cannot be looked at is opened, which says why.
+    if (std::error_code unknown;
+        automatic && !std::filesystem::exists(device, unknown) && !unknown) {
         spdlog::info("No watchdog: {} does not exist", device);
         return {};
     }
@@ -383,7 +384,7 @@ void Manager::reload() {
     sd_notify(0, "RELOADING=1\nSTATUS=Reloading the configuration");
     std::filesystem::path file = options_.config_file.value_or(default_config_path());
     Config next;
-    bool have_file = options_.config_file.has_value() || std::filesystem::exists(file);
+    bool have_file = options_.config_file.has_value() || default_config_present(file);
     Result<Config> loaded = have_file ? load_config(file, Config{}) : Result<Config>{Config{}};
     if (!loaded) {
         spdlog::error("Reload failed, keeping the running settings: {}", loaded.error().message);

@@ -7,13 +7,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <optional>
 #include <utility>
 
 #include "monitor/perf/profile_session.hpp"
 #include "monitor/protocol/profile_messages.hpp"
 #include "monitor/runtime/counter_run.hpp"
+#include "monitor/status.hpp"
 #include "monitor/unique_fd.hpp"
 #include "perf_errors.hpp"
 #include "sd_event_ptr.hpp"
@@ -201,7 +201,7 @@ ProfileService::Response ProfileService::start_run(std::unique_ptr<Run> run,
             return perf_error_reply(
                 {errno == ESRCH ? Status::NoDev : Status::IoErr,
                  fmt::format("process {}: {}", options.target.pid,
-                             errno == ESRCH ? "no such process" : std::strerror(errno))},
+                             errno == ESRCH ? "no such process" : monitor::errno_message(errno))},
                 catalog_);
         }
         run->pidfd = monitor::UniqueFd(static_cast<int>(fd));

@@ -181,6 +181,7 @@ std::vector<protocol::StandingSession> StandingCounters::report(
 
 std::vector<std::string> StandingCounters::names() const {
     std::vector<std::string> out;
+    out.reserve(sessions_.size());
     for (const auto& s : sessions_) out.push_back(s.config.name);
     return out;
 }

@@ -7,7 +7,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
+
+#include "monitor/status.hpp"
 
 namespace monitord {
 
@@ -39,7 +40,7 @@ using nlohmann::json;
 
 namespace {
 
-constexpr std::size_t kReadChunk = 64 * 1024;
+constexpr std::size_t kReadChunk = std::size_t{64} * 1024;
 constexpr std::size_t kReadPerWakeup = 4 * kReadChunk;  // then let other clients run
 constexpr int kAcceptPerWakeup = 64;
 constexpr std::uint64_t kAcceptRetryUsec = 100'000;  // after EMFILE
@@ -134,7 +135,7 @@ void VarlinkServer::accept_all() {
                         "Cannot accept control connections: {} ({} connections open, open "
                         "descriptors limited to {}); the clients wait in the socket's queue, "
                         "retried every 100 ms",
-                        std::strerror(err), connections_.size(), nofile.rlim_cur);
+                        monitor::errno_message(err), connections_.size(), nofile.rlim_cur);
                     last_starved_log_ = now;
                     if (!starved_since_) starved_since_ = now;
                 }
@@ -148,7 +149,7 @@ void VarlinkServer::accept_all() {
                 }
                 return;
             }
-            spdlog::warn("Failed to accept a control connection: {}", std::strerror(err));
+            spdlog::warn("Failed to accept a control connection: {}", monitor::errno_message(err));
             return;
         }
         if (starved_since_) {
@@ -179,7 +180,7 @@ void VarlinkServer::accept_all() {
         sd_event_source* s = nullptr;
         int r = sd_event_add_io(event_, &s, fd.get(), EPOLLIN, on_io, c.get());
         if (r < 0) {
-            spdlog::warn("Failed to watch a control connection: {}", std::strerror(-r));
+            spdlog::warn("Failed to watch a control connection: {}", monitor::errno_message(-r));
             continue;
         }
         c->source.reset(s);
@@ -246,7 +247,7 @@ void VarlinkServer::read_input(Connection& c) {
             if (errno == EINTR) continue;
             if (errno == EAGAIN) return;
             spdlog::debug("Control connection {}: receive failed: {}", c.peer.connection,
-                          std::strerror(errno));
+                          monitor::errno_message(errno));
             c.dead = true;
             return;
         }
@@ -377,7 +378,7 @@ bool VarlinkServer::flush(Connection& c) {
             if (errno == EINTR) continue;
             if (errno == EAGAIN) return true;
             spdlog::debug("Control connection {}: send failed: {}", c.peer.connection,
-                          std::strerror(errno));
+                          monitor::errno_message(errno));
             c.dead = true;
             return false;
         }

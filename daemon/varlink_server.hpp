@@ -48,12 +48,11 @@ class VarlinkServer {
     // calls share: encoding dominates the cost of a call.
     using EncodedReply = std::shared_ptr<const std::string>;
     struct Response {
-        Response(monitor::varlink::Reply r)  // NOLINT: implicit
-            : continues(r.continues) {
-            message = std::move(r);
-        }
-        Response(EncodedReply r, bool more = false)  // NOLINT: implicit
-            : message(std::move(r)), continues(more) {}
+        // Implicit, so that a handler returns a Reply, or a reply already encoded, as it is.
+        // NOLINTBEGIN(google-explicit-constructor)
+        Response(monitor::varlink::Reply r) : continues(r.continues) { message = std::move(r); }
+        Response(EncodedReply r, bool more = false) : message(std::move(r)), continues(more) {}
+        // NOLINTEND(google-explicit-constructor)
         // No reply now: the handler answers later with send(), the last reply without
         // "continues". Until then the connection reads no further calls.
         static Response later() {

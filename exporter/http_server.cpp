@@ -66,7 +66,8 @@ Result<UniqueFd> listen_on(const std::string& address) {
 
 namespace {
 
-void mhd_log(void* cls, const char* format, va_list ap) {
+// A printf format and its arguments from libmicrohttpd, as the attribute tells the compiler.
+[[gnu::format(printf, 2, 0)]] void mhd_log(void* cls, const char* format, va_list ap) {
     char line[512];
     std::vsnprintf(line, sizeof line, format, ap);
     std::string text{line};

@@ -8,6 +8,8 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cstdio>
+#include <exception>
 #include <string>
 
 #include "exposition.hpp"
@@ -15,6 +17,7 @@
 #include "logging.hpp"
 #include "machine_metrics.hpp"
 #include "monitor/enum_names.hpp"
+#include "monitor/status.hpp"
 #include "monitord-config.h"
 #include "monitord_scraper.hpp"
 
@@ -97,9 +100,7 @@ void raise_descriptor_limit() {
     }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
     CLI::App app{"monitord-exporter: monitord's metrics for Prometheus (see monitord-exporter(8))",
                  "monitord-exporter"};
     std::string listen = kDefaultListen;
@@ -160,7 +161,7 @@ int main(int argc, char** argv) {
 
     sd_event* raw = nullptr;
     if (int r = sd_event_default(&raw); r < 0) {
-        spdlog::error("sd_event_default: {}", std::strerror(-r));
+        spdlog::error("sd_event_default: {}", monitor::errno_message(-r));
         return 1;
     }
     monitord::EventPtr event{raw};
@@ -168,7 +169,7 @@ int main(int argc, char** argv) {
     sigemptyset(&stop);
     sigaddset(&stop, SIGTERM);
     sigaddset(&stop, SIGINT);
-    sigprocmask(SIG_BLOCK, &stop, nullptr);
+    pthread_sigmask(SIG_BLOCK, &stop, nullptr);
     sd_event_add_signal(event.get(), nullptr, SIGTERM, nullptr, nullptr);
     sd_event_add_signal(event.get(), nullptr, SIGINT, nullptr, nullptr);
 
@@ -187,4 +188,17 @@ int main(int argc, char** argv) {
     const int r = sd_event_loop(event.get());
     sd_notify(0, "STOPPING=1");
     return r < 0 ? 1 : 0;
+}
+
+}  // namespace
+
+// An exception that reaches here is a bug: it ends the program with its message and the
+// destructors run, instead of std::terminate.
+int main(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "monitord-exporter: %s\n", e.what());
+        return 1;
+    }
 }

@@ -218,6 +218,7 @@ void Engine::set_history_seconds(std::size_t seconds) {
 
 std::vector<std::string_view> Engine::source_names() const {
     std::vector<std::string_view> names;
+    names.reserve(sources_.size());
     for (const auto& st : sources_) names.push_back(st.source->name());
     return names;
 }

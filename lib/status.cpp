@@ -3,6 +3,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <string>
 
 namespace monitor {
 namespace {
@@ -38,6 +39,17 @@ constexpr std::array<StatusInfo, kStatusCount> kStatusTable{{
     {"BADDATA", "Data read from the kernel or a peer is malformed."},
 }};
 
+// strerror_r is the GNU function with _GNU_SOURCE (which g++ and clang++ define for C++): it
+// returns the message, in `buf` or a static string. The POSIX one (other C libraries) returns 0
+// and fills `buf`, or an error number.
+[[maybe_unused]] std::string strerror_r_message(const char* message, const char* /*buf*/,
+                                                int /*err*/) {
+    return message;
+}
+[[maybe_unused]] std::string strerror_r_message(int r, const char* buf, int err) {
+    return r == 0 ? std::string{buf} : "Unknown error " + std::to_string(err);
+}
+
 const StatusInfo& info(Status s) noexcept {
     auto i = static_cast<std::size_t>(s);
     return kStatusTable[i < kStatusTable.size() ? i : static_cast<std::size_t>(Status::IoErr)];
@@ -67,6 +79,11 @@ std::string Error::to_string() const {
     return s;
 }
 
+std::string errno_message(int err) {
+    std::array<char, 256> buf{};
+    return strerror_r_message(::strerror_r(err, buf.data(), buf.size()), buf.data(), err);
+}
+
 std::unexpected<Error> fail_errno(int err, std::string_view what) {
     Status s = Status::IoErr;
     switch (err) {
@@ -90,7 +107,7 @@ std::unexpected<Error> fail_errno(int err, std::string_view what) {
     }
     std::string msg{what};
     msg += ": ";
-    msg += std::strerror(err);
+    msg += errno_message(err);
     return fail(s, std::move(msg));
 }
 

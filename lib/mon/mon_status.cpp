@@ -24,7 +24,7 @@ namespace {
             X(MON_TSKSPAWN, TskSpawn) X(MON_NOPMU, NoPmu) X(MON_PERM, Perm)                       \
                 X(MON_NOEVENT, NoEvent) X(MON_NODEV, NoDev) X(MON_BUSY, Busy) X(MON_IOERR, IoErr) \
                     X(MON_BADARG, BadArg) X(MON_BADDATA, BadData)
-#define MON_SAME(mon, cpp) static_assert(mon == static_cast<unsigned>(Status::cpp));
+#define MON_SAME(mon, cpp) static_assert((mon) == static_cast<unsigned>(Status::cpp));
 MON_STATUSES(MON_SAME)
 #undef MON_SAME
 #define MON_VALUE(mon, cpp) mon,

@@ -7,9 +7,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 
 #include "mon_status.hpp"
+#include "monitor/status.hpp"
 
 namespace monitor::mon {
 
@@ -60,18 +60,18 @@ std::string apply_poll_attr(const MON_task_attr& a) {
         CPU_ZERO(&set);
         for (unsigned i = 0; i < a.ncpus; ++i) CPU_SET(static_cast<std::size_t>(a.cpus[i]), &set);
         if (int r = pthread_setaffinity_np(pthread_self(), sizeof(set), &set); r != 0) {
-            return std::string{"cannot set the POLL task's CPUs: "} + std::strerror(r);
+            return std::string{"cannot set the POLL task's CPUs: "} + errno_message(r);
         }
     }
     sched_param p{};
     p.sched_priority = is_nice_policy(a.policy) || a.policy == SCHED_IDLE ? 0 : a.priority;
     if (int r = pthread_setschedparam(pthread_self(), a.policy, &p); r != 0) {
-        return std::string{"cannot set the POLL task's policy: "} + std::strerror(r) +
+        return std::string{"cannot set the POLL task's policy: "} + errno_message(r) +
                (r == EPERM ? " (a real-time policy needs CAP_SYS_NICE)" : "");
     }
     if (is_nice_policy(a.policy)) {
         if (setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), a.priority) != 0) {
-            return std::string{"cannot set the POLL task's nice value: "} + std::strerror(errno);
+            return std::string{"cannot set the POLL task's nice value: "} + errno_message(errno);
         }
     }
     return {};

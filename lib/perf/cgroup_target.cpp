@@ -4,7 +4,8 @@
 #include <fmt/format.h>
 
 #include <cerrno>
-#include <cstring>
+
+#include "monitor/status.hpp"
 
 namespace monitor::perf {
 
@@ -17,7 +18,7 @@ Result<UniqueFd> open_cgroup(std::string_view root, std::string_view cgroup) {
     if (fd < 0) {
         const int err = errno;
         return fail(err == ENOENT || err == ENOTDIR ? Status::NoDev : Status::IoErr,
-                    fmt::format("cgroup {}: {}", *dir, std::strerror(err)));
+                    fmt::format("cgroup {}: {}", *dir, errno_message(err)));
     }
     return UniqueFd(fd);
 }
@@ -56,7 +57,7 @@ Result<std::string> unit_cgroup(const fs::path& root, std::string unit) {
             continue;
         }
         if (it->is_directory(ec) && it->path().filename() == unit) {
-            return fs::relative(it->path(), root).string();
+            return it->path().lexically_relative(root).string();
         }
     }
     return fail(Status::NoDev, fmt::format("no cgroup for unit {} under {} (is the unit running? "

@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 
+#include "monitor/status.hpp"
 #include "monitor/text_file.hpp"
 
 namespace monitor::perf {
@@ -142,7 +142,7 @@ Error explain_open_error(int err, const EventSpec& event, const OpenTarget& targ
                                          what)};
             }
             return Error{Status::IoErr,
-                         fmt::format("{}: perf_event_open: {}", what, std::strerror(err))};
+                         fmt::format("{}: perf_event_open: {}", what, errno_message(err))};
         case EINVAL:
             if (event.type == PERF_TYPE_BREAKPOINT) {
                 return Error{Status::BadArg,
@@ -159,7 +159,7 @@ Error explain_open_error(int err, const EventSpec& event, const OpenTarget& targ
                                      what, event.type, event.config)};
         default:
             return Error{Status::IoErr,
-                         fmt::format("{}: perf_event_open: {}", what, std::strerror(err))};
+                         fmt::format("{}: perf_event_open: {}", what, errno_message(err))};
     }
 }
 

@@ -35,6 +35,7 @@ class Matcher {
     }
 
   private:
+    // NOLINTNEXTLINE(misc-no-recursion): each level visits a counter: at most 32 deep
     bool augment(std::size_t e) {
         for (int c = 0; c < kMaxCounters; ++c) {
             CounterMask bit = CounterMask{1} << c;

@@ -114,6 +114,7 @@ Result<EventSpec> EventCatalog::resolve(std::string_view name) const {
 Result<std::vector<EventInfo>> EventCatalog::list(std::string_view pmu) const {
     if (!pmu.empty() && find_pmu(pmu) == nullptr) {
         std::vector<std::string> names;
+        names.reserve(pmus_.size());
         for (const auto& p : pmus_) names.push_back(p.name);
         return fail(Status::NoEvent,
                     fmt::format("unknown PMU '{}' (known here: {})", pmu, fmt::join(names, ", ")));

@@ -62,6 +62,7 @@ Result<std::vector<pid_t>> process_threads(pid_t pid) {
     }
     std::vector<pid_t> tids;
     errno = 0;
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): readdir races only on one stream, and d is ours
     while (const dirent* e = ::readdir(d)) {
         const std::string_view name = e->d_name;
         pid_t tid = 0;
@@ -304,6 +305,7 @@ Result<Plan> make_plan(const EventCatalog& catalog, const SessionOptions& option
             if (options.counter_budget > 0) counters = std::min(counters, options.counter_budget);
             if (options.counter_budget > 0 && counters == 0) counters = options.counter_budget;
             std::vector<std::string> names;
+            names.reserve(static_cast<std::size_t>(counters));
             for (int c = 0; c < counters; ++c) {
                 names.push_back(catalog.counter_name(pmu, c));
             }

@@ -13,11 +13,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <memory>
 #include <optional>
 #include <vector>
 
+#include "monitor/status.hpp"
 #include "monitor/text_file.hpp"
 
 namespace monitor::perf {
@@ -155,7 +155,9 @@ int read_process_map(pid_t pid, std::string& out) {
     auto maps = read_text_file(fmt::format("/proc/{}/maps", pid), 64 << 20);
     if (!maps) {
         if (maps.error().status == Status::Perm) return EACCES;
-        return std::filesystem::exists(fmt::format("/proc/{}", pid)) ? EIO : ENOENT;
+        std::error_code unknown;  // ENOENT only when the process is known to be gone
+        const bool gone = !std::filesystem::exists(fmt::format("/proc/{}", pid), unknown);
+        return gone && !unknown ? ENOENT : EIO;
     }
     // A process that has exited but is not yet reaped (a zombie) has an empty map.
     if (maps->empty()) return ENOENT;
@@ -218,12 +220,12 @@ Result<SymbolAddress> find_process_symbol(pid_t pid, std::string_view name) {
     if (r == EACCES || r == EPERM) {
         return fail(Status::Perm, fmt::format("symbol '{}': the memory map of process {} "
                                               "cannot be read (/proc/{}/maps: {})",
-                                              name, pid, pid, std::strerror(r)));
+                                              name, pid, pid, errno_message(r)));
     }
     if (r != 0) {
         return fail(Status::IoErr,
                     fmt::format("symbol '{}': reading the memory map of process {}: {}", name, pid,
-                                r > 0 ? std::strerror(r) : dwfl_errmsg(-1)));
+                                r > 0 ? errno_message(r) : dwfl_errmsg(-1)));
     }
     Search s{.name = name, .executable = executable_of(pid)};
     dwfl_getmodules(dwfl.get(), &visit, &s, 0);
@@ -231,6 +233,7 @@ Result<SymbolAddress> find_process_symbol(pid_t pid, std::string_view name) {
     if (s.in_libraries.size() == 1) return std::move(s.in_libraries.front());
     if (s.in_libraries.size() > 1) {
         std::vector<std::string> objects;
+        objects.reserve(s.in_libraries.size());
         for (const auto& f : s.in_libraries) objects.push_back(f.object);
         return fail(Status::BadArg,
                     fmt::format("symbol '{}' of process {} is defined in {} shared objects ({}), "
@@ -414,6 +417,7 @@ AddressNames::Name AddressNames::name(pid_t pid, std::uint64_t ip) {
     return name(pid, ip, 0);
 }
 
+// NOLINTNEXTLINE(misc-no-recursion): through `parents`, at most 8 forks deep
 AddressNames::Name AddressNames::name(pid_t pid, std::uint64_t ip, int depth) {
     auto& p = processes_[pid];
     const auto now = std::chrono::steady_clock::now();
@@ -439,7 +443,7 @@ AddressNames::Name AddressNames::name(pid_t pid, std::uint64_t ip, int depth) {
         p->from_records = read(p->modules, p->ranges, p->missing);
     }
     // A forked process has its parent's code where its own records do not say.
-    auto parents = [&](Name n) -> Name {
+    auto parents = [&](Name n) -> Name {  // NOLINT(misc-no-recursion): as name()
         if (recorded == nullptr || recorded->parent <= 0 || depth >= 8 ||
             (p->modules && !p->from_records)) {
             return n;

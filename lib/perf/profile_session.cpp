@@ -256,6 +256,7 @@ Result<void> ProfileSession::stop(const std::function<void(const Sample&)>& obse
 
 std::vector<int> ProfileSession::fds() const {
     std::vector<int> out;
+    out.reserve(rings_.size());
     for (const auto& ring : rings_) out.push_back(ring->fd());
     return out;
 }

@@ -15,6 +15,8 @@
 #include <cstring>
 #include <vector>
 
+#include "monitor/status.hpp"
+
 namespace monitor::perf {
 namespace {
 
@@ -191,7 +193,7 @@ Result<std::unique_ptr<SampleRing>> SampleRing::open(const EventSpec& event,
         return fail(
             err == EPERM || err == ENOMEM ? Status::AllocMem : Status::IoErr,
             fmt::format("{}: mapping a sample ring of {} KiB: {}{}", event.name, size / 1024,
-                        std::strerror(err),
+                        errno_message(err),
                         err == EPERM ? " (kernel.perf_event_mlock_kb, or RLIMIT_MEMLOCK)" : ""));
     }
     const auto* header = static_cast<const perf_event_mmap_page*>(map);

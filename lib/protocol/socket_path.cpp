@@ -6,12 +6,14 @@
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+#include <system_error>
 
 namespace monitor::protocol {
 namespace {
 
+// getenv races only with setenv and putenv, which neither the library nor its programs call.
 std::string getenv_or_empty(const char* name) {
-    const char* v = std::getenv(name);
+    const char* v = std::getenv(name);  // NOLINT(concurrency-mt-unsafe): see above
     return v != nullptr ? v : "";
 }
 
@@ -68,9 +70,12 @@ Result<DaemonConnection> connect_to_daemon(const std::vector<SocketPlace>& place
     std::string tried;
     bool refused = false;
     for (const auto& p : places) {
-        // The user's place may be under /tmp, where someone else could have prepared it.
+        // The user's place may be under /tmp, where someone else could have prepared it. A
+        // directory that cannot be looked at is checked too, which says why.
+        std::error_code unknown;
         if (p.kind == SocketPlaceKind::User &&
-            std::filesystem::exists(std::filesystem::path{p.path}.parent_path())) {
+            (std::filesystem::exists(std::filesystem::path{p.path}.parent_path(), unknown) ||
+             unknown)) {
             if (auto ok = check_socket_directory(p.path); !ok) {
                 tried += "\n  " + p.path + ": not used: " + ok.error().message;
                 continue;

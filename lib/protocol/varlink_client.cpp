@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 namespace monitor::varlink {
 
@@ -35,9 +36,14 @@ Result<Client> Client::connect(const std::string& path) {
             struct stat st {};
             std::string owner = "its group";
             if (::stat(path.c_str(), &st) == 0) {
-                const ::group* g = ::getgrgid(st.st_gid);
-                owner = g != nullptr ? std::string{"group "} + g->gr_name
-                                     : "group " + std::to_string(st.st_gid);
+                // getgrgid_r: getgrgid's result is shared by the program's threads.
+                std::vector<char> buf(16384);
+                ::group g{};
+                ::group* found = nullptr;
+                owner = ::getgrgid_r(st.st_gid, &g, buf.data(), buf.size(), &found) == 0 &&
+                                found != nullptr
+                            ? std::string{"group "} + found->gr_name
+                            : "group " + std::to_string(st.st_gid);
             }
             return fail(Status::Perm, "connect to " + path +
                                           ": permission denied; the socket is "
@@ -100,7 +106,7 @@ Result<Reply> Client::receive() {
                                                 std::to_string(timeout_.count()) + " ms");
             }
         }
-        auto space = in_.prepare(64 * 1024);
+        auto space = in_.prepare(std::size_t{64} * 1024);
         ssize_t n = ::recv(fd_.get(), space.data(), space.size(), 0);
         if (n < 0) {
             if (errno == EINTR) continue;

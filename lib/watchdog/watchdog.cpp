@@ -19,8 +19,10 @@ std::optional<OnStop> on_stop_from_name(std::string_view name) noexcept {
     return value_named(kOnStopNames, name);
 }
 
+// now_ is never empty (an empty `now` is the default clock): credit() calls it, and must not
+// throw std::bad_function_call on a probe's thread.
 Watchdog::Watchdog(PetPolicyKind policy, std::function<Clock::time_point()> now)
-    : policy_(policy), now_(std::move(now)) {}
+    : policy_(policy), now_(now ? std::move(now) : Clock::now) {}
 
 Watchdog::~Watchdog() = default;
 
@@ -50,6 +52,7 @@ void Watchdog::close_armed() {
     if (device_) device_->close_armed();
 }
 
+// NOLINTNEXTLINE(bugprone-exception-escape): now_ is never empty (see the constructor)
 void Watchdog::credit(int cpu) noexcept {
     const auto now = now_();
     if (!policy_.credit(cpu, now)) return;

@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "monitor/status.hpp"
+
 namespace monitor::watchdog {
 namespace {
 
@@ -33,7 +35,7 @@ std::string open_error(const std::string& path, int err) {
                 "write access to the device)",
                 path);
         default:
-            return fmt::format("{}: {}", path, std::strerror(err));
+            return fmt::format("{}: {}", path, errno_message(err));
     }
 }
 
@@ -68,7 +70,7 @@ Result<WatchdogDevice> WatchdogDevice::open(const std::string& path, std::chrono
         // ENOSYS: an emulator that passes no watchdog ioctl on (qemu-user).
         if (errno != ENOTTY && errno != EINVAL && errno != ENOSYS) {
             return fail(Status::IoErr,
-                        fmt::format("{}: WDIOC_GETSUPPORT: {}", path, std::strerror(errno)));
+                        fmt::format("{}: WDIOC_GETSUPPORT: {}", path, errno_message(errno)));
         }
         d.ioctls_ = false;  // a device without the watchdog ioctls: petted by writes
         return d;
@@ -85,7 +87,7 @@ Result<WatchdogDevice> WatchdogDevice::open(const std::string& path, std::chrono
         (void)d.disarm();  // never leave armed a device we give up on
         return fail(err == EINVAL ? Status::BadArg : Status::IoErr,
                     fmt::format("{}: a timeout of {} s: {}", path, timeout.count(),
-                                err == EINVAL ? "out of the driver's range" : std::strerror(err)));
+                                err == EINVAL ? "out of the driver's range" : errno_message(err)));
     }
     if (int t = 0; ::ioctl(fd, WDIOC_GETTIMEOUT, &t) == 0 && t > 0) d.timeout_ = t;
     if (int boot = 0; ::ioctl(fd, WDIOC_GETBOOTSTATUS, &boot) == 0) {
@@ -105,13 +107,13 @@ Result<void> WatchdogDevice::pet() const {
         if (::ioctl(fd_.get(), WDIOC_KEEPALIVE, &dummy) == 0) return {};
         if (errno != ENOTTY && errno != EINVAL && errno != EOPNOTSUPP) {
             return fail(Status::IoErr,
-                        fmt::format("{}: keepalive: {}", path_, std::strerror(errno)));
+                        fmt::format("{}: keepalive: {}", path_, errno_message(errno)));
         }
     }
     // Any byte but 'V' is a keepalive.
     const char ping = '\0';
     if (::write(fd_.get(), &ping, 1) != 1) {
-        return fail(Status::IoErr, fmt::format("{}: keepalive: {}", path_, std::strerror(errno)));
+        return fail(Status::IoErr, fmt::format("{}: keepalive: {}", path_, errno_message(errno)));
     }
     return {};
 }
@@ -131,7 +133,7 @@ Result<void> WatchdogDevice::disarm() {
     if (!written) {
         return fail(Status::IoErr, fmt::format("{}: the magic close failed ({}); the watchdog "
                                                "stays armed",
-                                               path_, std::strerror(err)));
+                                               path_, errno_message(err)));
     }
     return {};
 }

@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <cctype>
 #include <cstdio>
+#include <exception>
 #include <iostream>
 
 #include "monitor/protocol/daemon_client.hpp"
@@ -144,9 +145,7 @@ void add_sampling_target(CLI::App* sub, monctl::PerfOptions& po, const std::stri
     }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
     CLI::App app{"monctl: query monitord, the CPU monitor daemon (see monctl(1))", "monctl"};
     app.require_subcommand(1);
     app.fallthrough();  // global options may follow the subcommand
@@ -348,4 +347,17 @@ int main(int argc, char** argv) {
         return kExitError;
     }
     return kExitUsage;
+}
+
+}  // namespace
+
+// An exception that reaches here is a bug: it ends the program with its message and the
+// destructors run, instead of std::terminate.
+int main(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "monctl: %s\n", e.what());
+        return kExitError;
+    }
 }

@@ -8,14 +8,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <thread>
+#include <utility>
 
 #include "monitor/loading/cpu_list.hpp"
 #include "monitor/perf/derived_metrics.hpp"
@@ -24,6 +26,7 @@
 #include "monitor/protocol/daemon_client.hpp"
 #include "monitor/protocol/profile_messages.hpp"
 #include "monitor/runtime/counter_run.hpp"
+#include "monitor/status.hpp"
 #include "perf_views.hpp"
 
 namespace monctl {
@@ -92,11 +95,11 @@ std::string target_text(const PerfOptions& o, std::optional<int> threads = std::
 // executable of that name in $PATH; empty when there is none (exec will say so).
 std::filesystem::path executable_for(const std::string& name) {
     if (name.find('/') != std::string::npos) return name;
-    const char* path = std::getenv("PATH");
+    const char* path = std::getenv("PATH");  // NOLINT(concurrency-mt-unsafe): one thread
     std::string_view dirs = path != nullptr ? path : "/usr/local/bin:/usr/bin:/bin";
     while (true) {
         const auto colon = dirs.find(':');
-        const std::filesystem::path file =
+        std::filesystem::path file =
             std::filesystem::path(colon == 0 ? "." : std::string(dirs.substr(0, colon))) / name;
         if (::access(file.c_str(), X_OK) == 0) return file;
         if (colon == std::string_view::npos) return {};
@@ -112,13 +115,14 @@ class WaitingCommand {
         WaitingCommand c;
         // Close-on-exec: `go` closes at the exec, `failed` carries errno when exec fails.
         if (::pipe2(c.go_, O_CLOEXEC) < 0 || ::pipe2(c.failed_, O_CLOEXEC) < 0) {
-            return fail(Status::IoErr, fmt::format("pipe: {}", std::strerror(errno)));
+            return fail(Status::IoErr, fmt::format("pipe: {}", monitor::errno_message(errno)));
         }
         std::vector<char*> argv;
+        argv.reserve(command.size() + 1);
         for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
         argv.push_back(nullptr);
         c.pid_ = ::fork();
-        if (c.pid_ < 0) return fail(Status::TskSpawn, std::strerror(errno));
+        if (c.pid_ < 0) return fail(Status::TskSpawn, monitor::errno_message(errno));
         if (c.pid_ == 0) {
             ::close(c.go_[1]);
             ::close(c.failed_[0]);
@@ -257,13 +261,38 @@ Result<void> put_duration(json& params, const char* key, const std::string& text
     return {};
 }
 
+// The decimal number that `text` starts with ("1.5", "250", ".5": digits and at most one
+// point, no sign or exponent) and what follows it; nullopt when there is none. Read by hand:
+// strtod follows the locale's decimal point, and libc++ has no floating-point from_chars.
+std::optional<std::pair<double, std::string_view>> leading_decimal(std::string_view text) {
+    const std::size_t length = std::min(text.find_first_not_of("0123456789."), text.size());
+    const std::string_view number = text.substr(0, length);
+    const std::size_t point = std::min(number.find('.'), number.size());
+    const std::string_view whole = number.substr(0, point);
+    const std::string_view fraction = number.substr(std::min(point + 1, number.size()));
+    if ((whole.empty() && fraction.empty()) || fraction.find('.') != std::string_view::npos) {
+        return std::nullopt;
+    }
+    std::uint64_t integer = 0;
+    if (!whole.empty() &&
+        std::from_chars(whole.data(), whole.data() + whole.size(), integer).ec != std::errc{}) {
+        return std::nullopt;  // too large for 64 bits
+    }
+    auto value = static_cast<double>(integer);
+    double scale = 0.1;
+    for (const char c : fraction) {
+        value += (c - '0') * scale;
+        scale /= 10;
+    }
+    return std::pair{value, text.substr(length)};
+}
+
 }  // namespace
 
 Result<std::int64_t> parse_duration_ms(const std::string& text) {
-    double value = 0;
-    const char* end = text.data() + text.size();
-    auto [p, ec] = std::from_chars(text.data(), end, value);
-    std::string_view unit(p, static_cast<std::size_t>(end - p));
+    const auto number = leading_decimal(text);
+    const double value = number ? number->first : 0;
+    const std::string_view unit = number ? number->second : std::string_view{};
     double factor = 0;
     if (unit.empty() || unit == "s") {
         factor = 1000;
@@ -274,7 +303,7 @@ Result<std::int64_t> parse_duration_ms(const std::string& text) {
     } else if (unit == "h") {
         factor = 3'600'000;
     }
-    if (text.empty() || ec != std::errc{} || factor == 0 || !(value > 0) ||
+    if (!number || factor == 0 || !(value > 0) ||
         value * factor > static_cast<double>(monitor::kMaxCountingDuration.count())) {
         return fail(Status::BadArg, fmt::format("'{}' is not a duration (examples: 5s, 250ms, "
                                                 "2m, 1.5)",
@@ -480,7 +509,7 @@ int perf_stat(const PerfOptions& o) {
     ::sigaction(SIGQUIT, &old_quit, nullptr);
     if (exec_failed) {
         std::fprintf(stderr, "monctl: cannot run %s: %s\n", o.command[0].c_str(),
-                     std::strerror(err));
+                     monitor::errno_message(err).c_str());
         return 127;
     }
     if (auto r = run.finish(); !r) return report_error(r.error());
@@ -535,8 +564,9 @@ int perf_profile(const PerfOptions& o) {
     if (!o.folded.empty() && o.folded != "-") {
         folded_file.open(o.folded, std::ios::trunc);
         if (!folded_file) {
-            return report_error({Status::BadArg, fmt::format("--folded {}: cannot write it: {}",
-                                                             o.folded, std::strerror(errno))});
+            return report_error(
+                {Status::BadArg, fmt::format("--folded {}: cannot write it: {}", o.folded,
+                                             monitor::errno_message(errno))});
         }
     }
     auto c = connect(o);
@@ -596,7 +626,7 @@ int perf_profile(const PerfOptions& o) {
     }
     if (exec_error != 0) {
         std::fprintf(stderr, "monctl: cannot run %s: %s\n", o.command[0].c_str(),
-                     std::strerror(exec_error));
+                     monitor::errno_message(exec_error).c_str());
         return 127;
     }
     if (!r) return report_error(r.error());

@@ -65,6 +65,7 @@ int text_width() {
         ws.ws_col > 0) {
         return ws.ws_col;
     }
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): monctl has one thread
     if (const char* c = std::getenv("COLUMNS"); c != nullptr) {
         char* end = nullptr;
         const long n = std::strtol(c, &end, 10);
@@ -139,8 +140,10 @@ int run_top(const TopOptions& o) {
         return kExitUsage;
     }
     // The terminal's character set: block characters for the sparklines when it is UTF-8.
-    std::setlocale(LC_CTYPE, "");
+    // (setlocale and nl_langinfo race with other threads; monctl has one.)
+    std::setlocale(LC_CTYPE, "");  // NOLINT(concurrency-mt-unsafe): one thread
     top::FrameOptions fo;
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): one thread
     fo.utf8 = std::strcmp(::nl_langinfo(CODESET), "UTF-8") == 0;
     fo.interval = static_cast<double>(*interval) / 1000;
 

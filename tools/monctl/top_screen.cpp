@@ -5,6 +5,7 @@
 
 #include <curses.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
@@ -105,14 +106,16 @@ monitor::Result<std::unique_ptr<TopScreen>> TopScreen::open() {
     sigaddset(&mask, SIGINT);
     sigaddset(&mask, SIGTERM);
     sigaddset(&mask, SIGWINCH);
-    if (::sigprocmask(SIG_BLOCK, &mask, &old) < 0) return monitor::fail_errno(errno, "sigprocmask");
+    if (const int r = ::pthread_sigmask(SIG_BLOCK, &mask, &old); r != 0) {
+        return monitor::fail_errno(r, "pthread_sigmask");
+    }
     s->old_mask_ = old;
     s->signals_.reset(::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
     if (!s->signals_) return monitor::fail_errno(errno, "signalfd");
 
     SCREEN* screen = ::newterm(nullptr, stdout, stdin);
     if (screen == nullptr) {
-        const char* term = std::getenv("TERM");
+        const char* term = std::getenv("TERM");  // NOLINT(concurrency-mt-unsafe): one thread
         return monitor::fail(monitor::Status::BadArg,
                              std::string{"cannot use the terminal (TERM="} +
                                  (term != nullptr ? term : "") +
@@ -149,7 +152,7 @@ TopScreen::~TopScreen() {
         while (::read(signals_.get(), &info, sizeof info) == sizeof info) {
         }
     }
-    if (old_mask_) ::sigprocmask(SIG_SETMASK, &*old_mask_, nullptr);
+    if (old_mask_) ::pthread_sigmask(SIG_SETMASK, &*old_mask_, nullptr);
 }
 
 int TopScreen::width() const {

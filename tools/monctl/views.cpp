@@ -11,6 +11,7 @@ namespace {
 
 std::vector<std::string> source_names(const monitor::LoadingReport& r) {
     std::vector<std::string> names;
+    names.reserve(r.machine.size());
     for (const auto& l : r.machine) names.push_back(l.source);
     return names;
 }

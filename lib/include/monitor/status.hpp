@@ -63,7 +63,12 @@ inline std::unexpected<Error> fail(Status s, std::string message) {
     return std::unexpected<Error>(Error{s, std::move(message)});
 }
 
-// An error from a failed system call: "<what>: <strerror(err)>", status from errno
+// strerror(err) without strerror's shared buffer, which another thread may overwrite (the
+// library's probes and the daemon's loop run at once): "No such file or directory". Every
+// message the library and the programs make from an errno value comes from here.
+std::string errno_message(int err);
+
+// An error from a failed system call: "<what>: <errno_message(err)>", status from errno
 // (EACCES/EPERM -> PERM, ENOENT/ENODEV/ENXIO -> NODEV, EBUSY -> BUSY, ENOMEM -> ALLOCMEM,
 // anything else -> IOERR).
 std::unexpected<Error> fail_errno(int err, std::string_view what);

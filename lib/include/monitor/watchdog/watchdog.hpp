@@ -48,7 +48,7 @@ class Watchdog final : public IdleCreditSink {
   public:
     using Clock = std::chrono::steady_clock;
 
-    // `now` is the clock the pets are timed with (tests pass their own).
+    // `now` is the clock the pets are timed with (tests pass their own; empty: Clock::now).
     explicit Watchdog(PetPolicyKind policy, std::function<Clock::time_point()> now = Clock::now);
     ~Watchdog() override;  // closes an armed device without the magic close
 
@@ -66,6 +66,7 @@ class Watchdog final : public IdleCreditSink {
     // lock a probe holds: a SCHED_IDLE probe preempted on a busy CPU may hold it for long.
 
     // From a probe's thread.
+    // NOLINTNEXTLINE(bugprone-exception-escape): now_ is never empty (see the constructor)
     void credit(int cpu) noexcept override;
     // The timeout in force (as granted, else as asked), or 10 s before the first arm().
     std::chrono::nanoseconds credit_expiry() const noexcept override {
