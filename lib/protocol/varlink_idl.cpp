@@ -209,8 +209,8 @@ class Parser {
         return t;
     }
 
-    // The type grammar is recursive, as deep as a text nests its types: the texts parsed are
-    // the embedded interfaces (and the fuzz target's inputs).
+    // The type grammar is recursive, as deep as a text nests its types, which type() stops
+    // at kMaxJsonDepth levels.
     // NOLINTBEGIN(misc-no-recursion)
 
     // '(' ')' | '(' field {',' field} ')' | '(' name {',' name} ')'
@@ -361,8 +361,8 @@ std::optional<Mismatch> Interface::check(const Type& type, const nlohmann::json&
     return check_at(type, value, extra, path);
 }
 
-// As deep as `type` nests, whatever the value's own nesting: no type of the embedded
-// interfaces refers to itself.
+// As deep as `type` nests (kMaxJsonDepth levels at most, as parsed), whatever the value's own
+// nesting: no type refers to itself.
 // NOLINTNEXTLINE(misc-no-recursion): see above
 std::optional<Mismatch> Interface::check_at(const Type& type, const nlohmann::json& value,
                                             Extra extra, std::string& path) const {
