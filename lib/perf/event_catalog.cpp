@@ -12,29 +12,42 @@ namespace {
 
 constexpr std::string_view kSeparator = "::";
 
-// The edit distance between a and b, ignoring case, when it is at most `limit`; limit + 1
-// when it is more (known from their lengths, or once a whole row of the table is above it).
-std::size_t edit_distance(std::string_view a, std::string_view b, std::size_t limit) {
-    if ((a.size() > b.size() ? a.size() - b.size() : b.size() - a.size()) > limit) {
-        return limit + 1;
-    }
-    std::vector<std::size_t> row(b.size() + 1);
-    for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (std::size_t i = 1; i <= a.size(); ++i) {
-        std::size_t diag = row[0];
-        row[0] = i;
-        std::size_t lowest = row[0];
-        for (std::size_t j = 1; j <= b.size(); ++j) {
-            std::size_t up = row[j];
-            bool same = std::tolower(static_cast<unsigned char>(a[i - 1])) ==
-                        std::tolower(static_cast<unsigned char>(b[j - 1]));
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (same ? 0 : 1)});
-            lowest = std::min(lowest, row[j]);
-            diag = up;
+std::string lowered(std::string_view s) {
+    std::string out(s);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+}
+
+// The edit distance between a and b when it is at most `limit`; limit + 1 when it is more.
+// Only the cells within `limit` of the diagonal are computed (no path through the others is
+// that short), and the comparison ends at the first row whose cells all exceed the limit.
+// `rows` is scratch space, reused from one call to the next.
+std::size_t edit_distance(std::string_view a, std::string_view b, std::size_t limit,
+                          std::vector<std::size_t>& rows) {
+    const std::size_t n = a.size();
+    const std::size_t m = b.size();
+    const std::size_t over = limit + 1;
+    if ((n > m ? n - m : m - n) > limit) return over;
+    rows.resize(2 * (m + 1));
+    std::size_t* prev = rows.data();
+    std::size_t* cur = prev + m + 1;
+    for (std::size_t j = 0; j <= m; ++j) prev[j] = std::min(j, over);
+    for (std::size_t i = 1; i <= n; ++i) {
+        const std::size_t lo = i > limit ? i - limit : 1;
+        const std::size_t hi = std::min(m, i + limit);
+        cur[lo - 1] = lo == 1 ? std::min(i, over) : over;
+        std::size_t lowest = cur[lo - 1];
+        for (std::size_t j = lo; j <= hi; ++j) {
+            const std::size_t v = std::min(
+                {prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1), prev[j] + 1, cur[j - 1] + 1});
+            cur[j] = std::min(v, over);
+            lowest = std::min(lowest, cur[j]);
         }
-        if (lowest > limit) return limit + 1;  // the distance only grows from here
+        if (hi < m) cur[hi + 1] = over;   // what the next row reads beyond this row's band
+        if (lowest > limit) return over;  // the distance only grows from here
+        std::swap(prev, cur);
     }
-    return std::min(row[b.size()], limit + 1);
+    return prev[m];
 }
 
 }  // namespace
@@ -42,6 +55,9 @@ std::size_t edit_distance(std::string_view a, std::string_view b, std::size_t li
 struct EventCatalog::EventNames {
     std::once_flag once;
     std::vector<std::string> names;
+    // Each name in lower case, and where its event part starts (after "PMU::", else 0).
+    std::vector<std::string> lower;
+    std::vector<std::size_t> event_part;
 };
 
 Result<EventCatalog> EventCatalog::create(const std::filesystem::path& proc_root,
@@ -147,13 +163,23 @@ Error EventCatalog::unknown_event(std::string_view name) const {
                              fmt::join(near, ", "))};
 }
 
-const std::vector<std::string>& EventCatalog::event_names() const {
+const EventCatalog::EventNames& EventCatalog::event_names() const {
     std::call_once(names_->once, [this] {
-        if (auto all = list()) {
-            for (auto& e : *all) names_->names.push_back(std::move(e.name));
+        auto all = list();
+        if (!all) return;
+        EventNames& n = *names_;
+        n.names.reserve(all->size());
+        n.lower.reserve(all->size());
+        n.event_part.reserve(all->size());
+        for (auto& e : *all) {
+            const auto separator = e.name.find(kSeparator);
+            n.event_part.push_back(separator == std::string::npos ? 0
+                                                                  : separator + kSeparator.size());
+            n.lower.push_back(lowered(e.name));
+            n.names.push_back(std::move(e.name));
         }
     });
-    return names_->names;
+    return *names_;
 }
 
 std::vector<std::string> EventCatalog::closest(std::string_view name, std::size_t n) const {
@@ -164,16 +190,18 @@ std::vector<std::string> EventCatalog::closest(std::string_view name, std::size_
     const bool qualified = name.find(kSeparator) != std::string_view::npos;
     std::string_view bare =
         name.substr(0, name.find(':', qualified ? name.find(kSeparator) + 2 : 0));
+    const std::string query = lowered(bare);
     // Names further than this are no suggestion.
     const std::size_t limit = std::max<std::size_t>(3, bare.size() / 2);
+    const EventNames& known = event_names();
     std::vector<std::pair<std::size_t, std::string_view>> scored;
-    for (const std::string& e : event_names()) {
-        std::string_view candidate = e;
-        const auto separator = candidate.find(kSeparator);
-        if (!qualified && separator != std::string_view::npos) {
-            candidate = candidate.substr(separator + kSeparator.size());
+    std::vector<std::size_t> rows;
+    for (std::size_t i = 0; i < known.names.size(); ++i) {
+        std::string_view candidate = known.lower[i];
+        if (!qualified) candidate.remove_prefix(known.event_part[i]);
+        if (auto d = edit_distance(query, candidate, limit, rows); d <= limit) {
+            scored.emplace_back(d, known.names[i]);
         }
-        if (auto d = edit_distance(bare, candidate, limit); d <= limit) scored.emplace_back(d, e);
     }
     std::ranges::stable_sort(scored, {}, &std::pair<std::size_t, std::string_view>::first);
     std::vector<std::string> out;

@@ -71,7 +71,7 @@ class EventCatalog {
     // Every event's name, listed once (listing resolves each event), for closest(); shared by
     // the copies of a catalog, which list the same events.
     struct EventNames;
-    const std::vector<std::string>& event_names() const;
+    const EventNames& event_names() const;
 
     std::vector<std::shared_ptr<const PmuModule>> modules_;
     std::vector<PmuInfo> pmus_;
