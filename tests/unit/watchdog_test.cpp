@@ -194,6 +194,19 @@ TEST_F(FifoDevice, IdleTimeCountsForTheTimeoutInForce) {
     ASSERT_TRUE(w.disarm());
 }
 
+// An empty clock function is the steady clock: credit(), noexcept on a probe's thread, would
+// otherwise throw std::bad_function_call into std::terminate.
+TEST_F(FifoDevice, AnEmptyClockIsTheSteadyClock) {
+    Watchdog w(PetPolicyKind::All, {});
+    w.set_cpus({0});
+    ASSERT_TRUE(w.arm(path_, 10s));
+    w.credit(0);
+    EXPECT_EQ(Drain(), std::string(1, '\0'));
+    ASSERT_TRUE(w.status().since_last_pet);
+    EXPECT_LT(*w.status().since_last_pet, 10s);
+    ASSERT_TRUE(w.disarm());
+}
+
 TEST_F(FifoDevice, CreditsPetThroughThePolicy) {
     Clock::time_point now = t0;
     Watchdog w(PetPolicyKind::All, [&] { return now; });

@@ -42,9 +42,6 @@ struct PerfOptions {
     std::string batch;   // perf overflows: how often a batch comes (empty: 100 ms)
 };
 
-// "5s", "250ms", "2m", "1.5" (seconds) -> milliseconds; BADARG naming the text otherwise.
-monitor::Result<std::int64_t> parse_duration_ms(const std::string& text);
-
 int perf_info(const PerfOptions& o);
 int perf_list(const PerfOptions& o);
 int perf_plan(const PerfOptions& o);

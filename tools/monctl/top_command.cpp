@@ -10,6 +10,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "duration.hpp"
 #include "monitor/protocol/daemon_client.hpp"
 #include "perf_commands.hpp"
 #include "top_frame.hpp"
