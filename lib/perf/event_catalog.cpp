@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
+#include <cstdint>
 #include <limits>
 #include <mutex>
 
@@ -16,6 +18,41 @@ std::string lowered(std::string_view s) {
     std::string out(s);
     for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return out;
+}
+
+// How many times each kind of character occurs in a lower-case text: the 26 letters, the digits
+// in 4 kinds, '_', and everything else. An edit changes one count, or two of one kind each, by
+// one: two texts are at least as many edits apart as the larger of the sums of the counts one
+// has more of and of those the other has more of.
+using CharCounts = std::array<std::uint16_t, 32>;
+
+CharCounts char_counts(std::string_view lower) {
+    CharCounts n{};
+    for (const char c : lower) {
+        std::size_t kind = 31;
+        if (c >= 'a' && c <= 'z') {
+            kind = static_cast<std::size_t>(c - 'a');
+        } else if (c >= '0' && c <= '9') {
+            kind = 26 + static_cast<std::size_t>(c - '0') % 4;
+        } else if (c == '_') {
+            kind = 30;
+        }
+        ++n[kind];
+    }
+    return n;
+}
+
+std::size_t fewest_edits(const CharCounts& a, const CharCounts& b) {
+    std::size_t more = 0;
+    std::size_t fewer = 0;
+    for (std::size_t k = 0; k < a.size(); ++k) {
+        if (a[k] > b[k]) {
+            more += a[k] - b[k];
+        } else {
+            fewer += b[k] - a[k];
+        }
+    }
+    return std::max(more, fewer);
 }
 
 // The edit distance between a and b when it is at most `limit`; limit + 1 when it is more.
@@ -38,10 +75,12 @@ std::size_t edit_distance(std::string_view a, std::string_view b, std::size_t li
         cur[lo - 1] = lo == 1 ? std::min(i, over) : over;
         std::size_t lowest = cur[lo - 1];
         for (std::size_t j = lo; j <= hi; ++j) {
-            const std::size_t v = std::min(
-                {prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1), prev[j] + 1, cur[j - 1] + 1});
-            cur[j] = std::min(v, over);
-            lowest = std::min(lowest, cur[j]);
+            std::size_t v = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+            if (prev[j] + 1 < v) v = prev[j] + 1;
+            if (cur[j - 1] + 1 < v) v = cur[j - 1] + 1;
+            if (over < v) v = over;
+            cur[j] = v;
+            if (v < lowest) lowest = v;
         }
         if (hi < m) cur[hi + 1] = over;   // what the next row reads beyond this row's band
         if (lowest > limit) return over;  // the distance only grows from here
@@ -58,6 +97,10 @@ struct EventCatalog::EventNames {
     // Each name in lower case, and where its event part starts (after "PMU::", else 0).
     std::vector<std::string> lower;
     std::vector<std::size_t> event_part;
+    // The characters of each name, whole and of its event part: most names are further from
+    // a query than the limit by these alone.
+    std::vector<CharCounts> counts;
+    std::vector<CharCounts> event_counts;
 };
 
 Result<EventCatalog> EventCatalog::create(const std::filesystem::path& proc_root,
@@ -176,6 +219,9 @@ const EventCatalog::EventNames& EventCatalog::event_names() const {
             n.event_part.push_back(separator == std::string::npos ? 0
                                                                   : separator + kSeparator.size());
             n.lower.push_back(lowered(e.name));
+            n.counts.push_back(char_counts(n.lower.back()));
+            n.event_counts.push_back(
+                char_counts(std::string_view(n.lower.back()).substr(n.event_part.back())));
             n.names.push_back(std::move(e.name));
         }
     });
@@ -191,12 +237,17 @@ std::vector<std::string> EventCatalog::closest(std::string_view name, std::size_
     std::string_view bare =
         name.substr(0, name.find(':', qualified ? name.find(kSeparator) + 2 : 0));
     const std::string query = lowered(bare);
+    const CharCounts query_counts = char_counts(query);
     // Names further than this are no suggestion.
     const std::size_t limit = std::max<std::size_t>(3, bare.size() / 2);
     const EventNames& known = event_names();
     std::vector<std::pair<std::size_t, std::string_view>> scored;
     std::vector<std::size_t> rows;
     for (std::size_t i = 0; i < known.names.size(); ++i) {
+        if (fewest_edits(query_counts, qualified ? known.counts[i] : known.event_counts[i]) >
+            limit) {
+            continue;
+        }
         std::string_view candidate = known.lower[i];
         if (!qualified) candidate.remove_prefix(known.event_part[i]);
         if (auto d = edit_distance(query, candidate, limit, rows); d <= limit) {
