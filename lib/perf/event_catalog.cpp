@@ -92,15 +92,18 @@ std::size_t edit_distance(std::string_view a, std::string_view b, std::size_t li
 }  // namespace
 
 struct EventCatalog::EventNames {
-    std::once_flag once;
-    std::vector<std::string> names;
-    // Each name in lower case, and where its event part starts (after "PMU::", else 0).
-    std::vector<std::string> lower;
-    std::vector<std::size_t> event_part;
-    // The characters of each name, whole and of its event part: most names are further from
+    // An event's name as listed, in lower case, where its event part starts (after "PMU::",
+    // else 0), and the characters of the whole and of that part: most names are further from
     // a query than the limit by these alone.
-    std::vector<CharCounts> counts;
-    std::vector<CharCounts> event_counts;
+    struct Known {
+        std::string name;
+        std::string lower;
+        std::size_t event_part = 0;
+        CharCounts counts{};
+        CharCounts event_counts{};
+    };
+    std::once_flag once;
+    std::vector<Known> names;
 };
 
 Result<EventCatalog> EventCatalog::create(const std::filesystem::path& proc_root,
@@ -210,19 +213,16 @@ const EventCatalog::EventNames& EventCatalog::event_names() const {
     std::call_once(names_->once, [this] {
         auto all = list();
         if (!all) return;
-        EventNames& n = *names_;
-        n.names.reserve(all->size());
-        n.lower.reserve(all->size());
-        n.event_part.reserve(all->size());
+        names_->names.reserve(all->size());
         for (auto& e : *all) {
+            EventNames::Known k;
             const auto separator = e.name.find(kSeparator);
-            n.event_part.push_back(separator == std::string::npos ? 0
-                                                                  : separator + kSeparator.size());
-            n.lower.push_back(lowered(e.name));
-            n.counts.push_back(char_counts(n.lower.back()));
-            n.event_counts.push_back(
-                char_counts(std::string_view(n.lower.back()).substr(n.event_part.back())));
-            n.names.push_back(std::move(e.name));
+            k.event_part = separator == std::string::npos ? 0 : separator + kSeparator.size();
+            k.lower = lowered(e.name);
+            k.counts = char_counts(k.lower);
+            k.event_counts = char_counts(std::string_view(k.lower).substr(k.event_part));
+            k.name = std::move(e.name);
+            names_->names.push_back(std::move(k));
         }
     });
     return *names_;
@@ -243,15 +243,12 @@ std::vector<std::string> EventCatalog::closest(std::string_view name, std::size_
     const EventNames& known = event_names();
     std::vector<std::pair<std::size_t, std::string_view>> scored;
     std::vector<std::size_t> rows;
-    for (std::size_t i = 0; i < known.names.size(); ++i) {
-        if (fewest_edits(query_counts, qualified ? known.counts[i] : known.event_counts[i]) >
-            limit) {
-            continue;
-        }
-        std::string_view candidate = known.lower[i];
-        if (!qualified) candidate.remove_prefix(known.event_part[i]);
+    for (const auto& k : known.names) {
+        if (fewest_edits(query_counts, qualified ? k.counts : k.event_counts) > limit) continue;
+        std::string_view candidate = k.lower;
+        if (!qualified) candidate.remove_prefix(k.event_part);
         if (auto d = edit_distance(query, candidate, limit, rows); d <= limit) {
-            scored.emplace_back(d, known.names[i]);
+            scored.emplace_back(d, k.name);
         }
     }
     std::ranges::stable_sort(scored, {}, &std::pair<std::size_t, std::string_view>::first);

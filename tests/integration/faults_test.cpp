@@ -258,8 +258,8 @@ TEST(Faults, AnHourOfHistoryOn256Cpus) {
     SyntheticMachine machine(256);
     auto rss_with = [&](int seconds) {
         Daemon::Options o;
-        o.args = {"--proc-root", machine.proc(), "--sys-root",        machine.sys(),
-                  "--probe",     "off",          "--history-seconds", std::to_string(seconds)};
+        o.args = machine.daemon_args();
+        o.args.insert(o.args.end(), {"--history-seconds", std::to_string(seconds)});
         auto d = Daemon::start(o);
         EXPECT_TRUE(d);
         if (!d) return -1L;
@@ -294,7 +294,7 @@ TEST(Faults, ACpuGoesOfflineWhileCounting) {
     if (::sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "needs two CPUs";
     SyntheticMachine machine(2);
     Daemon::Options o;
-    o.args = {"--proc-root", machine.proc(), "--sys-root", machine.sys(), "--probe", "off"};
+    o.args = machine.daemon_args();
     auto d = Daemon::start(o);
     ASSERT_TRUE(d);
     ASSERT_TRUE(d->wait_samples(2));

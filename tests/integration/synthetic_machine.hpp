@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "monitor/unique_fd.hpp"
 #include "test_support.hpp"
@@ -27,6 +28,10 @@ class SyntheticMachine {
     std::string proc() const { return (dir_.path() / "proc").string(); }
     std::string sys() const { return (dir_.path() / "sys").string(); }
     int cpus() const { return cpus_; }
+    // monitord's arguments to read this machine, without idle probes (its CPUs are made up).
+    std::vector<std::string> daemon_args() const {
+        return {"--proc-root", proc(), "--sys-root", sys(), "--probe", "off"};
+    }
 
     // Writes /sys/devices/system/cpu/online (e.g. "0", "0-1"); /proc/stat leaves out the CPUs
     // not in it, as the kernel's does.

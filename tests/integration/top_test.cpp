@@ -316,7 +316,7 @@ TEST_F(TopInTmux, CtrlCAndSigtermRestoreTheTerminal) {
 TEST_F(TopInTmux, TwoHundredFiftySixCpusScrollIn80x24) {
     SyntheticMachine machine(256);
     Daemon::Options o;
-    o.args = {"--proc-root", machine.proc(), "--sys-root", machine.sys(), "--probe", "off"};
+    o.args = machine.daemon_args();
     auto d = Daemon::start(o);
     ASSERT_TRUE(d);
     ASSERT_TRUE(d->wait_samples(2));
