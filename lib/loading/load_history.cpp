@@ -9,11 +9,8 @@ LoadHistory::LoadHistory(std::size_t capacity) : ring_(capacity) {}
 
 void LoadHistory::push(std::optional<double> load, double seconds) {
     Sample s;
-    if (load && std::isfinite(*load)) {
-        s.load = std::clamp(*load, 0.0, 100.0);
-        s.valid = true;
-    }
-    s.seconds = std::isfinite(seconds) && seconds > 0 ? seconds : 0;
+    if (load && std::isfinite(*load)) s.load = static_cast<float>(std::clamp(*load, 0.0, 100.0));
+    s.seconds = std::isfinite(seconds) && seconds > 0 ? static_cast<float>(seconds) : 0.0F;
     ring_.push(s);
 }
 
@@ -28,16 +25,18 @@ std::optional<LoadStats> LoadHistory::stats() const {
     double plain = 0;
     for (std::size_t i = 0; i < ring_.size(); ++i) {
         const Sample& s = ring_[i];
-        if (!s.valid) continue;
+        if (!s.valid()) continue;
+        const auto load = static_cast<double>(s.load);
+        const auto seconds = static_cast<double>(s.seconds);
         if (st.samples == 0) {
-            st.min_prev_min = st.max_prev_min = s.load;
+            st.min_prev_min = st.max_prev_min = load;
         } else {
-            st.min_prev_min = std::min(st.min_prev_min, s.load);
-            st.max_prev_min = std::max(st.max_prev_min, s.load);
+            st.min_prev_min = std::min(st.min_prev_min, load);
+            st.max_prev_min = std::max(st.max_prev_min, load);
         }
-        weighted += s.load * s.seconds;
-        weight += s.seconds;
-        plain += s.load;
+        weighted += load * seconds;
+        weight += seconds;
+        plain += load;
         ++st.samples;
     }
     if (st.samples == 0) return std::nullopt;
@@ -45,7 +44,7 @@ std::optional<LoadStats> LoadHistory::stats() const {
     st.avg_prev_min = weight > 0 ? weighted / weight : plain / static_cast<double>(st.samples);
     st.avg_prev_min = std::clamp(st.avg_prev_min, st.min_prev_min, st.max_prev_min);
     const Sample& newest = ring_.newest();
-    if (newest.valid) st.avg_prev_sec = newest.load;
+    if (newest.valid()) st.avg_prev_sec = static_cast<double>(newest.load);
     return st;
 }
 
@@ -54,14 +53,15 @@ std::vector<std::optional<double>> LoadHistory::values() const {
     out.reserve(ring_.size());
     for (std::size_t i = 0; i < ring_.size(); ++i) {
         const Sample& s = ring_[i];
-        out.push_back(s.valid ? std::optional<double>{s.load} : std::nullopt);
+        out.push_back(s.valid() ? std::optional<double>{static_cast<double>(s.load)}
+                                : std::nullopt);
     }
     return out;
 }
 
 bool LoadHistory::empty_of_data() const {
     for (std::size_t i = 0; i < ring_.size(); ++i) {
-        if (ring_[i].valid) return false;
+        if (ring_[i].valid()) return false;
     }
     return true;
 }

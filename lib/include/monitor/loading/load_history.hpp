@@ -1,7 +1,9 @@
 // A ring of per-second load samples and the MON statistics over it.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -9,7 +11,7 @@
 
 namespace monitor {
 
-// Statistics over the window, in percent (0-100).
+// Statistics over the window, in percent (0-100), to a float's precision (within 1e-5).
 struct LoadStats {
     // Load of the newest sample; nullopt when the newest interval gave no valid sample.
     std::optional<double> avg_prev_sec;
@@ -47,11 +49,14 @@ class LoadHistory {
     bool empty_of_data() const;
 
   private:
+    // 8 bytes (floats carry a percent to far below the 0.001 reported; a gap is a NaN load),
+    // so an hour's window takes 28 KiB a CPU.
     struct Sample {
-        double load = 0;     // percent
-        double seconds = 0;  // interval length, the weight in the average
-        bool valid = false;
+        float load = std::numeric_limits<float>::quiet_NaN();  // percent; NaN: a gap
+        float seconds = 0;  // interval length, the weight in the average
+        bool valid() const { return !std::isnan(load); }
     };
+    static_assert(sizeof(Sample) == 8);
 
     WindowRing<Sample> ring_;
 };
