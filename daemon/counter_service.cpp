@@ -108,8 +108,8 @@ CounterService::Response CounterService::reset(const Call& call) {
     auto before = r.reset();
     if (!before) return error_reply(before.error());
     spdlog::info("Counter session reset to zero ({})", active_->started_by);
-    auto message =
-        protocol::make_report(r.session().plan(), *before, active_->per_cpu, std::nullopt, false);
+    auto message = protocol::make_report(r.session().plan(), *before, active_->per_cpu,
+                                         std::nullopt, false, online());
     put_sampled_addresses(message, true);
     // The sampled addresses start again too.
     for (auto& a : active_->last_address_ever) a.reset();
@@ -281,8 +281,8 @@ CounterService::Response CounterService::read() {
     auto& session = run().session();
     auto report = session.read();
     if (!report) return error_reply(report.error());
-    auto message =
-        protocol::make_report(session.plan(), *report, active_->per_cpu, std::nullopt, false);
+    auto message = protocol::make_report(session.plan(), *report, active_->per_cpu, std::nullopt,
+                                         false, online());
     put_sampled_addresses(message, true);
     Reply r;
     r.parameters = json{{"report", protocol::to_json(message)}};
@@ -302,7 +302,7 @@ CounterService::Response CounterService::stop() {
         reply = error_reply(finished.error());
     } else {
         auto message = protocol::make_report(r.session().plan(), r.totals(), active_->per_cpu,
-                                             std::nullopt, true);
+                                             std::nullopt, true, online());
         put_sampled_addresses(message, true);
         reply.parameters = json{{"report", protocol::to_json(message)}};
     }
@@ -330,8 +330,8 @@ void CounterService::run_stepped(const monitor::Runtime::Due::RunStep& step,
     }
     if (!step.step->finished) return;
     auto& r = run();
-    auto message =
-        protocol::make_report(r.session().plan(), r.totals(), active_->per_cpu, std::nullopt, true);
+    auto message = protocol::make_report(r.session().plan(), r.totals(), active_->per_cpu,
+                                         std::nullopt, true, online());
     put_sampled_addresses(message, true);
     Reply reply;
     reply.parameters = json{{"plan", protocol::to_json(plan_message(r.session().plan()))},
@@ -387,7 +387,8 @@ bool CounterService::send_period() {
     const auto& r = run();
     // Every period writes the same record and JSON tree, so that a stream's records allocate
     // (almost) nothing: only their numbers change.
-    protocol::make_report(r.session().plan(), r.period(), s.per_cpu, r.periods(), false, s.record);
+    protocol::make_report(r.session().plan(), r.period(), s.per_cpu, r.periods(), false, online(),
+                          s.record);
     put_sampled_addresses(s.record, false);
     if (!protocol::update_json(s.record_json, s.record))
         s.record_json = protocol::to_json(s.record);

@@ -105,6 +105,8 @@ class CounterService {
     std::optional<monitor::varlink::Reply> begin(const monitor::protocol::CounterRequest& request,
                                                  monitor::CounterRunOptions run, Session s);
     monitor::CounterRun& run() { return *runtime_.run(active_->run); }
+    // The CPUs online as of the last loading tick; a report's other CPUs are offline.
+    const std::vector<int>& online() const { return runtime_.engine().online_cpus(); }
     // The stream's record of the period that ended; false when its client is gone.
     bool send_period();
     // Opens the sampling of each event of a request with sample_every into `s`; the error

@@ -168,10 +168,11 @@ std::vector<protocol::StandingSession> StandingCounters::report(
             m.plan = protocol::make_plan_message(plan);
             // Before the first tick there are no readings yet.
             if (run->periods() > 0) {
-                m.totals =
-                    protocol::make_report(plan, run->totals(), s.per_cpu, std::nullopt, false);
-                m.last =
-                    protocol::make_report(plan, run->period(), s.per_cpu, run->periods(), false);
+                const auto& online = runtime_.engine().online_cpus();
+                m.totals = protocol::make_report(plan, run->totals(), s.per_cpu, std::nullopt,
+                                                 false, online);
+                m.last = protocol::make_report(plan, run->period(), s.per_cpu, run->periods(),
+                                               false, online);
             }
         }
         out.push_back(std::move(m));
@@ -205,7 +206,8 @@ monitor::Result<protocol::CounterReport> StandingCounters::reset(const std::stri
     }
     auto before = run->reset();
     if (!before) return std::unexpected(before.error());
-    return protocol::make_report(run->session().plan(), *before, it->per_cpu, std::nullopt, false);
+    return protocol::make_report(run->session().plan(), *before, it->per_cpu, std::nullopt, false,
+                                 runtime_.engine().online_cpus());
 }
 
 std::vector<std::string> StandingCounters::sharing(const perf::Plan& plan) const {

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace monitor::protocol {
 
 using nlohmann::json;
@@ -35,6 +37,15 @@ json to_json(const Count& c) {
 bool same_string(const json& j, std::string_view s) {
     const auto* p = j.get_ptr<const std::string*>();
     return p != nullptr && *p == s;
+}
+
+// Whether `j` is the JSON array of `cpus`, without allocating.
+bool same_cpus(const json& j, const std::vector<int>& cpus) {
+    if (!j.is_array() || j.size() != cpus.size()) return false;
+    for (std::size_t i = 0; i < cpus.size(); ++i) {
+        if (!j[i].is_number_integer() || j[i].get<int>() != cpus[i]) return false;
+    }
+    return true;
 }
 
 Count count_from_json(const json& j) {
@@ -211,18 +222,27 @@ Result<perf::SessionOptions> session_options(const CounterRequest& r,
 }
 
 CounterReport make_report(const perf::Plan& plan, const perf::PerfReport& report, bool per_cpu,
-                          std::optional<std::int64_t> period, bool final) {
+                          std::optional<std::int64_t> period, bool final,
+                          std::span<const int> online) {
     CounterReport r;
-    make_report(plan, report, per_cpu, period, final, r);
+    make_report(plan, report, per_cpu, period, final, online, r);
     return r;
 }
 
 void make_report(const perf::Plan& plan, const perf::PerfReport& report, bool per_cpu,
-                 std::optional<std::int64_t> period, bool final, CounterReport& r) {
+                 std::optional<std::int64_t> period, bool final, std::span<const int> online,
+                 CounterReport& r) {
     r.elapsed = std::chrono::duration<double>(report.elapsed).count();
     r.period = period;
     r.final = final;
     r.threads = report.threads > 0 ? std::optional<int>(report.threads) : std::nullopt;
+    r.offline_cpus.clear();
+    for (const int cpu : report.instances) {  // -1: a process or cgroup, on no one CPU
+        if (cpu >= 0 && std::ranges::find(online, cpu) == online.end()) {
+            r.offline_cpus.push_back(cpu);
+        }
+    }
+    std::ranges::sort(r.offline_cpus);
     r.slots = report.slots;
     r.rotations = report.rotations;
     r.events.resize(report.events.size());
@@ -276,6 +296,7 @@ json to_json(const CounterReport& r) {
     }
     put_optional(j, "period", r.period);
     put_optional(j, "threads", r.threads);
+    if (!r.offline_cpus.empty()) j["offline_cpus"] = r.offline_cpus;
     return j;
 }
 
@@ -287,6 +308,10 @@ bool update_json(json& j, const CounterReport& r) {
         metrics == j.end() || !metrics->is_array() || metrics->size() != r.metrics.size() ||
         j.contains("period") != r.period.has_value() ||
         j.contains("threads") != r.threads.has_value()) {
+        return false;
+    }
+    if (auto offline = j.find("offline_cpus");
+        offline == j.end() ? !r.offline_cpus.empty() : !same_cpus(*offline, r.offline_cpus)) {
         return false;
     }
     for (std::size_t i = 0; i < r.events.size(); ++i) {
@@ -338,6 +363,9 @@ CounterReport counter_report_from_json(const json& j) {
     }
     r.final = j.at("final").get<bool>();
     if (auto it = j.find("threads"); it != j.end() && !it->is_null()) r.threads = it->get<int>();
+    if (auto it = j.find("offline_cpus"); it != j.end() && !it->is_null()) {
+        r.offline_cpus = it->get<std::vector<int>>();
+    }
     r.slots = j.at("slots").get<int>();
     r.rotations = j.at("rotations").get<int>();
     for (const auto& je : j.at("events")) {

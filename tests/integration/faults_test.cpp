@@ -288,8 +288,9 @@ TEST(Faults, AnHourOfHistoryOn256Cpus) {
 
 // cpu1 leaves the online list (the injected sysfs root) while a session counts on every CPU:
 // the session goes on, the report stays whole and valid (its counts are the kernel's: a
-// real CPU's events stop counting while it is offline, enabled and running time with them),
-// and the loading shows cpu1 offline, its seconds gaps, until it comes back.
+// real CPU's events stop counting while it is offline, enabled and running time with them)
+// and names cpu1 offline, and the loading shows cpu1 offline, its seconds gaps, until it
+// comes back.
 TEST(Faults, ACpuGoesOfflineWhileCounting) {
     SKIP_WITHOUT_PERF_EVENTS();
     if (::sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "needs two CPUs";
@@ -312,6 +313,7 @@ TEST(Faults, ACpuGoesOfflineWhileCounting) {
     ASSERT_TRUE(read.contains("report")) << read.dump();
     const auto& event = read["report"]["events"][0];
     EXPECT_EQ(event["cpus"].size(), 2u) << event.dump();
+    EXPECT_EQ(read["report"]["offline_cpus"], nlohmann::json::array({1})) << read.dump();
     // The loading lists cpu1 as offline, its last second a gap.
     auto loading = d->call("GetLoading", {{"per_cpu", true}});
     ASSERT_EQ(loading["cpus"].size(), 2u) << loading.dump();
@@ -324,6 +326,7 @@ TEST(Faults, ACpuGoesOfflineWhileCounting) {
     auto stopped = d->call("StopCounters");
     ASSERT_TRUE(stopped.contains("report")) << stopped.dump();
     EXPECT_TRUE(stopped["report"]["final"].get<bool>());
+    EXPECT_FALSE(stopped["report"].contains("offline_cpus")) << stopped.dump();
     EXPECT_EQ(d->stop(SIGTERM), 0) << d->log();
 }
 

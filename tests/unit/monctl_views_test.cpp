@@ -479,5 +479,30 @@ TEST(FormatProfile, ShowsTheTopStacksAndEachCpu) {
     EXPECT_LT(out.find("cpu0:"), out.find("cpu1:"));
 }
 
+// A counter report's offline CPUs are marked as in the loading's table: a star on their rows
+// and a line saying why, which names them when there are no rows (target "all").
+TEST(FormatCounterReport, OfflineCpusAreMarked) {
+    monitor::protocol::CounterReport r;
+    r.elapsed = 2;
+    monitor::protocol::ReportedEvent e;
+    e.name = "perf::TASK-CLOCK";
+    e.value = {2000, 10, 10, 2000, 1};
+    e.cpus = {{0, {1500, 5, 5, 1500, 1}}, {1, {500, 5, 5, 500, 1}}};
+    r.events.push_back(e);
+    const std::string online = format_counter_report(r, "each CPU");
+    EXPECT_EQ(online.find('*'), std::string::npos) << online;
+    EXPECT_EQ(online.find("offline"), std::string::npos) << online;
+
+    r.offline_cpus = {1};
+    const std::string out = format_counter_report(r, "each CPU");
+    EXPECT_NE(out.find("\n      cpu1*   "), std::string::npos) << out;
+    EXPECT_NE(out.find("\n      cpu0    "), std::string::npos) << out;
+    EXPECT_TRUE(starts_with(lines_of(out).back(), "* cpu1 offline when read")) << out;
+
+    r.events[0].cpus.clear();
+    const std::string all = format_counter_report(r, "all CPUs");
+    EXPECT_TRUE(starts_with(lines_of(all).back(), "cpu1 offline when read")) << all;
+}
+
 }  // namespace
 }  // namespace monctl

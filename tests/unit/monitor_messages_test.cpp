@@ -521,10 +521,59 @@ TEST(CounterMessages, AProcessReportSaysHowManyThreads) {
     perf::PerfReport rep;
     rep.instances = {-1};
     rep.threads = 4;
-    EXPECT_EQ(make_report(perf::Plan{}, rep, false, std::nullopt, true).threads, 4);
+    EXPECT_EQ(make_report(perf::Plan{}, rep, false, std::nullopt, true, {}).threads, 4);
     rep.threads = 0;
     rep.instances = {0, 1};
-    EXPECT_EQ(make_report(perf::Plan{}, rep, false, std::nullopt, true).threads, std::nullopt);
+    const std::vector<int> online = {0, 1};
+    EXPECT_EQ(make_report(perf::Plan{}, rep, false, std::nullopt, true, online).threads,
+              std::nullopt);
+}
+
+// The CPUs of a report that are not online when it is made: named in the report, in the
+// interface's shape, read back; a record whose offline CPUs differ is rebuilt, not updated.
+TEST(CounterMessages, AReportNamesItsOfflineCpus) {
+    perf::PerfReport rep;
+    rep.instances = {0, 1, 2, 5};
+    rep.events.push_back({"perf::TASK-CLOCK",
+                          "perf::PERF_COUNT_SW_TASK_CLOCK",
+                          "perf",
+                          {},
+                          std::vector<perf::CountValue>(4)});
+    const std::vector<int> all = {0, 1, 2, 3, 4, 5};
+    EXPECT_TRUE(
+        make_report(perf::Plan{}, rep, true, std::nullopt, false, all).offline_cpus.empty());
+    const std::vector<int> some = {5, 0, 3};  // in any order
+    CounterReport r = make_report(perf::Plan{}, rep, true, 1, false, some);
+    EXPECT_EQ(r.offline_cpus, (std::vector<int>{1, 2}));
+    EXPECT_EQ(r.events[0].cpus.size(), 4u);  // their counts stay in the report
+
+    json j = to_json(r);
+    EXPECT_EQ(j["offline_cpus"], json::array({1, 2}));
+    expect_conforms("ReadCounters", json{{"report", j}});
+    EXPECT_EQ(counter_report_from_json(j).offline_cpus, (std::vector<int>{1, 2}));
+    EXPECT_FALSE(
+        to_json(make_report(perf::Plan{}, rep, true, 1, false, all)).contains("offline_cpus"));
+
+    // A process or cgroup total is on no one CPU: none is offline.
+    perf::PerfReport total;
+    total.instances = {-1};
+    EXPECT_TRUE(
+        make_report(perf::Plan{}, total, false, std::nullopt, false, {}).offline_cpus.empty());
+
+    // Stream records: the same offline CPUs update in place; others do not.
+    CounterReport next = r;
+    next.elapsed += 1;
+    json same = j;
+    ASSERT_TRUE(update_json(same, next));
+    EXPECT_EQ(same, to_json(next));
+    for (const std::vector<int>& other :
+         {std::vector<int>{}, std::vector<int>{1}, std::vector<int>{1, 5}}) {
+        json k = j;
+        next.offline_cpus = other;
+        EXPECT_FALSE(update_json(k, next)) << json(other).dump();
+    }
+    json none = to_json(make_report(perf::Plan{}, rep, true, 1, false, all));
+    EXPECT_FALSE(update_json(none, r));
 }
 
 }  // namespace

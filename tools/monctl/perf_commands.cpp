@@ -465,8 +465,9 @@ int perf_stat(const PerfOptions& o) {
         return 127;
     }
     if (auto r = run.finish(); !r) return report_error(r.error());
+    // A process target: counted on no one CPU, so none is offline.
     auto message =
-        protocol::make_report(run.session().plan(), run.totals(), false, std::nullopt, true);
+        protocol::make_report(run.session().plan(), run.totals(), false, std::nullopt, true, {});
     // The counts go to stderr, as perf stat's do, so that the command's output stays its own.
     if (o.json) {
         std::cerr << protocol::to_json(message).dump(2) << '\n';

@@ -67,8 +67,17 @@ std::string format_counter_report(const monitor::protocol::CounterReport& r,
         if (e.sampled_address) out += fmt::format("  (last sampled at {:#x})", *e.sampled_address);
         out += '\n';
         for (const auto& [cpu, v] : e.cpus) {
-            out += fmt::format("      cpu{:<4} {}\n", cpu, count_cell(v));
+            const bool offline = std::ranges::find(r.offline_cpus, cpu) != r.offline_cpus.end();
+            out += fmt::format("      {:<7} {}\n", fmt::format("cpu{}{}", cpu, offline ? "*" : ""),
+                               count_cell(v));
         }
+    }
+    if (!r.offline_cpus.empty()) {
+        // Marked as in the loading's table; the totals lack these CPUs' time too.
+        const bool rows = !r.events.empty() && !r.events[0].cpus.empty();
+        out +=
+            fmt::format("{}cpu{} offline when read: the kernel counts nothing on an offline CPU\n",
+                        rows ? "* " : "", fmt::join(r.offline_cpus, ", cpu"));
     }
     if (!r.metrics.empty()) out += '\n';
     for (const auto& m : r.metrics) {

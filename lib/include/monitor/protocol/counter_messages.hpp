@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -95,24 +96,29 @@ struct CounterReport {
     std::optional<std::int64_t> period;
     bool final = false;
     std::optional<int> threads;  // a process target: the threads counted from the start
+    // The report's CPUs that were offline when it was read, ascending.
+    std::vector<int> offline_cpus;
     int slots = 0;
     int rotations = 0;
     std::vector<ReportedEvent> events;
     std::vector<perf::Metric> metrics;
 };
 
-// From a session's report: `per_cpu` keeps the per-CPU counts.
+// From a session's report: `per_cpu` keeps the per-CPU counts; the report's CPUs not in
+// `online` (the CPUs online now) are its offline_cpus.
 CounterReport make_report(const perf::Plan& plan, const perf::PerfReport& report, bool per_cpu,
-                          std::optional<std::int64_t> period, bool final);
+                          std::optional<std::int64_t> period, bool final,
+                          std::span<const int> online);
 // The same into `into`, reusing its vectors and strings (a stream's records, every period).
 void make_report(const perf::Plan& plan, const perf::PerfReport& report, bool per_cpu,
-                 std::optional<std::int64_t> period, bool final, CounterReport& into);
+                 std::optional<std::int64_t> period, bool final, std::span<const int> online,
+                 CounterReport& into);
 
 nlohmann::json to_json(const CounterReport& r);
 // Makes `j`, the JSON of an earlier report of the same session, that of `r` by assigning its
 // numbers in place (the records of a stream differ only in them), without allocating. False,
-// with `j` partly changed, when `r` has another shape (other events, CPUs, metrics or
-// period): the caller then rebuilds it with to_json(r).
+// with `j` partly changed, when `r` has another shape (other events, CPUs, offline CPUs,
+// metrics or period): the caller then rebuilds it with to_json(r).
 bool update_json(nlohmann::json& j, const CounterReport& r);
 CounterReport counter_report_from_json(const nlohmann::json& j);
 
