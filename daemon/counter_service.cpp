@@ -1,10 +1,13 @@
 #include "counter_service.hpp"
 
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <ctime>
 #include <system_error>
 
 #include "perf_errors.hpp"
@@ -155,7 +158,12 @@ void CounterService::setup() {
 std::string CounterService::describe() const {
     if (!active_) return {};
     const auto n = runtime_.run(active_->run)->session().plan().events.size();
-    return fmt::format("{}, counting {} event{}", active_->started_by, n, n == 1 ? "" : "s");
+    // Its start in UTC, so that a session started and forgotten is told from a new one.
+    const std::time_t t = std::chrono::system_clock::to_time_t(active_->started);
+    std::tm utc{};
+    ::gmtime_r(&t, &utc);
+    return fmt::format("{} at {:%Y-%m-%d %H:%M:%S} UTC, counting {} event{}", active_->started_by,
+                       utc, n, n == 1 ? "" : "s");
 }
 
 Reply CounterService::error_reply(const monitor::Error& e, const std::string& events) const {
@@ -256,6 +264,7 @@ std::optional<Reply> CounterService::begin(const protocol::CounterRequest& reque
     // a counter per CPU (milliseconds each for a cgroup, when the kernel has to wake an idle
     // CPU) does not come out of it.
     s.run = runtime_.add_run(std::move(*session), run, std::chrono::steady_clock::now());
+    s.started = std::chrono::system_clock::now();
     active_.emplace(std::move(s));
     schedule_changed_();
     spdlog::info("Counter session started: {} ({})", request.events, active_->started_by);

@@ -57,8 +57,8 @@ class CounterService {
     // What the runtime's run_due() did to a run: the records and replies it calls for.
     void run_stepped(const monitor::Runtime::Due::RunStep& step,
                      monitor::Runtime::Clock::time_point now);
-    // The on-demand session: "a collect of 1000 ms by pid 42 (uid 0), counting 3 events",
-    // or empty.
+    // The on-demand session: "a collect of 1000 ms by pid 42 (uid 0) at 2026-11-27 03:12:45
+    // UTC, counting 3 events", or empty.
     std::string describe() const;
     // The event catalog, made by setup(); null when performance counters are unavailable,
     // for catalog_error().
@@ -79,6 +79,7 @@ class CounterService {
         monitor::protocol::CounterReport record;
         nlohmann::json record_json;
         std::string started_by;  // "pid 42 (uid 1000)"
+        std::chrono::system_clock::time_point started;
         // With sample_every: each event sampled, and the last address seen of each since
         // the last record, and since the start.
         std::vector<std::unique_ptr<monitor::perf::ProfileSession>> sampling;

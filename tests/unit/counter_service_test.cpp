@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -201,6 +202,13 @@ TEST_F(CounterServiceTest, ASecondStartIsPerfRunning) {
     auto again = call("StartCounters", {{"request", kRequest}});
     EXPECT_EQ(again.error, kMonitor + "PerfRunning");
     EXPECT_NE(again.parameters.value("message", "").find("already collecting"), std::string::npos)
+        << again.parameters.dump();
+    // Who started the running session, and when: a forgotten one is told from a new one.
+    EXPECT_TRUE(std::regex_search(
+        again.parameters.value("message", ""),
+        std::regex{
+            R"(a session started by pid [0-9]+ \(uid [0-9]+\) at 20[0-9]{2}-[01][0-9]-[0-3][0-9] )"
+            R"([0-2][0-9]:[0-5][0-9]:[0-6][0-9] UTC, counting 4 events;)"}))
         << again.parameters.dump();
     auto collect = call("CollectCounters", collect_params(300, std::nullopt));
     EXPECT_EQ(collect.error, kMonitor + "PerfRunning");
