@@ -237,7 +237,7 @@ void make_report(const perf::Plan& plan, const perf::PerfReport& report, bool pe
     r.final = final;
     r.threads = report.threads > 0 ? std::optional<int>(report.threads) : std::nullopt;
     r.offline_cpus.clear();
-    for (const int cpu : report.instances) {  // -1: a process or cgroup, on no one CPU
+    for (const int cpu : report.instances) {  // -1: a process, on no one CPU
         if (cpu >= 0 && std::ranges::find(online, cpu) == online.end()) {
             r.offline_cpus.push_back(cpu);
         }

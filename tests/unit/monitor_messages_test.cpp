@@ -554,7 +554,7 @@ TEST(CounterMessages, AReportNamesItsOfflineCpus) {
     EXPECT_FALSE(
         to_json(make_report(perf::Plan{}, rep, true, 1, false, all)).contains("offline_cpus"));
 
-    // A process or cgroup total is on no one CPU: none is offline.
+    // A process total is on no one CPU: none is offline.
     perf::PerfReport total;
     total.instances = {-1};
     EXPECT_TRUE(

@@ -167,7 +167,7 @@ struct GroupCount {
 
 struct PerfReport {
     std::chrono::nanoseconds elapsed{0};  // wall time since the session started
-    std::vector<int> instances;           // CPU numbers, or {-1} for a process/cgroup total
+    std::vector<int> instances;           // CPU numbers (a cgroup's too), or {-1} for a process
     // Process and Thread targets: the threads counted from the start (the threads and
     // children started later are counted too, by inheritance, but not in this number); 0 for
     // the other targets.
