@@ -24,6 +24,8 @@ using monitor::Status;
 
 constexpr auto kMaxHistorySeconds = static_cast<long long>(monitor::kMaxHistorySeconds);
 constexpr long long kMaxWatchdogTimeout = monitor::kMaxWatchdogTimeout.count();
+// The daemon's probes pet once a tick, whatever their mode (monitor/runtime/runtime.hpp).
+constexpr long long kMinWatchdogTimeout = monitor::kMinSleepWatchdogTimeout.count();
 constexpr std::string_view kGroupName =
     "the name of a group of this machine (getent group lists them)";
 
@@ -91,8 +93,9 @@ const std::vector<ConfigKey>& keys() {
             AtRestart, parse_watchdog_device),
         key<&Config::watchdog_timeout, std::int64_t>(
             "watchdog", "timeout",
-            "an integer from 1 to " + std::to_string(kMaxWatchdogTimeout) + " (seconds)", AtRestart,
-            parse_watchdog_timeout),
+            "an integer from " + std::to_string(kMinWatchdogTimeout) + " to " +
+                std::to_string(kMaxWatchdogTimeout) + " (seconds)",
+            AtRestart, parse_watchdog_timeout),
         enum_key<&Config::watchdog_policy>("watchdog", "policy", AtRestart,
                                            monitor::watchdog::kPetPolicyNames),
         enum_key<&Config::watchdog_on_stop>("watchdog", "on-stop", Applies,
@@ -386,7 +389,9 @@ Result<std::filesystem::path> parse_watchdog_device(const std::string& path) {
 }
 
 Result<std::chrono::seconds> parse_watchdog_timeout(long long seconds) {
-    if (seconds >= 1 && seconds <= kMaxWatchdogTimeout) return std::chrono::seconds{seconds};
+    if (seconds >= kMinWatchdogTimeout && seconds <= kMaxWatchdogTimeout) {
+        return std::chrono::seconds{seconds};
+    }
     return fail(Status::BadArg, std::to_string(seconds) + " is out of range");
 }
 
@@ -483,8 +488,7 @@ Result<Config> load_config(const std::filesystem::path& file, Config base) {
     return parse_config(*text, file, std::move(base));
 }
 
-Result<Config> parse_config(std::string_view text, const std::filesystem::path& file,
-                            Config base) {
+Result<Config> parse_config(std::string_view text, const std::filesystem::path& file, Config base) {
     if (auto line = non_ascii_outside_comments(text)) {
         return fail(Status::BadArg, file.string() + ":" + std::to_string(*line) +
                                         ": a character outside ASCII (keys and values are "

@@ -45,11 +45,12 @@ struct Config {
     spdlog::level::level_enum log_level = spdlog::level::info;
     // [loading]
     std::size_t history_seconds = monitor::kDefaultHistorySeconds;
-    monitor::ProbeMode probe = monitor::ProbeMode::Spin;
+    // Sleeping probes: no spinning, loading from /proc/stat (monitord(8), the cost of each).
+    monitor::ProbeMode probe = monitor::ProbeMode::Sleep;
     // [watchdog]
-    // nullopt: /dev/watchdog when it exists (a missing or refused device is then only a
-    // warning); empty: off; a path: that device, which must open.
-    std::optional<std::filesystem::path> watchdog_device;
+    // Empty: none (the default: a watchdog resets the machine, so only a configuration arms
+    // one); a path: that device, which must open.
+    std::filesystem::path watchdog_device;
     std::chrono::seconds watchdog_timeout =
         monitor::kDefaultWatchdogTimeout;  // asked of the driver
     monitor::watchdog::PetPolicyKind watchdog_policy = monitor::watchdog::PetPolicyKind::All;

@@ -47,6 +47,7 @@ VarlinkServer::Response LoadingService::status() const {
         for (const auto& r : probes->read()) s.probes.push_back(monitor::protocol::probe_status(r));
     }
     if (probe_group_) s.probe_group = monitor::protocol::probe_group_info(*probe_group_);
+    s.probe_fallback = probe_fallback_;
     s.history_seconds = static_cast<std::int64_t>(engine.history_seconds());
     if (const auto* dog = runtime_.watchdog()) {
         s.watchdog = monitor::protocol::watchdog_info(

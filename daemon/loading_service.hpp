@@ -32,6 +32,7 @@ class LoadingService {
     void set_probe_group(std::optional<monitor::ProbeGroup> group) {
         probe_group_ = std::move(group);
     }
+    void set_probe_fallback(std::optional<std::string> why) { probe_fallback_ = std::move(why); }
 
     // After a tick: the replies are made afresh, and the callers that asked for more get
     // theirs.
@@ -54,6 +55,7 @@ class LoadingService {
     std::string state_ = "starting";
     monitor::watchdog::OnStop on_stop_ = monitor::watchdog::OnStop::Disarm;
     std::optional<monitor::ProbeGroup> probe_group_;
+    std::optional<std::string> probe_fallback_;
     // Encoded GetLoading replies by query (per_cpu + 2 * history + 4 * states + 8 * totals +
     // 16 * more), valid until the loading changes.
     std::array<VarlinkServer::EncodedReply, 32> replies_;

@@ -6,11 +6,14 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <string_view>
 
 #include "config.hpp"
 #include "logging.hpp"
 #include "manager.hpp"
+#include "monitor/loading/probe_process.hpp"
 #include "monitord-config.h"
 
 namespace {
@@ -49,15 +52,17 @@ int run(int argc, char** argv) {
     app.add_option("--log-level", flags.log_level,
                    "trace, debug, info, warning or error (default info)");
     app.add_option("--probe", flags.probe,
-                   "Idle probes: spin (measure loading with them, the default), sleep (wake up "
-                   "at 10 Hz only, for the watchdog), off");
+                   "Idle probes: sleep (an idle-priority thread per CPU that wakes once a "
+                   "second and pets the watchdog from the kernel's idle time; the default), "
+                   "spin (MON's method: they measure the loading by spinning, the probe "
+                   "source), off");
     app.add_option("--watchdog", flags.watchdog_device,
-                   "Hardware watchdog device petted by the idle probes, or none (default "
-                   "/dev/watchdog when it exists)");
+                   "Arm this hardware watchdog device, petted by the idle probes, or none (the "
+                   "default: a watchdog resets the machine when a CPU is starved)");
     app.add_option(
         "--watchdog-timeout", flags.watchdog_timeout,
-        fmt::format("Watchdog timeout asked of the driver, in seconds (1-{}, default {})",
-                    monitor::kMaxWatchdogTimeout.count(),
+        fmt::format("Watchdog timeout asked of the driver, in seconds ({}-{}, default {})",
+                    monitor::kMinSleepWatchdogTimeout.count(), monitor::kMaxWatchdogTimeout.count(),
                     monitor::kDefaultWatchdogTimeout.count()));
     app.add_flag("--show-loading", show_loading,
                  "Print the loading of the machine and of each CPU every second on stdout");
@@ -137,6 +142,11 @@ int run(int argc, char** argv) {
 // An exception that reaches here is a bug: it ends the program with its message and the
 // destructors run, instead of std::terminate.
 int main(int argc, char** argv) {
+    // The spinning probes' process (monitor/loading/probe_process.hpp): this program again,
+    // started by the daemon itself, never by hand.
+    if (argc == 4 && std::string_view(argv[1]) == monitor::ProbeProcess::kHelperFlag) {
+        return monitor::run_probe_helper(std::atoi(argv[2]), std::atoi(argv[3]));
+    }
     try {
         return run(argc, argv);
     } catch (const std::exception& e) {

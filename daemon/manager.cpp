@@ -9,12 +9,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <thread>
 #include <vector>
 
 #include "logging.hpp"
 #include "monitor/protocol/socket_path.hpp"
 #include "monitor/status.hpp"
 #include "monitord-config.h"
+#include "probe_scope.hpp"
 
 namespace monitord {
 
@@ -25,6 +27,10 @@ namespace {
 // The timer's accuracy: the loading tick, a rotation or a period's end may come this late.
 constexpr std::uint64_t kTimerAccuracyUsec = 1'000;
 constexpr const char* kDefaultSocketGroup = "monitor";
+// The cgroup the spinning probes' process is placed in without systemd, right below the root
+// of the cpu controller's hierarchy; and how often (in ticks) its place is checked.
+constexpr const char* kProbeCgroup = "monitord.probes";
+constexpr std::uint64_t kCheckSpinnersEvery = 5;
 
 // sd-event's CLOCK_MONOTONIC and std::chrono::steady_clock are one clock.
 std::chrono::steady_clock::time_point steady_from_usec(std::uint64_t usec) {
@@ -55,6 +61,11 @@ Manager::~Manager() {
     socket_.reset();
     timer_.reset();
     runtime_.reset();
+    spinners_.reset();  // the process stops: its cgroup is empty
+    if (made_probe_cgroup_) {
+        monitor::remove_idle_cgroup(monitor::find_cgroup_roots("/proc/self/mountinfo"),
+                                    kProbeCgroup);
+    }
 }
 
 Result<std::unique_ptr<Manager>> Manager::create(ManagerOptions options) {
@@ -97,7 +108,14 @@ Result<void> Manager::setup() {
     eo.sys_root = options_.sys_root;
     eo.history_seconds = options_.config.history_seconds;
     eo.probe = options_.config.probe;
-    if (eo.probe != monitor::ProbeMode::Off) place_probes();
+    // Where the spinning probes compete decides what they take and read: they run in a
+    // process of their own, placed where they yield to everything. Sleeping ones take and
+    // read nothing.
+    if (eo.probe == monitor::ProbeMode::Spin) {
+        spinners_ = start_spinners();
+        eo.spinners = spinners_;
+        if (!spinners_) eo.probe = monitor::ProbeMode::Sleep;
+    }
     auto watchdog = std::make_shared<monitor::watchdog::Watchdog>(options_.config.watchdog_policy);
     // std::chrono::steady_clock is CLOCK_MONOTONIC, the clock of the loop's timer.
     auto runtime = monitor::Runtime::create(eo, std::move(watchdog),
@@ -123,6 +141,7 @@ Result<void> Manager::setup() {
     loading_->setup();
     loading_->set_watchdog_on_stop(options_.config.watchdog_on_stop);
     loading_->set_probe_group(probe_group_);
+    loading_->set_probe_fallback(probe_fallback_);
     auto counter_options = options_.counters;
     counter_options.proc_root = options_.proc_root;
     counter_options.sys_root = options_.sys_root;
@@ -185,19 +204,99 @@ int Manager::run() {
     return 0;
 }
 
-void Manager::place_probes() {
-    // The real /proc and cgroup tree, not the injected roots: the group is this process's.
-    auto group = monitor::lower_probe_group("/proc", "/sys/fs/cgroup", ::getsid(0) == ::getpid());
+std::shared_ptr<monitor::ProbeProcess> Manager::start_spinners() {
+    // This very program, whatever became of its file since (an upgrade).
+    auto started = monitor::ProbeProcess::start("/proc/self/exe");
+    if (!started) {
+        fall_back("the probe process could not start: " + started.error().message);
+        return nullptr;
+    }
+    std::shared_ptr<monitor::ProbeProcess> spinners = std::move(*started);
+    auto group = place_spinners(spinners->pid(), false);
     if (!group) {
-        spdlog::warn("idle probes: cannot tell their task group: {}", group.error().to_string());
-        return;
+        spinners->stop();
+        fall_back("their group cannot be told: " + group.error().to_string());
+        return nullptr;
     }
     probe_group_ = *group;
-    if (group->yields()) {
-        spdlog::info("{}", monitor::describe_probe_group(*group));
-    } else {
-        spdlog::warn("{}", monitor::describe_probe_group(*group));
+    if (!group->yields()) {
+        spinners->stop();
+        fall_back(monitor::describe_probe_group(*group));
+        return nullptr;
     }
+    spdlog::info("Spinning probes in process {}: {}", spinners->pid(),
+                 monitor::describe_probe_group(*group));
+    return spinners;
+}
+
+monitor::Result<monitor::ProbeGroup> Manager::place_spinners(pid_t pid, bool settled) {
+    // The real /proc and cgroup tree, not the injected roots: the process is on this machine.
+    const auto roots = monitor::find_cgroup_roots("/proc/self/mountinfo");
+    auto group = monitor::find_process_group("/proc", pid, roots);
+    // At start, the helper first makes a session of its own and lowers its autogroup.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (!settled && group && !group->yields() &&
+           group->kind == monitor::ProbeGroup::Kind::Autogroup &&
+           std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        group = monitor::find_process_group("/proc", pid, roots);
+    }
+    if (!group) return group;
+    if (sd_booted() > 0) {
+        // systemd owns the cgroup tree: asked only when needed (its slice with
+        // CPUWeight=idle turns the cpu controller on for the whole machine).
+        if (group->yields()) return group;
+        if (auto r = place_in_systemd_scope(pid); !r) {
+            spdlog::warn("Spinning probes: {}", r.error().message);
+            return group;
+        }
+        return monitor::find_process_group("/proc", pid, roots);
+    }
+    // Without systemd, a cgroup of the daemon's own with cpu.idle=1 is better than an
+    // autogroup at nice 19, where making it changes nothing for other processes.
+    if (group->kind == monitor::ProbeGroup::Kind::Cgroup && group->yields()) return group;
+    auto placed = monitor::place_in_idle_cgroup("/proc", pid, roots, kProbeCgroup);
+    if (placed) {
+        made_probe_cgroup_ = true;
+        return placed;
+    }
+    if (!group->yields()) spdlog::warn("Spinning probes: {}", placed.error().message);
+    return group;
+}
+
+void Manager::check_spinners() {
+    if (!spinners_) return;
+    if (auto ended = spinners_->ended()) {
+        spdlog::error("The spinning probes' process {} {}; the probe source has gaps from now on",
+                      spinners_->pid(), *ended);
+        fall_back("their process " + *ended);
+        spinners_.reset();  // the engine keeps the object, which reads as failed probes
+        return;
+    }
+    const auto roots = monitor::find_cgroup_roots("/proc/self/mountinfo");
+    auto group = monitor::find_process_group("/proc", spinners_->pid(), roots);
+    if (!group || group->yields()) return;
+    spdlog::warn("The spinning probes no longer yield: {}", monitor::describe_probe_group(*group));
+    group = place_spinners(spinners_->pid(), true);
+    if (group && group->yields()) {
+        spdlog::info("Spinning probes placed again: {}", monitor::describe_probe_group(*group));
+    } else {
+        spinners_->stop();
+        spinners_.reset();
+        fall_back((group ? monitor::describe_probe_group(*group) : group.error().to_string()) +
+                  "; they were stopped");
+    }
+    if (group) probe_group_ = *group;
+    loading_->set_probe_group(probe_group_);
+}
+
+void Manager::fall_back(const std::string& why) {
+    probe_fallback_ = why;
+    spdlog::warn(
+        "Spinning probes were asked for, but {}: the probes sleep instead (the loading comes "
+        "from /proc/stat alone, the watchdog's credits from the kernel's idle time)",
+        why);
+    if (loading_) loading_->set_probe_fallback(probe_fallback_);
 }
 
 void Manager::log_probes() const {
@@ -216,10 +315,15 @@ void Manager::log_probes() const {
                              r.error);
                 break;
             case monitor::ProbeState::Starting:
-            case monitor::ProbeState::Calibrating:
                 spdlog::warn(
-                    "cpu{}: idle probe still calibrating (the CPU is busy); its probe "
-                    "figures start once it is done",
+                    "cpu{}: idle probe not started yet (the CPU is busy); its probe "
+                    "figures start once it runs",
+                    r.cpu);
+                break;
+            case monitor::ProbeState::Calibrating:
+                spdlog::info(
+                    "cpu{}: idle probe still timing its loop (the CPU is busy); it "
+                    "measures meanwhile",
                     r.cpu);
                 break;
             default:
@@ -230,36 +334,35 @@ void Manager::log_probes() const {
 
 Result<void> Manager::arm_watchdog() {
     const auto& c = options_.config;
-    const bool automatic = !c.watchdog_device.has_value();
-    const std::string device = c.watchdog_device.value_or("/dev/watchdog").string();
-    if (device.empty()) return {};
-    // Known to be absent; a device that cannot be looked at is opened, which says why.
-    if (std::error_code unknown;
-        automatic && !std::filesystem::exists(device, unknown) && !unknown) {
-        spdlog::info("No watchdog: {} does not exist", device);
-        return {};
-    }
-    auto refuse = [&](std::string why) -> Result<void> {
-        if (automatic) {
-            spdlog::warn("No watchdog: {} (set [watchdog] device = \"\" to silence this)", why);
-            return {};
-        }
-        return monitor::fail(monitor::Status::BadArg, "watchdog: " + why);
-    };
+    if (c.watchdog_device.empty()) return {};
+    const std::string device = c.watchdog_device.string();
+    // Who can reset the machine from now on, said before it can happen.
+    const bool all = c.watchdog_policy == monitor::watchdog::PetPolicyKind::All;
+    spdlog::warn(
+        "Arming watchdog {}: the machine resets when {} less than 100 ms of idle time in {} s "
+        "(policy {}): {} that long can reset it",
+        device, all ? "one CPU has" : "every CPU has", c.watchdog_timeout.count(),
+        monitor::watchdog::pet_policy_name(c.watchdog_policy),
+        all ? "any process of any user that keeps one CPU busy"
+            : "only a load that keeps every CPU busy");
     auto r = runtime_->arm_watchdog(device, c.watchdog_timeout);
     if (!r) {
-        if (automatic || r.error().status == monitor::Status::BadArg) {
-            return refuse(r.error().message);
+        if (r.error().status == monitor::Status::BadArg) {
+            return monitor::fail(monitor::Status::BadArg, "watchdog: " + r.error().message);
         }
         return std::unexpected(r.error());
     }
     const auto s = runtime_->watchdog()->status();
     spdlog::info(
-        "Watchdog {} armed{}: timeout {}, petted from the idle probes when {} CPUs "
-        "have idle time{}",
+        "Watchdog {} armed{}: timeout {}, petted from the idle probes once a second when {} "
+        "CPUs have had idle time (the kernel's{}){}{}",
         device, s.identity ? " (" + s.identity->identity + ")" : std::string{},
         s.timeout_s ? fmt::format("{} s", *s.timeout_s) : std::string{"unknown"},
         monitor::watchdog::pet_policy_name(s.policy),
+        runtime_->engine().probe_mode() == monitor::ProbeMode::Spin
+            ? ", with the spinning probes' time given back to idle"
+            : "",
+        s.nowayout ? "; the driver has nowayout: it stays armed when monitord stops" : "",
         s.last_reset_by_watchdog ? "; the last reset was caused by the watchdog" : "");
     if (s.timeout_s && *s.timeout_s != c.watchdog_timeout.count()) {
         spdlog::warn("Watchdog {}: asked for a timeout of {} s, the driver granted {} s", device,
@@ -274,7 +377,14 @@ void Manager::release_watchdog() {
     if (watchdog == nullptr) return;
     const auto s = watchdog->status();
     if (s.armed) {
-        if (options_.config.watchdog_on_stop == monitor::watchdog::OnStop::KeepArmed) {
+        if (s.nowayout) {
+            watchdog->close_armed();
+            spdlog::warn(
+                "Watchdog {} stays armed: its driver has nowayout and cannot be stopped; the "
+                "machine resets in {} unless it is petted again",
+                s.device,
+                s.time_left_s ? fmt::format("{} s", *s.time_left_s) : std::string{"its timeout"});
+        } else if (options_.config.watchdog_on_stop == monitor::watchdog::OnStop::KeepArmed) {
             watchdog->close_armed();
             spdlog::warn(
                 "Watchdog {} left armed (on-stop = {}): the machine resets in {} unless it is "
@@ -330,6 +440,7 @@ void Manager::run_due(std::uint64_t now) {
                       runtime_->watchdog()->status().device, due.failed_pets, due.last_pet_error);
     }
     if (!due.ticked) return;
+    if (++ticks_ % kCheckSpinnersEvery == 0) check_spinners();
     loading_->loading_changed();
     counters_->ticked(at);
     // A failure that persists is logged once, and its end once.

@@ -12,6 +12,7 @@
 #include "control_socket.hpp"
 #include "counter_service.hpp"
 #include "loading_service.hpp"
+#include "monitor/loading/probe_process.hpp"
 #include "monitor/runtime/runtime.hpp"
 #include "profile_service.hpp"
 #include "sd_event_ptr.hpp"
@@ -50,9 +51,18 @@ class Manager {
     void reload();
     void notify_status() const;
     void log_probes() const;
-    // Lowers the autogroup of the idle probes when it is monitord's own, and says where they
-    // compete (monitor/loading/probe_group.hpp).
-    void place_probes();
+    // Starts the spinning probes in a process of their own and places it where they yield to
+    // the busy threads of every other group; nullptr, with probe_fallback_ saying why, when no
+    // place does (monitor/loading/probe_process.hpp).
+    std::shared_ptr<monitor::ProbeProcess> start_spinners();
+    // Places the spinners' process: in a cgroup with cpu.idle=1 (systemd's monitord.slice, or
+    // one of the daemon's own without systemd) when its group does not yield already, or
+    // when that changes nothing for other processes. Returns its group as it then is.
+    monitor::Result<monitor::ProbeGroup> place_spinners(pid_t pid, bool settled);
+    // Every few ticks: the spinners' group may change (a unit given CPUWeight= turns the cpu
+    // controller on): placed again, or stopped when they no longer yield.
+    void check_spinners();
+    void fall_back(const std::string& why);
     monitor::Result<void> arm_watchdog();
     // The group for a socket the daemon makes: [access] socket-group, else "monitor" when it
     // exists and the daemon may give it (root, or a member), else none (its own group).
@@ -71,6 +81,10 @@ class Manager {
     SourcePtr sigterm_, sigint_, sighup_;
     std::unique_ptr<monitor::Runtime> runtime_;
     std::optional<monitor::ProbeGroup> probe_group_;
+    std::shared_ptr<monitor::ProbeProcess> spinners_;  // with --probe spin, while they run
+    bool made_probe_cgroup_ = false;                   // by place_in_idle_cgroup
+    std::optional<std::string> probe_fallback_;
+    std::uint64_t ticks_ = 0;
     std::optional<ControlSocket> socket_;
     AccessRules access_;  // before the server, which checks every call against it
     std::unique_ptr<VarlinkServer> server_;

@@ -170,6 +170,9 @@ void add_watchdog(Families& fs, const monitor::protocol::WatchdogInfo& w) {
     add(fs.family("monitord_watchdog_pet_errors_total", "Pets the driver refused.",
                   MetricType::Counter),
         {}, static_cast<double>(w.pet_errors));
+    gauge("monitord_watchdog_nowayout",
+          "1 when the driver cannot be stopped (nowayout): it stays armed on any stop.",
+          w.nowayout ? 1 : 0);
     gauge("monitord_watchdog_last_reset_by_watchdog",
           "1 when the driver says the last reset of the machine was the watchdog's doing.",
           w.last_reset_by_watchdog ? 1 : 0);
@@ -247,6 +250,12 @@ std::vector<prometheus::MetricFamily> machine_metrics(const Scrape& scrape,
     const auto& s = *scrape.status;
     add(fs.family("monitord_build_info", "monitord's version and probe mode.", MetricType::Gauge),
         {{"version", s.version}, {"probe_mode", s.probe_mode}}, 1);
+    add(fs.family("monitord_probe_fallback",
+                  "1 when spinning probes were asked for but could not be placed where they "
+                  "yield to the busy threads of every other group, and sleep instead (monctl "
+                  "status says why).",
+                  MetricType::Gauge),
+        {}, s.probe_fallback ? 1 : 0);
     const double now = std::chrono::duration<double>(scrape.at.time_since_epoch()).count();
     add(fs.family("monitord_start_time_seconds", "When monitord started, since the epoch.",
                   MetricType::Gauge),

@@ -41,16 +41,20 @@ Result<void> Engine::setup(const std::function<Clock::time_point()>& clock) {
     }  // else no sysfs here (a container): the CPUs /proc/stat lists are the online ones
 
     const ProbeMode mode = options_.probe;
+    const bool elsewhere = mode == ProbeMode::Spin && options_.spinners != nullptr;
     if (mode != ProbeMode::Off) {
-        probes_ = std::make_unique<ProbeSet>(mode, options_.probe_attr, options_.probe_cpus,
+        probes_ = std::make_unique<ProbeSet>(elsewhere ? ProbeMode::Sleep : mode,
+                                             options_.probe_attr, options_.probe_cpus,
                                              options_.calibration, options_.idle_sink);
     }
-    // The probes' time is accounted to user at nice 0 and below, to nice above.
-    const bool niced = options_.probe_attr.nice > 0 && (options_.probe_attr.policy == SCHED_OTHER ||
-                                                        options_.probe_attr.policy == SCHED_BATCH);
-    auto procstat =
-        ProcStatSource::open(options_.proc_root, mode == ProbeMode::Spin ? probes_.get() : nullptr,
-                             0, niced ? TimeState::Nice : TimeState::User);
+    if (mode == ProbeMode::Spin) {
+        spinning_ = elsewhere ? options_.spinners.get() : static_cast<Probes*>(probes_.get());
+    }
+    // The probes' time is accounted to user at nice 0 and below, to nice above (whatever
+    // their policy: the kernel books by the task's nice value).
+    const bool niced = options_.probe_attr.nice > 0;
+    auto procstat = ProcStatSource::open(options_.proc_root, spinning_, 0,
+                                         niced ? TimeState::Nice : TimeState::User);
     if (!procstat) return std::unexpected(procstat.error());
     auto baseline = (*procstat)->sample();
     if (!baseline) return std::unexpected(baseline.error());
@@ -58,12 +62,14 @@ Result<void> Engine::setup(const std::function<Clock::time_point()>& clock) {
 
     if (probes_) {
         probes_->set_online(online_);
+        if (elsewhere) spinning_->set_online(online_);
         probes_->wait_calibrated(options_.calibration_wait);
+        if (elsewhere) spinning_->wait_calibrated(options_.calibration_wait);
         // Calibration took a while: the first interval starts now, for every source.
         if (auto again = (*procstat)->sample(); !again) return std::unexpected(again.error());
     }
     if (mode == ProbeMode::Spin) {
-        auto probe = std::make_unique<ProbeSource>([p = probes_.get()] { return p->read(); });
+        auto probe = std::make_unique<ProbeSource>([p = spinning_] { return p->read(); });
         (void)probe->sample();  // the baseline reading; never fails
         sources_.push_back({std::move(probe), LoadHistory(options_.history_seconds), {}, {}, {}});
     }
@@ -114,11 +120,30 @@ Result<void> Engine::tick(Clock::time_point now) {
     if (auto r = refresh_online(sampled[procstat_] ? &samples[procstat_] : nullptr); !r && status) {
         status = r;
     }
-    if (probes_ && online_ != before) probes_->set_online(online_);
+    if (probes_ && online_ != before) {
+        probes_->set_online(online_);
+        if (spinning_ != nullptr && spinning_ != probes_.get()) spinning_->set_online(online_);
+    }
 
     for (std::size_t i = 0; i < sources_.size(); ++i) record(sources_[i], samples[i], seconds);
+    if (probes_ && probes_->mode() == ProbeMode::Sleep && sampled[procstat_] &&
+        options_.idle_sink && options_.idle_sink->wants_credits()) {
+        publish_idle(now);
+    }
     last_sample_wall_ = std::chrono::system_clock::now();
     return status;
+}
+
+// The kernel's idle time of each CPU (idle and iowait, as the procstat source has added it up
+// interval by interval: it never goes back, and an interval it cannot measure adds nothing;
+// with spinning probes elsewhere, their CPU time given back to idle), for the sleeping
+// probes' credits.
+void Engine::publish_idle(Clock::time_point now) {
+    const auto& st = sources_[procstat_];
+    for (const auto& [cpu, seconds] : st.cpu_seconds) {
+        const double idle = seconds[TimeState::Idle] + seconds[TimeState::IoWait];
+        probes_->publish_idle(cpu, static_cast<std::uint64_t>(idle * 1e9), now);
+    }
 }
 
 // Every online CPU gets a sample or a gap, so that all windows cover the same time; a CPU the

@@ -379,8 +379,9 @@ MON_status do_start(const MON_task_attr* idle_attr, const MON_task_attr* poll_at
 
     monitor::EngineOptions options;
     options.probe = monitor::ProbeMode::Spin;
+    // A SCHED_IDLE IDLE task at nice 19: its CPU time is then booked as nice, not user.
     options.probe_attr = {idle.policy,
-                          monitor::mon::is_nice_policy(idle.policy) ? idle.priority : 0};
+                          monitor::mon::is_nice_policy(idle.policy) ? idle.priority : 19};
     options.probe_cpus = monitor::mon::cpu_list(idle);
     if (!m.watchdog_device.empty() && !m.watchdog) {
         m.watchdog =

@@ -1,9 +1,15 @@
 // main() for every GoogleTest program of monitord. Like gtest_main, plus: when every test
 // that ran was skipped, exit with 77 so that meson reports the program as skipped (with the
-// reasons printed) instead of passed.
+// reasons printed) instead of passed; and run as the spinning probes' helper when started as
+// one (monitor/loading/probe_process.hpp), so that a test can start the real helper from
+// its own program, as the daemon does.
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <string_view>
+
+#include "monitor/loading/probe_process.hpp"
 
 namespace {
 
@@ -28,6 +34,9 @@ class SkipCounter : public testing::EmptyTestEventListener {
 }  // namespace
 
 int main(int argc, char** argv) {
+    if (argc == 4 && std::string_view(argv[1]) == monitor::ProbeProcess::kHelperFlag) {
+        return monitor::run_probe_helper(std::atoi(argv[2]), std::atoi(argv[3]));
+    }
     testing::InitGoogleTest(&argc, argv);
     auto* counter = new SkipCounter;  // owned by gtest's listener list
     testing::UnitTest::GetInstance()->listeners().Append(counter);

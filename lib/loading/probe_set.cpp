@@ -80,6 +80,27 @@ std::vector<ProbeReading> ProbeSet::read() const {
     return out;
 }
 
+void ProbeSet::publish_idle(int cpu, std::uint64_t idle_ns,
+                            std::chrono::steady_clock::time_point at) {
+    std::lock_guard lock(mutex_);
+    if (auto it = probes_.find(cpu); it != probes_.end())
+        it->second.probe->publish_idle(idle_ns, at);
+}
+
+std::vector<std::pair<int, pid_t>> ProbeSet::thread_ids() const {
+    std::lock_guard lock(mutex_);
+    std::vector<std::pair<int, pid_t>> out;
+    out.reserve(probes_.size());
+    for (const auto& [cpu, slot] : probes_) out.emplace_back(cpu, slot.probe->tid());
+    return out;
+}
+
+std::uint64_t ProbeSet::retired_cpu_ns(int cpu) const {
+    std::lock_guard lock(mutex_);
+    auto it = retired_cpu_ns_.find(cpu);
+    return it == retired_cpu_ns_.end() ? 0 : it->second;
+}
+
 std::uint64_t ProbeSet::excluded_cpu_ns(int cpu) const {
     std::lock_guard lock(mutex_);
     std::uint64_t ns = 0;

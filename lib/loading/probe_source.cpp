@@ -22,7 +22,9 @@ Result<LoadSample> ProbeSource::sample() {
         last_ ? now - *last_ : Clock::duration::zero();
 
     for (const auto& r : readings) {
-        const bool running = r.state == ProbeState::Running;
+        // A calibrating probe spins at SCHED_IDLE already: its CPU time is idle time too. (On
+        // a CPU busy from the start it may calibrate for ever.)
+        const bool running = r.state == ProbeState::Running || r.state == ProbeState::Calibrating;
         std::optional<double> load;
         auto prev = previous_.find(r.cpu);
         if (last_ && running && prev != previous_.end() && prev->second.running &&

@@ -168,6 +168,7 @@ json to_json(const WatchdogInfo& w) {
         {"pet_errors", w.pet_errors},
         {"last_error", opt(w.last_error)},
         {"last_reset_by_watchdog", w.last_reset_by_watchdog},
+        {"nowayout", w.nowayout},
         {"policy", w.policy},
         {"waiting_for", w.waiting_for},
         {"on_stop", w.on_stop},
@@ -200,6 +201,7 @@ std::optional<WatchdogInfo> watchdog_info(const watchdog::WatchdogStatus& s, std
     w.pet_errors = s.pet_errors;
     if (!s.last_error.empty()) w.last_error = s.last_error;
     w.last_reset_by_watchdog = s.last_reset_by_watchdog;
+    w.nowayout = s.nowayout;
     w.policy = watchdog::pet_policy_name(s.policy);
     w.waiting_for = s.waiting_for;
     w.on_stop = std::move(on_stop);
@@ -228,6 +230,7 @@ WatchdogInfo watchdog_from_json(const json& j) {
     w.pet_errors = j.at("pet_errors").get<std::uint64_t>();
     w.last_error = str("last_error");
     w.last_reset_by_watchdog = j.at("last_reset_by_watchdog").get<bool>();
+    w.nowayout = j.at("nowayout").get<bool>();
     w.policy = j.at("policy").get<std::string>();
     w.waiting_for = j.at("waiting_for").get<std::vector<int>>();
     w.on_stop = j.at("on_stop").get<std::string>();
@@ -272,6 +275,7 @@ json to_json(const DaemonStatus& s) {
                     {"yields", s.probe_group->yields},
                     {"note", s.probe_group->note}}
              : json(nullptr)},
+        {"probe_fallback", s.probe_fallback ? json(*s.probe_fallback) : json(nullptr)},
         {"history_seconds", s.history_seconds},
         {"watchdog", s.watchdog ? to_json(*s.watchdog) : json(nullptr)},
     };
@@ -307,6 +311,9 @@ DaemonStatus status_from_json(const json& j) {
         info.yields = g->at("yields").get<bool>();
         info.note = g->at("note").get<std::string>();
         s.probe_group = std::move(info);
+    }
+    if (auto f = j.find("probe_fallback"); f != j.end() && f->is_string()) {
+        s.probe_fallback = f->get<std::string>();
     }
     s.history_seconds = j.at("history_seconds").get<std::int64_t>();
     if (auto w = j.find("watchdog"); w != j.end() && !w->is_null()) {

@@ -1,5 +1,7 @@
 #include "monitor/runtime/runtime.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace monitor {
@@ -30,7 +32,7 @@ Runtime::~Runtime() {
 
 std::vector<int> Runtime::probing_cpus() const {
     std::vector<int> cpus;
-    if (const auto* probes = engine_->probes()) {
+    if (const auto* probes = engine_->petting_probes()) {
         for (const auto& r : probes->read()) {
             if (r.state != ProbeState::Failed && r.state != ProbeState::Stopped) {
                 cpus.push_back(r.cpu);
@@ -51,6 +53,15 @@ Result<void> Runtime::arm_watchdog(const std::string& device, std::chrono::secon
         return fail(Status::BadArg, device +
                                         " is petted by the idle probes, and --probe off runs "
                                         "none; use spin or sleep");
+    }
+    const auto* petters = engine_->petting_probes();
+    if (petters != nullptr && petters->mode() == ProbeMode::Sleep &&
+        timeout < kMinSleepWatchdogTimeout) {
+        return fail(Status::BadArg,
+                    fmt::format("a watchdog timeout of {} s: the probes earn their credits from "
+                                "the idle time each loading tick reads, once a second, so the "
+                                "pets come about a second apart; use {} s or more",
+                                timeout.count(), kMinSleepWatchdogTimeout.count()));
     }
     return watchdog_->arm(device, timeout);
 }

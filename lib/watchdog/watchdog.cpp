@@ -35,6 +35,7 @@ Result<void> Watchdog::arm(const std::string& device, std::chrono::seconds timeo
     if (!d) return std::unexpected(d.error());
     device_.emplace(std::move(*d));
     timeout_s_ = device_->timeout().value_or(static_cast<int>(timeout.count()));
+    armed_ = true;
     // Opening is the first keepalive.
     last_pet_ns_.store(nanoseconds_since_epoch(now_()));
     return {};
@@ -43,12 +44,13 @@ Result<void> Watchdog::arm(const std::string& device, std::chrono::seconds timeo
 Result<void> Watchdog::disarm() {
     std::lock_guard lock(mutex_);
     if (!device_) return {};
-    auto r = device_->disarm();
-    return r;
+    armed_ = false;
+    return device_->disarm();
 }
 
 void Watchdog::close_armed() {
     std::lock_guard lock(mutex_);
+    armed_ = false;
     if (device_) device_->close_armed();
 }
 
@@ -87,6 +89,7 @@ WatchdogStatus Watchdog::status() const {
     s.identity = device_->identity();
     s.timeout_s = device_->timeout();
     s.last_reset_by_watchdog = device_->last_reset_by_watchdog();
+    s.nowayout = device_->nowayout();
     if (s.armed) {
         s.time_left_s = device_->time_left();
         if (auto last = last_pet_ns_.load(); last != 0) {

@@ -4,12 +4,15 @@
 #include <fmt/format.h>
 #include <linux/watchdog.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
 #include "monitor/status.hpp"
+#include "monitor/text_file.hpp"
 
 namespace monitor::watchdog {
 namespace {
@@ -57,20 +60,41 @@ Status open_status(int err) {
 
 }  // namespace
 
-Result<WatchdogDevice> WatchdogDevice::open(const std::string& path, std::chrono::seconds timeout) {
+std::optional<bool> read_nowayout(const std::filesystem::path& sys_root, unsigned major,
+                                  unsigned minor) {
+    constexpr unsigned kMiscMajor = 10;
+    constexpr unsigned kWatchdogMinor = 130;  // the legacy /dev/watchdog: watchdog0's
+    const auto dir = major == kMiscMajor && minor == kWatchdogMinor
+                         ? sys_root / "class/watchdog/watchdog0"
+                         : sys_root / "dev/char" / fmt::format("{}:{}", major, minor);
+    auto text = read_text_file(dir / "nowayout", 64);
+    if (!text) return std::nullopt;
+    const auto value = trim_space(*text);
+    if (value == "1") return true;
+    if (value == "0") return false;
+    return std::nullopt;
+}
+
+Result<WatchdogDevice> WatchdogDevice::open(const std::string& path, std::chrono::seconds timeout,
+                                            const std::filesystem::path& sys_root) {
     int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
     if (fd < 0) {
         const int err = errno;
         return fail(open_status(err), open_error(path, err));
     }
     WatchdogDevice d(path, UniqueFd(fd));
+    if (struct stat st{}; ::fstat(fd, &st) == 0 && S_ISCHR(st.st_mode)) {
+        d.nowayout_ = read_nowayout(sys_root, major(st.st_rdev), minor(st.st_rdev)).value_or(false);
+    }
 
     watchdog_info info{};
     if (::ioctl(fd, WDIOC_GETSUPPORT, &info) != 0) {
         // ENOSYS: an emulator that passes no watchdog ioctl on (qemu-user).
         if (errno != ENOTTY && errno != EINVAL && errno != ENOSYS) {
+            const int err = errno;
+            (void)d.disarm();  // never leave armed a device we give up on
             return fail(Status::IoErr,
-                        fmt::format("{}: WDIOC_GETSUPPORT: {}", path, errno_message(errno)));
+                        fmt::format("{}: WDIOC_GETSUPPORT: {}", path, errno_message(err)));
         }
         d.ioctls_ = false;  // a device without the watchdog ioctls: petted by writes
         return d;

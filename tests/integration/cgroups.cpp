@@ -70,6 +70,62 @@ std::string write_kernel_file(const fs::path& file, const std::string& text) {
     return file.string() + ": " + std::strerror(err);
 }
 
+// The mount point of the cgroup v1 hierarchy with the cpu controller; empty when there is
+// none.
+fs::path cpu_v1_mount() {
+    std::ifstream in("/proc/self/mountinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+        const auto dash = line.find(" - ");
+        if (dash == std::string::npos) continue;
+        std::istringstream head(line.substr(0, dash));
+        std::istringstream tail(line.substr(dash + 3));
+        std::string id, parent, device, root, mount_point, type, source, options;
+        head >> id >> parent >> device >> root >> mount_point;
+        tail >> type >> source >> options;
+        if (type != "cgroup") continue;
+        std::istringstream opts(options);
+        for (std::string o; std::getline(opts, o, ',');) {
+            if (o == "cpu") return mount_point;
+        }
+    }
+    return {};
+}
+
+std::unique_ptr<CpuCgroup> CpuCgroup::make(const std::string& name, std::string& why_not) {
+    if (::geteuid() != 0) {
+        why_not = "making a cgroup under the cpu controller needs root";
+        return nullptr;
+    }
+    fs::path root = cpu_v1_mount();
+    const bool v2 = root.empty();
+    if (v2) {
+        root = cgroup2_mount();
+        if (root.empty()) {
+            why_not = "no cgroup hierarchy with the cpu controller is mounted";
+            return nullptr;
+        }
+        std::ifstream controllers(root / "cgroup.controllers");
+        bool cpu = false;
+        for (std::string c; controllers >> c;) cpu = cpu || c == "cpu";
+        if (!cpu) {
+            why_not = "the kernel's cgroup2 has no cpu controller";
+            return nullptr;
+        }
+        // The root cgroup may hold processes and enable controllers for its children.
+        if (auto e = write_kernel_file(root / "cgroup.subtree_control", "+cpu"); !e.empty()) {
+            why_not = "cannot enable the cpu controller: " + e;
+            return nullptr;
+        }
+    }
+    auto dir = std::make_unique<CgroupDir>(root / name, root);
+    if (dir->error() != 0) {
+        why_not = "mkdir " + (root / name).string() + ": " + std::strerror(dir->error());
+        return nullptr;
+    }
+    return std::unique_ptr<CpuCgroup>(new CpuCgroup(std::move(dir), v2));
+}
+
 using test_support::steal_ns;
 
 std::unique_ptr<Child> spin_at_top_priority(const CgroupDir* cg) {

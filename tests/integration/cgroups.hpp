@@ -144,6 +144,30 @@ class Child {
     pid_t pid_ = -1;
 };
 
+// A cgroup under the cpu controller, made for a test directly below the root of the
+// hierarchy that has the controller (cgroup v1's cpu hierarchy, or cgroup2 with +cpu in the
+// root's subtree_control), so that the scheduler weighs it against every other group of the
+// machine; removed at the end of the scope. Needs root.
+class CpuCgroup {
+  public:
+    // nullptr, with `why_not` set, when no such cgroup can be made here.
+    static std::unique_ptr<CpuCgroup> make(const std::string& name, std::string& why_not);
+    ~CpuCgroup() = default;
+
+    const fs::path& path() const { return dir_->path(); }
+    bool v2() const { return v2_; }
+    // Moves a process (all its threads) into the cgroup; "" or why not.
+    std::string add(pid_t pid) const { return dir_->add(pid); }
+    // cpu.idle = 1 (kernel 5.15 and later): the group's tasks run only when its siblings'
+    // do not, as SCHED_IDLE tasks do within a group; "" or why not.
+    std::string set_idle() const { return write_kernel_file(path() / "cpu.idle", "1"); }
+
+  private:
+    CpuCgroup(std::unique_ptr<CgroupDir> dir, bool v2) : dir_(std::move(dir)), v2_(v2) {}
+    std::unique_ptr<CgroupDir> dir_;
+    bool v2_ = false;
+};
+
 // A child that spins at the highest priority (in `cg` when given), so that on two or more CPUs
 // it has one to itself even while other work keeps the machine busy. With autogroups
 // (kernel.sched_autogroup_enabled) the nice value only counts within the child's session,

@@ -76,6 +76,7 @@ pid_t spawn(const std::vector<std::string>& argv, const SpawnOptions& opts,
         gid = pw != nullptr ? pw->pw_gid : *opts.uid;
     }
 
+    const std::string cgroup_procs = opts.cgroup.empty() ? "" : opts.cgroup + "/cgroup.procs";
     int out_fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     int err_fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     pid_t pid = ::fork();
@@ -93,6 +94,11 @@ pid_t spawn(const std::vector<std::string>& argv, const SpawnOptions& opts,
             std::snprintf(listen_pid.data(), listen_pid.size(), "LISTEN_PID=%d", ::getpid());
         }
         if (opts.new_session) ::setsid();
+        if (!cgroup_procs.empty()) {
+            const int fd = ::open(cgroup_procs.c_str(), O_WRONLY | O_CLOEXEC);
+            if (fd < 0 || ::write(fd, "0", 1) != 1) ::_exit(125);  // "0": the writer itself
+            ::close(fd);
+        }
         if (opts.nofile) {
             const rlimit limit{*opts.nofile, *opts.nofile};
             if (::setrlimit(RLIMIT_NOFILE, &limit) < 0) ::_exit(127);

@@ -45,6 +45,9 @@ struct SpawnOptions {
     int pass_fd = -1;              // handed over as fd 3 with LISTEN_FDS=1 (socket activation)
     bool new_session = false;      // setsid() in the child, as systemd starts a service
     std::optional<rlim_t> nofile;  // RLIMIT_NOFILE, soft and hard, in the child (LimitNOFILE=)
+    // A cgroup directory the child moves itself into (its cgroup.procs) before it drops
+    // privileges, as systemd starts a service in its unit's cgroup.
+    std::string cgroup;
 };
 
 // Runs a program to completion, capturing stdout and stderr. After `timeout` it is killed and

@@ -129,7 +129,7 @@ class ExporterTest : public ::testing::Test {
   protected:
     void SetUp() override {
         if (!std::filesystem::exists(exporter_bin())) GTEST_SKIP() << "MONITORD_EXPORTER_BIN unset";
-        daemon_ = Daemon::start();
+        daemon_ = Daemon::start({.args = {"--probe", "spin"}});  // the probe source too
         ASSERT_TRUE(daemon_);
         ASSERT_TRUE(daemon_->wait_samples(1));
         exporter_ = start_exporter(daemon_->socket());

@@ -2,7 +2,6 @@
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -25,6 +24,12 @@ double cpu_load(const nlohmann::json& loading, int cpu, const char* source = "pr
         }
     }
     return -1;
+}
+
+// A daemon with spinning probes (the probe source), which is not the default.
+Daemon::Options spinning(Daemon::Options o = {}) {
+    o.args.insert(o.args.begin(), {"--probe", "spin"});
+    return o;
 }
 
 TEST(LoadingLive, OneBusyCpuReadsBusy) {
@@ -106,7 +111,7 @@ namespace itest {
 namespace {
 
 TEST(LoadingLive, TheProbeSeesOneBusyCpuBusyAndTheOtherIdle) {
-    auto d = Daemon::start();
+    auto d = Daemon::start(spinning());
     ASSERT_TRUE(d);
     auto cpus = d->call("GetStatus")["cpus"];
     if (cpus.size() < 2) GTEST_SKIP() << "needs two CPUs, this machine has " << cpus.size();
@@ -133,111 +138,10 @@ TEST(LoadingLive, TheProbeSeesOneBusyCpuBusyAndTheOtherIdle) {
     EXPECT_LT(cpu_load(j, idle_cpu, "procstat"), 20.0) << j.dump();
 }
 
-// A process of a session of its own (so of an autogroup of its own) spinning on `cpu` at nice
-// 0 until killed, as a busy service or another user's login would.
-pid_t spin_in_another_session(int cpu) {
-    pid_t pid = ::fork();
-    if (pid == 0) {
-        ::setsid();
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET(cpu, &set);
-        ::sched_setaffinity(0, sizeof set, &set);
-        for (;;) asm volatile("" ::: "memory");
-    }
-    return pid;
-}
-
-// The CPU time of the probe of `cpu` so far, from GetStatus; -1 when it has none.
-double probe_cpu_seconds(const Daemon& d, int cpu) {
-    const auto status = d.call("GetStatus");
-    for (const auto& p : status["probes"]) {
-        if (p["cpu"] == cpu) return p["cpu_seconds"].get<double>();
-    }
-    return -1;
-}
-
-// SCHED_IDLE yields only to the threads of the probe's own task group, and each session is
-// an autogroup of its own. monitord leading its session (as systemd and ./scripts/run start
-// it) lowers its autogroup to nice 19, so that a busy process of another session keeps its
-// CPU and the probe reads that CPU busy. Without that, the probe took 31-39 % of the CPU
-// here and read it as idle.
-TEST(LoadingLive, TheProbesYieldToABusyProcessOfAnotherSession) {
-    Daemon::Options o;
-    o.spawn.new_session = true;
-    auto d = Daemon::start(o);
-    ASSERT_TRUE(d);
-    const auto status = d->call("GetStatus");
-    const auto& group = status["probe_group"];
-    ASSERT_TRUE(group.is_object()) << status.dump();
-    if (group["kind"] == "cgroup") {
-        GTEST_SKIP() << "monitord is in cgroup " << group["name"]
-                     << " under the cpu controller, whose weight its manager sets";
-    }
-    if (group["kind"] == "autogroup") {
-        EXPECT_EQ(group["nice"], 19) << group.dump();
-    }
-    EXPECT_TRUE(group["yields"].get<bool>()) << group.dump();
-
-    const int cpu = status["cpus"].back();
-    ASSERT_TRUE(d->wait_samples(1));
-    const pid_t spinner = spin_in_another_session(cpu);
-    ASSERT_GT(spinner, 0);
-    struct Reap {
-        pid_t pid;
-        ~Reap() {
-            ::kill(pid, SIGKILL);
-            ::waitpid(pid, nullptr, 0);
-        }
-    } reap{spinner};
-    std::this_thread::sleep_for(1s);  // the groups' loads settle
-    const auto t0 = std::chrono::steady_clock::now();
-    const double p0 = probe_cpu_seconds(*d, cpu);
-    std::this_thread::sleep_for(4s);
-    const double p1 = probe_cpu_seconds(*d, cpu);
-    const auto t1 = std::chrono::steady_clock::now();
-    const auto loading = d->call("GetLoading", {{"per_cpu", true}});
-
-    ASSERT_GE(p0, 0.0);
-    const double share = (p1 - p0) / std::chrono::duration<double>(t1 - t0).count();
-    std::printf(
-        "cpu%d: the probe got %.2f %% of it beside a busy process of another session; "
-        "probe load %.1f %%\n",
-        cpu, 100 * share, cpu_load(loading, cpu, "probe"));
-    EXPECT_LT(share, 0.03);  // at nice 19 the group weighs 15 against the busy one's 1024
-    EXPECT_GT(cpu_load(loading, cpu, "probe"), 95.0) << loading.dump();
-    EXPECT_GT(cpu_load(loading, cpu, "procstat"), 95.0) << loading.dump();
-}
-
-// Started from a shell, monitord shares the shell's autogroup: it leaves it alone and says
-// that its probes do not yield to other sessions.
-TEST(LoadingLive, ADaemonSharingItsSessionSaysItsProbesDoNotYield) {
-    std::ifstream before_file("/proc/self/autogroup");
-    std::string before;
-    std::getline(before_file, before);
-    auto d = Daemon::start();
-    ASSERT_TRUE(d);
-    const auto group = d->call("GetStatus")["probe_group"];
-    ASSERT_TRUE(group.is_object());
-    if (group["kind"] != "autogroup") {
-        GTEST_SKIP() << "no autogroup here (kernel.sched_autogroup_enabled=0, or a cgroup "
-                        "under the cpu controller): "
-                     << group.dump();
-    }
-    EXPECT_FALSE(group["yields"].get<bool>()) << group.dump();
-    std::ifstream after_file("/proc/self/autogroup");
-    std::string after;
-    std::getline(after_file, after);
-    EXPECT_EQ(after, before) << "the test's own session was lowered";
-    auto r = d->monctl({"status"});
-    EXPECT_NE(r.out.find("warning: the idle probes share autogroup"), std::string::npos) << r.out;
-    EXPECT_NE(d->log().find("the idle probes share autogroup"), std::string::npos) << d->log();
-}
-
 TEST(LoadingLive, WithoutTheCorrectionProcStatWouldReadTheProbesAsLoad) {
     // The spinning probes make the kernel's own figures read about 100% busy; the daemon's
     // procstat figures leave them out. The kernel's view comes from /proc/stat directly.
-    auto d = Daemon::start();
+    auto d = Daemon::start(spinning());
     ASSERT_TRUE(d);
     ASSERT_TRUE(d->wait_samples(1));
     auto read_total = [] {
@@ -286,7 +190,7 @@ TEST(LoadingLive, ProbeModesChangeTheSources) {
 }
 
 TEST(LoadingLive, ProbeStatusShowsCalibration) {
-    auto d = Daemon::start();
+    auto d = Daemon::start(spinning());
     ASSERT_TRUE(d);
     auto status = d->call("GetStatus");
     for (const auto& p : status["probes"]) {

@@ -206,7 +206,7 @@ TEST(Top, WithoutATerminalOnlyOnceWorks) {
 // ---- the live view ------------------------------------------------------------------------
 
 TEST_F(TopInTmux, ShowsEveryCpuReactsToKeysShrinksSurvivesARestartAndQuits) {
-    auto d = Daemon::start();
+    auto d = Daemon::start({.args = {"--probe", "spin"}});  // both sources
     ASSERT_TRUE(d);
     ASSERT_TRUE(d->wait_samples(2));
     const auto status = d->call("GetStatus");
@@ -265,6 +265,7 @@ TEST_F(TopInTmux, ShowsEveryCpuReactsToKeysShrinksSurvivesARestartAndQuits) {
     // It comes back on the same socket: new figures (a younger daemon), no warning.
     Daemon::Options again;
     again.socket = socket;
+    again.args = {"--probe", "spin"};
     auto d2 = Daemon::start(again);
     ASSERT_TRUE(d2);
     EXPECT_TRUE(t.wait_screen(

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "cgroups.hpp"
 #include "daemon_process.hpp"
 
 namespace itest {
@@ -105,10 +107,31 @@ PetsSeen watch_pets(const FifoWatchdog& w, std::chrono::milliseconds window, con
     return seen;
 }
 
-BusyCpus::BusyCpus(const std::vector<int>& cpus) {
+const char* placement_name(Placement p) {
+    switch (p) {
+        case Placement::SameSession:
+            return "the test's session";
+        case Placement::OtherSession:
+            return "another session";
+        case Placement::OtherCgroup:
+            return "another cgroup";
+        case Placement::IdleCgroup:
+            return "a cgroup with cpu.idle=1";
+    }
+    return "?";
+}
+
+BusyCpus::BusyCpus(const std::vector<int>& cpus, Placement where, const CpuCgroup* cgroup) {
+    const bool in_cgroup = where == Placement::OtherCgroup || where == Placement::IdleCgroup;
+    EXPECT_TRUE(!in_cgroup || cgroup != nullptr) << "a cgroup placement needs the cgroup";
+    const pid_t parent = ::getpid();
     for (int cpu : cpus) {
         pid_t pid = ::fork();
         if (pid == 0) {
+            // It dies with the test, should the test crash before the destructor runs.
+            ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (::getppid() != parent) ::_exit(0);
+            if (where == Placement::OtherSession) ::setsid();
             cpu_set_t set;
             CPU_ZERO(&set);
             CPU_SET(static_cast<std::size_t>(cpu), &set);
@@ -117,6 +140,9 @@ BusyCpus::BusyCpus(const std::vector<int>& cpus) {
             for (;;) x = x + 1;
         }
         if (pid > 0) pids_.push_back(pid);
+        if (pid > 0 && in_cgroup && cgroup != nullptr) {
+            EXPECT_EQ(cgroup->add(pid), "");
+        }
     }
 }
 
@@ -129,8 +155,12 @@ DutyCycle::DutyCycle(int load) {
     // Everything the child needs is made before the fork: it only execs.
     const std::string bin = duty_cycle_bin();
     const std::string percent = std::to_string(load);
+    const pid_t parent = ::getpid();
     pid_ = ::fork();
     if (pid_ == 0) {
+        // An hour of load must not outlive a test that crashed (the setting survives exec).
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (::getppid() != parent) ::_exit(0);
         ::execl(bin.c_str(), bin.c_str(), percent.c_str(), "3600", "100", nullptr);
         ::_exit(127);
     }

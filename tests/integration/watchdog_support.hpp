@@ -18,6 +18,8 @@ namespace itest {
 
 using Clock = std::chrono::steady_clock;
 
+class CpuCgroup;  // cgroups.hpp
+
 // The reading end of a FIFO that monitord (or the MON API) takes for its watchdog device: it
 // records what is written (a NUL per pet, 'V' for the magic close), when each pet came, and
 // when the writer closed it.
@@ -64,11 +66,19 @@ struct PetsSeen {
 // Waits `window` and says what came; prints it after `what`.
 PetsSeen watch_pets(const FifoWatchdog& w, std::chrono::milliseconds window, const char* what);
 
+// Where a busy process runs, beside a daemon started by the test: in the test's own session
+// (and so its autogroup), in a session of its own (setsid: an autogroup of its own), or in a
+// cgroup of its own under the cpu controller, with cpu.idle = 1 or without.
+enum class Placement { SameSession, OtherSession, OtherCgroup, IdleCgroup };
+const char* placement_name(Placement p);
+
 // Busy processes of normal priority on `cpus` (pinned, one each) for as long as the object
 // lives: a probe on such a CPU gets only the sliver the kernel leaves SCHED_IDLE.
 class BusyCpus {
   public:
-    explicit BusyCpus(const std::vector<int>& cpus);
+    // `cgroup`: for the cgroup placements (the caller makes it and keeps it).
+    explicit BusyCpus(const std::vector<int>& cpus, Placement where = Placement::SameSession,
+                      const CpuCgroup* cgroup = nullptr);
     ~BusyCpus();
     BusyCpus(const BusyCpus&) = delete;
     BusyCpus& operator=(const BusyCpus&) = delete;

@@ -478,7 +478,7 @@ log-level = "warning"
 
 [loading]
 history-seconds = 300
-probe = "sleep"
+probe = "spin"
 
 [watchdog]
 device = "/dev/watchdog1"
@@ -495,7 +495,7 @@ control-group = "root"
     EXPECT_EQ(r->socket, std::filesystem::path{"/run/test/monitord.sock"});
     EXPECT_EQ(r->log_level, spdlog::level::warn);
     EXPECT_EQ(r->history_seconds, 300u);
-    EXPECT_EQ(r->probe, monitor::ProbeMode::Sleep);
+    EXPECT_EQ(r->probe, monitor::ProbeMode::Spin);
     EXPECT_EQ(r->watchdog_device, std::filesystem::path{"/dev/watchdog1"});
     EXPECT_EQ(r->watchdog_timeout, std::chrono::seconds{30});
     EXPECT_EQ(r->watchdog_policy, monitor::watchdog::PetPolicyKind::Any);
@@ -504,8 +504,8 @@ control-group = "root"
     EXPECT_EQ(r->control_group, "root");
 
     // The other values of each enum key, and the empty device (off).
-    for (auto [mode, value] :
-         {std::pair{"spin", monitor::ProbeMode::Spin}, std::pair{"off", monitor::ProbeMode::Off}}) {
+    for (auto [mode, value] : {std::pair{"sleep", monitor::ProbeMode::Sleep},
+                               std::pair{"off", monitor::ProbeMode::Off}}) {
         auto q = write("probe.conf", std::string{"[loading]\nprobe = \""} + mode + "\"\n");
         auto c = load_config(q, Config{});
         ASSERT_TRUE(c.has_value()) << c.error().to_string();
@@ -520,10 +520,11 @@ control-group = "root"
     EXPECT_EQ(c->watchdog_on_stop, monitor::watchdog::OnStop::Disarm);
 }
 
+// The defaults are safe for any machine: probes that do not spin, and no watchdog armed.
 TEST_F(ConfigTest, DefaultsOfTheTypedKeys) {
     Config c;
-    EXPECT_EQ(c.probe, monitor::ProbeMode::Spin);
-    EXPECT_FALSE(c.watchdog_device.has_value());
+    EXPECT_EQ(c.probe, monitor::ProbeMode::Sleep);
+    EXPECT_EQ(c.watchdog_device, std::filesystem::path{});
     EXPECT_EQ(c.watchdog_timeout, std::chrono::seconds{10});
     EXPECT_EQ(c.watchdog_policy, monitor::watchdog::PetPolicyKind::All);
     EXPECT_EQ(c.watchdog_on_stop, monitor::watchdog::OnStop::Disarm);
@@ -547,9 +548,9 @@ TEST_F(ConfigTest, BadValuesOfEveryKindOfKey) {
         {"[watchdog]\non-stop = \"keep_armed\"\n", 2,
          "[watchdog] on-stop: 'keep_armed' is not accepted; use disarm or keep-armed"},
         {"[watchdog]\ntimeout = 0\n", 2,
-         "[watchdog] timeout: 0 is out of range; use an integer from 1 to 3600 (seconds)"},
+         "[watchdog] timeout: 0 is out of range; use an integer from 3 to 3600 (seconds)"},
         {"[watchdog]\ntimeout = \"10\"\n", 2,
-         "[watchdog] timeout: expected an integer; use an integer from 1 to 3600 (seconds)"},
+         "[watchdog] timeout: expected an integer; use an integer from 3 to 3600 (seconds)"},
         {"[watchdog]\ndevice = \"dev/watchdog\"\n", 2,
          "[watchdog] device: 'dev/watchdog' is not absolute; use an absolute path such as "
          "\"/dev/watchdog\", or \"\" for none"},
@@ -711,10 +712,11 @@ TEST(ConfigFlags, FlagsAreReadByTheirKeys) {
     o = Flags{.watchdog_device = "none"}.parse();
     ASSERT_TRUE(o.has_value()) << o.error().to_string();
     Config d;
-    d.probe = monitor::ProbeMode::Sleep;
+    d.probe = monitor::ProbeMode::Spin;
+    d.watchdog_device = "/dev/watchdog1";
     o->apply(d);
     EXPECT_EQ(d.watchdog_device, std::filesystem::path{});
-    EXPECT_EQ(d.probe, monitor::ProbeMode::Sleep);  // only the flags given replace values
+    EXPECT_EQ(d.probe, monitor::ProbeMode::Spin);  // only the flags given replace values
 }
 
 TEST(ConfigFlags, BadFlagsNameTheFlagAndWhatWouldWork) {
@@ -735,7 +737,7 @@ TEST(ConfigFlags, BadFlagsNameTheFlagAndWhatWouldWork) {
          "--watchdog: 'dev/watchdog' is not absolute; use an absolute path such as "
          "/dev/watchdog, or none"},
         {{.watchdog_timeout = 3601},
-         "--watchdog-timeout: 3601 is out of range; use an integer from 1 to 3600 (seconds)"},
+         "--watchdog-timeout: 3601 is out of range; use an integer from 3 to 3600 (seconds)"},
     };
     for (const auto& [flags, message] : cases) EXPECT_EQ(error_of(flags), message);
     // The first bad flag, in the order of monitord --help.
@@ -750,7 +752,7 @@ Config every_key_changed() {
     c.socket = "/tmp/other.sock";
     c.log_level = spdlog::level::debug;
     c.history_seconds = 5;
-    c.probe = monitor::ProbeMode::Sleep;
+    c.probe = monitor::ProbeMode::Spin;
     c.watchdog_device = "/dev/watchdog1";
     c.watchdog_timeout = std::chrono::seconds{30};
     c.watchdog_policy = monitor::watchdog::PetPolicyKind::Any;
@@ -780,7 +782,7 @@ TEST(ConfigReload, RestartOnlyKeysKeepTheirRunningValuesAndTheOthersApply) {
     EXPECT_EQ(plan.at_restart, (std::vector<std::string>{"[loading] probe", "[watchdog] timeout"}));
     EXPECT_EQ(plan.restart_message(),
               "[loading] probe, [watchdog] timeout changed; they take effect at restart");
-    EXPECT_EQ(plan.config.probe, monitor::ProbeMode::Spin);
+    EXPECT_EQ(plan.config.probe, monitor::ProbeMode::Sleep);
     EXPECT_EQ(plan.config.watchdog_timeout, std::chrono::seconds{10});
     EXPECT_EQ(plan.config.log_level, spdlog::level::trace);
     EXPECT_EQ(plan.config.history_seconds, 90u);

@@ -210,12 +210,14 @@ TEST_F(EngineProbeTest, SleepProbesMeasureNothing) {
         EXPECT_FALSE(p.baseline.has_value());
     }
     ASSERT_NO_FATAL_FAILURE(tick());
+    ASSERT_NO_FATAL_FAILURE(tick());
     auto r = report();
     expect_report_in_range(r);
     ASSERT_EQ(r.machine.size(), 1u);
     EXPECT_EQ(r.machine[0].source, "procstat");
+    // Without a watchdog to pet, the ticks leave them asleep: they cost nothing.
     for (const auto& p : engine_->probes()->read()) {
-        EXPECT_GE(p.count, 5u) << "cpu" << p.cpu << " woke up " << p.count << " times";
+        EXPECT_EQ(p.count, 0u) << "cpu" << p.cpu << " woke up " << p.count << " times";
     }
 }
 

@@ -100,6 +100,17 @@ TEST(MachineMetrics, RatiosSecondsAndProbeStates) {
     EXPECT_DOUBLE_EQ(v["monitord_start_time_seconds"], 1'800'000'000 - 100);
     EXPECT_EQ(v["monitord_load_window_seconds"], 60);
     EXPECT_FALSE(v.contains("monitord_watchdog_armed")) << "no watchdog, no watchdog series";
+    EXPECT_EQ(v["monitord_probe_fallback"], 0);
+}
+
+// Spinning probes asked for but without a place where they yield: the scrape says so.
+TEST(MachineMetrics, TheProbesFallingBack) {
+    auto s = two_cpus();
+    s.status->probe_mode = "sleep";
+    s.status->probe_fallback = "the idle probes are in cgroup /x under the cpu controller";
+    auto v = samples(text(s));
+    EXPECT_EQ(v["monitord_probe_fallback"], 1);
+    EXPECT_EQ((v["monitord_build_info{version=\"0.1.0\",probe_mode=\"sleep\"}"]), 1);
 }
 
 TEST(MachineMetrics, TheWatchdog) {
@@ -112,8 +123,10 @@ TEST(MachineMetrics, TheWatchdog) {
     w.since_last_pet = 0.25;
     w.pets = 42;
     w.last_reset_by_watchdog = true;
+    w.nowayout = true;
     s.status->watchdog = w;
     auto v = samples(text(s));
+    EXPECT_EQ(v["monitord_watchdog_nowayout"], 1);
     EXPECT_EQ(v["monitord_watchdog_armed"], 1);
     EXPECT_EQ(v["monitord_watchdog_timeout_seconds"], 10);
     EXPECT_FALSE(v.contains("monitord_watchdog_time_left_seconds")) << "the driver cannot tell";

@@ -126,6 +126,20 @@ TEST(FormatStatus, ShowsVersionPidStateCpusAndSources) {
     EXPECT_NE(line_starting(out, "  history:").find("90 s"), std::string::npos) << out;
 }
 
+// Each probe mode is named and said in words.
+TEST(FormatStatus, SaysWhatEachProbeModeDoes) {
+    monitor::protocol::DaemonStatus st;
+    st.version = "0.1.0";
+    for (auto [mode, words] :
+         {std::pair{"sleep", "woken at each tick while a watchdog is armed"},
+          std::pair{"spin", "spins: the probe source"}, std::pair{"off", "none: no watchdog"}}) {
+        st.probe_mode = mode;
+        const auto line = line_starting(format_status(st, "/s"), "  probes:");
+        EXPECT_EQ(line.rfind(std::string{"  probes:  "} + mode + " (", 0), 0u) << line;
+        EXPECT_NE(line.find(words), std::string::npos) << line;
+    }
+}
+
 // Where the probes compete, and a warning when they take time from other sessions' work.
 TEST(FormatStatus, ShowsTheProbesGroupAndWarnsWhenTheyDoNotYield) {
     monitor::protocol::DaemonStatus st;
@@ -135,7 +149,8 @@ TEST(FormatStatus, ShowsTheProbesGroupAndWarnsWhenTheyDoNotYield) {
         {monitor::ProbeGroup::Kind::Autogroup, "/autogroup-42", 19, true});
     std::string out = format_status(st, "/s");
     EXPECT_EQ(line_starting(out, "  probes:"),
-              "  probes:  spin, in autogroup /autogroup-42 at nice 19")
+              "  probes:  spin (a thread per CPU at idle priority spins: the probe source, MON's "
+              "method), in autogroup /autogroup-42 at nice 19")
         << out;
     EXPECT_EQ(out.find("warning"), std::string::npos) << out;
 
@@ -152,7 +167,29 @@ TEST(FormatStatus, ShowsTheProbesGroupAndWarnsWhenTheyDoNotYield) {
     EXPECT_NE(line_starting(out, "  probes:").find("in cgroup /system.slice/monitord.service"),
               std::string::npos)
         << out;
-    EXPECT_NE(line_starting(out, "  warning:").find("CPUWeight=1"), std::string::npos) << out;
+    EXPECT_NE(line_starting(out, "  warning:").find("CPUWeight=idle"), std::string::npos) << out;
+
+    // Placed where they yield: said, without a warning.
+    monitor::ProbeGroup idle{monitor::ProbeGroup::Kind::Cgroup, "/monitord.slice", {}, false};
+    idle.top = "/monitord.slice";
+    idle.top_idle = true;
+    st.probe_group = monitor::protocol::probe_group_info(idle);
+    out = format_status(st, "/s");
+    EXPECT_NE(out.find("  the idle probes are in cgroup /monitord.slice, below /monitord.slice "
+                       "with cpu.idle=1"),
+              std::string::npos)
+        << out;
+    EXPECT_EQ(out.find("warning"), std::string::npos) << out;
+
+    // Spin asked for, no place found: the probes sleep, and status says why.
+    st.probe_mode = "sleep";
+    st.probe_group.reset();
+    st.probe_fallback = "the idle probes are in cgroup /x under the cpu controller";
+    out = format_status(st, "/s");
+    EXPECT_EQ(line_starting(out, "  warning:"),
+              "  warning: spinning probes were asked for, but the idle probes are in cgroup /x "
+              "under the cpu controller")
+        << out;
 }
 
 TEST(FormatStatus, OtherStates) {

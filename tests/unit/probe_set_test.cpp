@@ -204,7 +204,13 @@ TEST(ProbeSet, SleepProbes) {
         EXPECT_EQ(r.state, ProbeState::Running) << "cpu" << r.cpu;
         EXPECT_FALSE(r.baseline.has_value());
     }
-    EXPECT_TRUE(wait_until([&] { return reading_of(set, 1)->count >= 2; }, 2s));
+    // Each wakes at the readings of its own CPU's idle time, and only then.
+    for (int i = 1; i <= 2; ++i) {
+        set.publish_idle(1, static_cast<std::uint64_t>(i) * 1'000'000'000, Clock::now());
+        EXPECT_TRUE(wait_until([&] { return reading_of(set, 1)->count == std::uint64_t(i); }, 2s));
+    }
+    set.publish_idle(7, 1, Clock::now());  // no probe there: ignored
+    EXPECT_EQ(reading_of(set, 0)->count, 0u);
 }
 
 TEST(ProbeSet, NonexistentCpuReadsFailed) {

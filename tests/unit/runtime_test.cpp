@@ -12,6 +12,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "../support/simulated_ppc750_pmu.hpp"
 #include "monitor/perf/event_catalog.hpp"
@@ -151,29 +152,80 @@ TEST_F(RuntimeTest, AWatchdogTimeoutOutsideItsRangeIsRefused) {
     }
 }
 
-// Real sleeping probes (a SCHED_IDLE thread per CPU that wakes ten times a second) pet a
-// FIFO standing in for /dev/watchdog once the runtime arms it with their CPUs.
-TEST(RuntimeProbes, ArmedWithTheProbesCpusThePetsCome) {
-    ScratchDir dir;
-    const auto fifo = dir.path() / "watchdog";
+// Real sleeping probes (a SCHED_IDLE thread per CPU that wakes at each tick) pet a FIFO
+// standing in for /dev/watchdog once the runtime arms it with their CPUs, from the kernel's
+// idle time as the ticks read it: here a temporary /proc whose CPUs are idle for half of each
+// second, then cpu1 no more. The clock is made up; the probes are real threads.
+TEST_F(RuntimeTest, SleepingProbesPetFromTheKernelsIdleTime) {
+    const int ncpu = static_cast<int>(::sysconf(_SC_NPROCESSORS_ONLN));
+    if (ncpu < 2) GTEST_SKIP() << "needs cpu0 and cpu1";
+    const auto fifo = dir_.path() / "watchdog";
     ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
     const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     ASSERT_GE(reader, 0);
     EngineOptions o;
+    o.proc_root = dir_.path() / "proc";
+    o.sys_root = dir_.path() / "sys";
     o.probe = ProbeMode::Sleep;
-    auto dog = std::make_shared<watchdog::Watchdog>(watchdog::PetPolicyKind::All);
-    auto rt = Runtime::create(o, dog, [] { return Clock::now(); });
+    Clock::time_point now = t0_;
+    auto dog =
+        std::make_shared<watchdog::Watchdog>(watchdog::PetPolicyKind::All, [&] { return now; });
+    auto rt = Runtime::create(o, dog, [&] { return now; });
     ASSERT_TRUE(rt) << rt.error().to_string();
-    const auto cpus = (*rt)->probing_cpus();
-    EXPECT_EQ(cpus, (*rt)->engine().online_cpus());
+    EXPECT_EQ((*rt)->probing_cpus(), (std::vector<int>{0, 1}));
+    std::uint64_t idle0 = 900, idle1 = 800, busy0 = 100, busy1 = 200;
+    // Not armed yet: the ticks leave the probes asleep.
+    now += 1s;
+    ASSERT_TRUE((*rt)->run_due(now).ticked);
+    std::this_thread::sleep_for(200ms);
+    for (const auto& r : (*rt)->engine().probes()->read()) EXPECT_EQ(r.count, 0u) << r.cpu;
     ASSERT_TRUE((*rt)->arm_watchdog(fifo.string(), 10s));
-    EXPECT_TRUE(test_support::wait_until([&] { return dog->status().pets >= 3; }, 5s))
-        << dog->status().pets << " pets";
+    // A tick a second; waits until both probes have taken its reading.
+    auto tick = [&](std::uint64_t idle_ticks0, std::uint64_t idle_ticks1) {
+        idle0 += idle_ticks0;
+        idle1 += idle_ticks1;
+        busy0 += 100 - idle_ticks0;
+        busy1 += 100 - idle_ticks1;
+        write_file(dir_.path() / "proc/stat",
+                   test_support::stat_text({{0, {busy0, idle0}}, {1, {busy1, idle1}}}));
+        const auto before = (*rt)->engine().probes()->read();
+        now += 1s;
+        ASSERT_TRUE((*rt)->run_due(now).ticked);
+        ASSERT_TRUE(test_support::wait_until(
+            [&] {
+                const auto after = (*rt)->engine().probes()->read();
+                return after[0].count > before[0].count && after[1].count > before[1].count;
+            },
+            5s));
+    };
+    for (int i = 0; i < 4; ++i) ASSERT_NO_FATAL_FAILURE(tick(50, 50));
+    EXPECT_GE(dog->status().pets, 2u) << "half of each second idle";
     char buf[64];
     EXPECT_GT(::read(reader, buf, sizeof buf), 0) << "the pets are writes to the device";
+    const auto pets = dog->status().pets;
+    for (int i = 0; i < 4; ++i) ASSERT_NO_FATAL_FAILURE(tick(50, 0));
+    EXPECT_EQ(dog->status().pets, pets) << "cpu1 saturated: policy all pets no more";
+    EXPECT_EQ(dog->status().waiting_for, std::vector<int>{1});
     ASSERT_TRUE(dog->disarm());
     rt->reset();
     ::close(reader);
+}
+
+// In sleep mode the credits follow the ticks: a pet about once a second at best, so a
+// timeout under 3 s is refused.
+TEST_F(RuntimeTest, SleepingProbesNeedATimeoutOfThreeSecondsAtLeast) {
+    EngineOptions o;
+    o.proc_root = dir_.path() / "proc";
+    o.sys_root = dir_.path() / "sys";
+    o.probe = ProbeMode::Sleep;
+    auto dog = std::make_shared<watchdog::Watchdog>(watchdog::PetPolicyKind::All);
+    auto rt = Runtime::create(o, dog, [this] { return t0_; });
+    ASSERT_TRUE(rt) << rt.error().to_string();
+    auto r = (*rt)->arm_watchdog((dir_.path() / "none").string(), 2s);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().status, Status::BadArg);
+    EXPECT_NE(r.error().message.find("3 s or more"), std::string::npos) << r.error().message;
+    EXPECT_FALSE(dog->status().armed);
 }
 
 }  // namespace

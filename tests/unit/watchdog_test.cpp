@@ -174,6 +174,20 @@ TEST(WatchdogDevice, AMissingDeviceSaysWhatToDo) {
 }
 
 // A character device without the watchdog ioctls (ENOTTY) is still petted, by writes.
+// nowayout from sysfs: the legacy /dev/watchdog (misc 10:130) is watchdog0's; another device
+// is found by its numbers; a kernel that does not say gives nothing.
+TEST(WatchdogDevice, NowayoutIsReadFromSysfs) {
+    ScratchDir dir;
+    const auto sys = dir.path();
+    EXPECT_EQ(monitor::watchdog::read_nowayout(sys, 10, 130), std::nullopt);
+    test_support::write_file(sys / "class/watchdog/watchdog0/nowayout", "1\n");
+    EXPECT_EQ(monitor::watchdog::read_nowayout(sys, 10, 130), true);
+    test_support::write_file(sys / "dev/char/248:1/nowayout", "0\n");
+    EXPECT_EQ(monitor::watchdog::read_nowayout(sys, 248, 1), false);
+    test_support::write_file(sys / "dev/char/248:2/nowayout", "maybe\n");
+    EXPECT_EQ(monitor::watchdog::read_nowayout(sys, 248, 2), std::nullopt);
+}
+
 TEST(WatchdogDevice, ADeviceWithoutTheIoctlsIsPettedByWrites) {
     auto d = WatchdogDevice::open("/dev/null", 10s);
     ASSERT_TRUE(d) << d.error().message;
@@ -278,14 +292,18 @@ TEST_F(FifoDevice, StatusDoesNotWaitForAStuckPet) {
 
 // --- The probes' credits on a real CPU ---------------------------------------------------------
 
+constexpr std::uint64_t kMs = 1'000'000;  // ns
+
 struct CountingSink : monitor::IdleCreditSink {
     std::atomic<int> credits{0};
     std::atomic<int> wrong_cpu{0};
     int cpu = 0;
+    std::chrono::nanoseconds expiry = 10s;
     void credit(int c) noexcept override {
         if (c != cpu) ++wrong_cpu;
         ++credits;
     }
+    std::chrono::nanoseconds credit_expiry() const noexcept override { return expiry; }
 };
 
 int SomeCpu() {
@@ -298,67 +316,94 @@ int SomeCpu() {
     return 0;
 }
 
-// A sleeping probe credits at each wake-up: ten a second (fewer when other tests keep its CPU
-// busy: a SCHED_IDLE thread wakes late then).
-TEST(IdleCredits, ASleepingProbeCreditsTenTimesASecond) {
+// A sleeping probe wakes at each reading of its CPU's idle time and credits it from the
+// kernel's idle time: the first reading is the baseline, a reading with 100 ms of idle time in
+// the timeout and some since the one before earns a credit, one without any since earns none.
+TEST(IdleCredits, ASleepingProbeCreditsTheKernelsIdleTime) {
     auto sink = std::make_shared<CountingSink>();
     sink->cpu = SomeCpu();
     monitor::IdleProbe probe(sink->cpu, monitor::ProbeMode::Sleep, {}, {}, sink);
-    std::this_thread::sleep_for(2s);
+    ASSERT_TRUE(test_support::wait_until(
+        [&] { return probe.state() == monitor::ProbeState::Running; }, 5000ms));
+    // Each reading waits until the probe has taken the one before (it wakes at each).
+    auto publish = [&](std::uint64_t idle_ms, std::chrono::seconds at) {
+        const auto wakes = probe.count();
+        probe.publish_idle(idle_ms * kMs, t0 + at);
+        return test_support::wait_until([&] { return probe.count() > wakes; }, 5000ms);
+    };
+    ASSERT_TRUE(publish(5'000'000, 0s));  // idle since boot: the baseline only
+    EXPECT_EQ(sink->credits.load(), 0);
+    ASSERT_TRUE(publish(5'000'900, 1s));
+    EXPECT_EQ(sink->credits.load(), 1);
+    ASSERT_TRUE(publish(5'000'900, 2s)) << "saturated for a second";
+    EXPECT_EQ(sink->credits.load(), 1);
+    ASSERT_TRUE(publish(5'000'901, 3s));
+    EXPECT_EQ(sink->credits.load(), 2);
     probe.stop();
-    EXPECT_GE(sink->credits.load(), 5);
-    EXPECT_LE(sink->credits.load(), 22);
+    EXPECT_EQ(probe.state(), monitor::ProbeState::Stopped);
+    EXPECT_EQ(probe.count(), 4u);
     EXPECT_EQ(sink->wrong_cpu.load(), 0);
+}
+
+// A sleeping probe sleeps until a reading comes: no reading, no wake-up and no CPU time.
+TEST(IdleCredits, ASleepingProbeSleepsBetweenReadings) {
+    auto sink = std::make_shared<CountingSink>();
+    sink->cpu = SomeCpu();
+    monitor::IdleProbe probe(sink->cpu, monitor::ProbeMode::Sleep, {}, {}, sink);
+    ASSERT_TRUE(test_support::wait_until(
+        [&] { return probe.state() == monitor::ProbeState::Running; }, 5000ms));
+    const auto cpu = probe.cpu_time_ns();
+    std::this_thread::sleep_for(500ms);
+    EXPECT_EQ(probe.count(), 0u);
+    EXPECT_LT(probe.cpu_time_ns() - cpu, 1'000'000u) << "it did not sleep";
+    EXPECT_EQ(sink->credits.load(), 0);
 }
 
 // --- The credit meter, with a test clock ------------------------------------------------------
 
-constexpr std::uint64_t kMs = 1'000'000;  // ns
-
-// Idle time counts toward a credit until it is older than the expiry (the watchdog's
-// timeout), less at most 1/128 of it: it never counts longer.
-TEST(IdleCredits, IdleTimeCountsUntilItIsOlderThanTheTimeout) {
+// MON's rule, reading by reading: 100 ms of idle time within the timeout, and some since the
+// reading before. The idle time between two readings is taken as spread evenly over the time
+// between them: the window holds the share that falls within it.
+TEST(IdleCredits, HundredMillisecondsWithinTheTimeoutAndSomeSinceTheLastReading) {
     const Clock::time_point start{};
-    const auto expiry = std::chrono::nanoseconds(10s);
-    const auto quantum = expiry / 128;
+    const auto window = std::chrono::nanoseconds(10s);
     monitor::IdleCreditMeter meter;
-    EXPECT_FALSE(meter.update(60 * kMs, start, expiry));
-    // 40 ms more just before the 60 ms expire: 100 ms within the timeout.
-    EXPECT_TRUE(meter.update(100 * kMs, start + expiry - quantum - 1ms, expiry));
-
-    monitor::IdleCreditMeter late;
-    EXPECT_FALSE(late.update(60 * kMs, start, expiry));
-    EXPECT_FALSE(late.update(100 * kMs, start + expiry, expiry)) << "the 60 ms had expired";
-    EXPECT_EQ(late.pending(), 40ms);
-    // Idle time is kept at its own time: 60 ms more, 9 s on, still finds the 40 ms.
-    EXPECT_TRUE(late.update(160 * kMs, start + expiry + 9s, expiry));
+    EXPECT_FALSE(meter.update(7'000 * kMs, start, window)) << "the first reading is the baseline";
+    EXPECT_EQ(meter.within(), 0ns);
+    EXPECT_FALSE(meter.update(7'060 * kMs, start + 1s, window));  // 60 ms
+    EXPECT_TRUE(meter.update(7'100 * kMs, start + 2s, window));   // 40 ms more: 100 ms
+    EXPECT_FALSE(meter.update(7'100 * kMs, start + 3s, window)) << "no idle time since";
+    EXPECT_EQ(meter.within(), 100ms);
+    EXPECT_TRUE(meter.update(7'101 * kMs, start + 9500ms, window));
+    // 10.5 s after `start`, half of the 60 ms of its first second lies before the window.
+    EXPECT_FALSE(meter.update(7'102 * kMs, start + 10500ms, window));
+    EXPECT_EQ(meter.within(), 72ms);
+    // And at 11 s none of it: 40 + 1 + 1 + 2 ms.
+    EXPECT_FALSE(meter.update(7'104 * kMs, start + 11s, window));
+    EXPECT_EQ(meter.within(), 44ms);
 }
 
-// Updates come when the probe gets around to them: the idle time beyond a credit counts
-// toward the next one, so credits keep pace with the idle time however coarse the updates.
-TEST(IdleCredits, IdleTimeBeyondACreditCountsTowardTheNext) {
+// A counter that goes back (it should not) gives no idle time, and the next reading counts
+// from the highest value seen.
+TEST(IdleCredits, ACounterThatGoesBackGivesNothing) {
     const Clock::time_point start{};
     monitor::IdleCreditMeter meter;
-    EXPECT_TRUE(meter.update(150 * kMs, start + 150ms, 10s));
-    EXPECT_TRUE(meter.update(200 * kMs, start + 200ms, 10s));  // 50 ms left over + 50 ms
-    int credits = 2;
-    for (int i = 1; i <= 20; ++i) {  // 40 ms a step: 800 ms in all
-        credits += meter.update(200 * kMs + i * 40 * kMs, start + 200ms + i * 40ms, 10s) ? 1 : 0;
-    }
-    EXPECT_EQ(credits, 10);
+    EXPECT_FALSE(meter.update(500 * kMs, start, 10s));
+    EXPECT_FALSE(meter.update(400 * kMs, start + 1s, 10s));
+    EXPECT_FALSE(meter.update(550 * kMs, start + 2s, 10s));
+    EXPECT_EQ(meter.within(), 50ms);
 }
 
-// A probe that calibrated for a long time on a busy CPU starts with much CPU time: it earns
-// a credit at once, and one more at most, not one at every update while it is starved.
-TEST(IdleCredits, ABacklogPaysForOneMoreCreditAtMost) {
+// Readings further apart than the timeout: the window holds its share of the idle time between
+// them, as if it were spread evenly.
+TEST(IdleCredits, ReadingsFurtherApartThanTheTimeoutCountTheirShare) {
     const Clock::time_point start{};
     monitor::IdleCreditMeter meter;
-    EXPECT_TRUE(meter.update(1000 * kMs, start + 10ms, 10s));  // 1 s of calibration
-    int credits = 0;
-    for (int i = 1; i <= 75; ++i) {  // starved: 1 ms of CPU every 400 ms, for 30 s
-        credits += meter.update(1000 * kMs + i * kMs, start + 10ms + i * 400ms, 10s) ? 1 : 0;
-    }
-    EXPECT_LE(credits, 1);
+    EXPECT_FALSE(meter.update(0, start, 10s));
+    EXPECT_FALSE(meter.update(150 * kMs, start + 20s, 10s));
+    EXPECT_EQ(meter.within(), 75ms);
+    EXPECT_TRUE(meter.update(450 * kMs, start + 40s, 10s));
+    EXPECT_EQ(meter.within(), 150ms);
 }
 
 // When the timeout grows, the chunks made with the shorter one may fill the ring: the oldest
@@ -366,44 +411,81 @@ TEST(IdleCredits, ABacklogPaysForOneMoreCreditAtMost) {
 TEST(IdleCredits, AGrowingTimeoutLosesNoIdleTime) {
     const Clock::time_point start{};
     monitor::IdleCreditMeter meter;
-    for (int i = 1; i <= 300; ++i) {  // 0.3 ms every 10 ms: a chunk each with a 1 s expiry
+    EXPECT_FALSE(meter.update(0, start, 1s));
+    for (int i = 1; i <= 300; ++i) {  // 0.3 ms every 10 ms: a chunk each with a 1 s window
         EXPECT_FALSE(meter.update(i * 300'000ULL, start + i * 10ms, i <= 100 ? 1s : 100s));
     }
-    EXPECT_EQ(meter.pending(), 90ms) << "2 s of 0.3 ms per 10 ms since the timeout grew";
+    EXPECT_EQ(meter.within(), 90ms) << "2 s of 0.3 ms per 10 ms since the timeout grew";
     EXPECT_TRUE(meter.update(300 * 300'000ULL + 10 * kMs, start + 3010ms, 100s));
 }
 
-// A probe under a duty cycle, on a test clock: in each period (a random 0.5 to 1.5 times the
-// mean, as bench-duty-cycle makes them) the CPU is busy for `load` percent and the probe runs
-// for the rest, updating its meter after every 3 ms of its CPU time (1,024 outer loops on a
-// current x86 core), from 1 s of calibration at the start. Returns the credits' times.
-std::vector<Clock::time_point> credits_under_load(double load, std::chrono::milliseconds mean,
+// The idle time of a CPU under a duty cycle, on a test clock: in each period (a random 0.5 to
+// 1.5 times the mean, as bench-duty-cycle makes them) the CPU is busy for `load` percent and
+// idle for the rest. Two ways of reading it, as the two probe modes do:
+//   spin   the probe gets the idle time and reads its own CPU time after every 3 ms of it
+//          (1,024 outer loops on a current x86 core);
+//   sleep  the kernel's idle time, read once a second and counted in USER_HZ ticks of 10 ms,
+//          as /proc/stat shows it.
+// `from` starts the load after that much of an idle CPU. Returns the credits' times.
+enum class Reading { Spin, Sleep };
+
+std::vector<Clock::time_point> credits_under_load(Reading reading, double load,
+                                                  std::chrono::milliseconds mean,
                                                   std::chrono::seconds timeout,
-                                                  std::chrono::seconds length) {
+                                                  std::chrono::seconds length,
+                                                  std::chrono::seconds idle_first = 0s) {
     const Clock::time_point start{};
     std::mt19937_64 rng(42);
     std::uniform_real_distribution<double> spread(0.5, 1.5);
     monitor::IdleCreditMeter meter;
     std::vector<Clock::time_point> credits;
-    std::uint64_t cpu = 1000 * kMs;
-    if (meter.update(cpu, start, timeout)) credits.push_back(start);
-    std::uint64_t next_update = cpu + 3 * kMs;
-    for (Clock::time_point t = start; t < start + length;) {
+    std::uint64_t idle = 0;  // ns
+    auto read = [&](Clock::time_point at, std::uint64_t value) {
+        if (meter.update(value, at, timeout)) credits.push_back(at);
+    };
+    read(start, 0);
+    Clock::time_point next_reading = start + 1s;
+    std::uint64_t next_update = 3 * kMs;
+    // Idle time from `t` for `d`, read as the mode reads it.
+    auto idle_for = [&](Clock::time_point t, std::chrono::nanoseconds d) {
+        if (reading == Reading::Spin) {
+            for (auto ran = 0ns; ran < d;) {
+                const auto step = std::min<std::chrono::nanoseconds>(
+                    d - ran, std::chrono::nanoseconds(next_update - idle));
+                ran += step;
+                idle += static_cast<std::uint64_t>(step.count());
+                if (idle < next_update) break;
+                read(t + ran, idle);
+                next_update = idle + 3 * kMs;
+            }
+        } else {
+            idle += static_cast<std::uint64_t>(d.count());
+        }
+    };
+    auto busy_until = [&](Clock::time_point t) {
+        while (reading == Reading::Sleep && next_reading <= t) {
+            read(next_reading, idle / (10 * kMs) * (10 * kMs));
+            next_reading += 1s;
+        }
+    };
+    Clock::time_point t = start;
+    if (idle_first > 0s) {
+        // An idle CPU: the kernel's idle time grows as the clock does.
+        for (; t < start + idle_first; t += 1ms) {
+            idle_for(t, 1ms);
+            busy_until(t + 1ms);
+        }
+    }
+    while (t < start + length) {
         const auto period =
             std::chrono::duration_cast<std::chrono::nanoseconds>(mean * spread(rng));
-        const auto idle =
+        const auto idle_part =
             std::chrono::duration_cast<std::chrono::nanoseconds>(period * (100.0 - load) / 100.0);
-        t += period - idle;  // busy: the probe does not run
-        for (auto ran = 0ns; ran < idle;) {
-            const auto step = std::min<std::chrono::nanoseconds>(
-                idle - ran, std::chrono::nanoseconds(next_update - cpu));
-            ran += step;
-            cpu += static_cast<std::uint64_t>(step.count());
-            if (cpu < next_update) break;
-            if (meter.update(cpu, t + ran, timeout)) credits.push_back(t + ran);
-            next_update = cpu + 3 * kMs;
-        }
-        t += idle;
+        t += period - idle_part;
+        busy_until(t);
+        idle_for(t, idle_part);
+        t += idle_part;
+        busy_until(t);
     }
     return credits;
 }
@@ -422,96 +504,109 @@ std::chrono::nanoseconds longest_gap(const std::vector<Clock::time_point>& credi
 }
 
 struct DutyCase {
+    Reading reading;
     double load;
     int mean_period_ms;
     int timeout_s;
-    double credits_per_s;  // expected: the idle share x 10 s
-    bool petted;           // credits keep coming, never further apart than the timeout
+    bool petted;  // credits keep coming, never further apart than the timeout less a second
 };
 
 void PrintTo(const DutyCase& c, std::ostream* os) {
-    *os << c.load << " % busy, periods of " << c.mean_period_ms << " ms, timeout " << c.timeout_s
-        << " s";
+    *os << (c.reading == Reading::Spin ? "spin" : "sleep") << ", " << c.load
+        << " % busy, periods of " << c.mean_period_ms << " ms, timeout " << c.timeout_s << " s";
 }
 
 class IdleCreditsUnderLoad : public testing::TestWithParam<DutyCase> {};
 
 // MON's rule: the board resets when the IDLE task cannot run for 100 ms within the timeout.
-// So a probe keeps earning credits, one per 100 ms of idle time, at every load that leaves it
-// 100 ms per timeout (99 % at 10 s), and earns none below that.
+// So a CPU keeps earning credits at every load that leaves it 100 ms per timeout (99 % at
+// 10 s), and earns none below that, in both modes.
 TEST_P(IdleCreditsUnderLoad, CreditsComeAsLongAsTheTimeoutHolds100msOfIdleTime) {
     const auto& c = GetParam();
     const auto timeout = std::chrono::seconds(c.timeout_s);
     const auto length = 12 * timeout;
-    const auto credits =
-        credits_under_load(c.load, std::chrono::milliseconds(c.mean_period_ms), timeout, length);
+    const auto credits = credits_under_load(
+        c.reading, c.load, std::chrono::milliseconds(c.mean_period_ms), timeout, length);
     const Clock::time_point start{};
-    ASSERT_FALSE(credits.empty());
-    EXPECT_EQ(credits.front(), start) << "the calibration's idle time earns the first credit";
-    // After the first timeout, the backlog is spent and only the load decides.
     const auto from = start + timeout;
     const auto counted = std::ranges::count_if(credits, [&](auto t) { return t >= from; });
-    const double seconds = std::chrono::duration<double>(length - timeout).count();
     const auto gap = longest_gap(credits, from, start + length);
     if (c.petted) {
-        EXPECT_NEAR(static_cast<double>(counted) / seconds, c.credits_per_s,
-                    0.1 * c.credits_per_s + 1.0 / seconds)
-            << counted << " credits in " << seconds << " s";
-        EXPECT_LT(gap, timeout) << "a watchdog with this timeout would have fired";
+        // A second of room for the pet that a credit brings: the daemon's tick may be late.
+        EXPECT_LT(gap, timeout - 1s)
+            << "a watchdog with this timeout would have fired (" << counted << " credits)";
     } else {
         EXPECT_EQ(counted, 0) << "the idle time within any timeout is less than 100 ms";
     }
 }
 
-// At 99 % with a 10 s timeout the probe gets exactly 100 ms per timeout: the limit. Credits
-// then come every 10 s at best, as late as the watchdog allows.
-TEST(IdleCredits, NinetyNinePercentIsTheLimitOfATenSecondTimeout) {
-    const Clock::time_point start{};
-    const auto credits = credits_under_load(99.0, 1000ms, 10s, 120s);
-    const auto from = start + 10s;
-    const auto counted = std::ranges::count_if(credits, [&](auto t) { return t >= from; });
-    EXPECT_LE(counted, 11) << "at most one credit per 10 s in 110 s";
-    EXPECT_GE(longest_gap(credits, from, start + 120s), 9900ms);
-}
-
 std::string duty_case_name(const testing::TestParamInfo<DutyCase>& info) {
     auto tenths = static_cast<int>(info.param.load * 10 + 0.5);
-    return "load" + std::to_string(tenths / 10) + "_" + std::to_string(tenths % 10) + "_period" +
+    return std::string{info.param.reading == Reading::Spin ? "spin" : "sleep"} + "_load" +
+           std::to_string(tenths / 10) + "_" + std::to_string(tenths % 10) + "_period" +
            std::to_string(info.param.mean_period_ms) + "ms_timeout" +
            std::to_string(info.param.timeout_s) + "s";
 }
 
+DutyCase spin(double load, int period_ms, int timeout_s, bool petted) {
+    return {Reading::Spin, load, period_ms, timeout_s, petted};
+}
+DutyCase sleep(double load, int period_ms, int timeout_s, bool petted) {
+    return {Reading::Sleep, load, period_ms, timeout_s, petted};
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Duty, IdleCreditsUnderLoad,
-    testing::Values(DutyCase{90, 100, 10, 1.0, true}, DutyCase{90, 1000, 10, 1.0, true},
-                    DutyCase{95, 100, 10, 0.5, true}, DutyCase{95, 1000, 10, 0.5, true},
-                    DutyCase{98, 100, 10, 0.2, true}, DutyCase{98, 1000, 10, 0.2, true},
-                    // busy for about 2 s at a time, then 40 ms idle
-                    DutyCase{98, 2000, 10, 0.2, true},
-                    // SCHED_IDLE's sliver under a nice-0 hog: 40 ms per 10 s, 100 ms in 25 s
-                    DutyCase{99.6, 100, 10, 0, false}, DutyCase{99.6, 1000, 10, 0, false},
-                    DutyCase{100, 1000, 10, 0, false},
+    testing::Values(spin(90, 100, 10, true), spin(90, 1000, 10, true), spin(95, 100, 10, true),
+                    spin(95, 1000, 10, true), spin(98, 100, 10, true), spin(98, 1000, 10, true),
+                    spin(98, 2000, 10, true), spin(99, 100, 10, true), spin(99, 1000, 10, true),
+                    sleep(90, 100, 10, true), sleep(90, 1000, 10, true), sleep(95, 100, 10, true),
+                    sleep(95, 1000, 10, true), sleep(98, 100, 10, true), sleep(98, 1000, 10, true),
+                    sleep(98, 2000, 10, true), sleep(99, 100, 10, true), sleep(99, 1000, 10, true),
+                    // SCHED_IDLE's sliver under a nice-0 hog (spin), or a duty cycle that leaves as
+                    // little (sleep): 40 ms per 10 s
+                    spin(99.6, 100, 10, false), spin(99.6, 1000, 10, false),
+                    spin(100, 1000, 10, false), sleep(99.6, 100, 10, false),
+                    sleep(99.6, 1000, 10, false), sleep(100, 1000, 10, false),
                     // the same sliver keeps a 30 s timeout petted: 120 ms per 30 s
-                    DutyCase{99.6, 1000, 30, 0.04, true},
-                    // and 95 % is already too much for a 2 s timeout: 100 ms per 2 s
-                    DutyCase{96, 100, 2, 0, false}),
+                    spin(99.6, 1000, 30, true), sleep(99.6, 1000, 30, true),
+                    // and 96 % is already too much for a 2 s timeout: 80 ms per 2 s
+                    spin(96, 100, 2, false)),
     duty_case_name);
 
-// A spinning probe credits every 100 ms of CPU time it gets; a busy thread of normal priority
-// on its CPU leaves it (SCHED_IDLE) almost none, so the credits stop.
+// A CPU saturated after a minute of idle time: the first reading without idle time since the
+// one before earns no credit, and none come after it. A load that leaves 0.4 % (99.6 % busy)
+// ends the credits once the idle minute has left the window, within one timeout.
+TEST(IdleCredits, CreditsStopWhenTheCpuIsStarved) {
+    const Clock::time_point start{};
+    const auto starved = start + 60s;
+    for (auto reading : {Reading::Spin, Reading::Sleep}) {
+        const auto hog = credits_under_load(reading, 100, 1000ms, 10s, 120s, 60s);
+        ASSERT_FALSE(hog.empty());
+        EXPECT_LE(hog.back(), starved + 1s) << "the last credit of a saturated CPU";
+        const auto most = credits_under_load(reading, 99.6, 100ms, 10s, 120s, 60s);
+        ASSERT_FALSE(most.empty());
+        EXPECT_GT(most.back(), starved + 1s);
+        EXPECT_LE(most.back(), starved + 10s) << "the last credit at 99.6 % busy";
+    }
+}
+
+// A spinning probe credits its CPU time once it has 100 ms of it within the timeout; a busy
+// thread of normal priority on its CPU leaves it (SCHED_IDLE) almost none, so the credits stop
+// once the idle time it had before is older than the timeout (1 s here).
 TEST(IdleCredits, ASpinningProbeCreditsItsIdleTimeAndStopsWhenStarved) {
     auto sink = std::make_shared<CountingSink>();
     sink->cpu = SomeCpu();
+    sink->expiry = 1s;
     monitor::IdleProbe probe(sink->cpu, monitor::ProbeMode::Spin, {}, {}, sink);
     ASSERT_TRUE(test_support::wait_until(
         [&] { return probe.state() == monitor::ProbeState::Running; }, 5000ms));
     const auto cpu_before = probe.cpu_time_ns();
-    const int before = sink->credits.load();
     std::this_thread::sleep_for(1s);
-    const int idle_credits = sink->credits.load() - before;
     const double idle_cpu_ms = static_cast<double>(probe.cpu_time_ns() - cpu_before) / 1e6;
-    // One credit per 100 ms of the probe's CPU time, whatever else ran on the CPU.
-    EXPECT_NEAR(idle_credits, idle_cpu_ms / 100.0, 1.5) << idle_cpu_ms << " ms of idle time";
+    if (idle_cpu_ms < 300)
+        GTEST_SKIP() << "the CPU was busy: the probe got " << idle_cpu_ms << " ms";
+    EXPECT_GT(sink->credits.load(), 0) << idle_cpu_ms << " ms of idle time";
 
     std::atomic<bool> stop{false};
     std::thread busy([&] {
@@ -522,15 +617,18 @@ TEST(IdleCredits, ASpinningProbeCreditsItsIdleTimeAndStopsWhenStarved) {
         volatile unsigned long x = 0;
         while (!stop.load(std::memory_order_relaxed)) x = x + 1;
     });
-    std::this_thread::sleep_for(200ms);  // the credit in progress may still complete
+    std::this_thread::sleep_for(1500ms);  // the idle time from before leaves the window
     const int starved_before = sink->credits.load();
+    const auto starved_cpu = probe.cpu_time_ns();
     std::this_thread::sleep_for(1s);
     const int starved_credits = sink->credits.load() - starved_before;
+    const double starved_ms = static_cast<double>(probe.cpu_time_ns() - starved_cpu) / 1e6;
     stop = true;
     busy.join();
     probe.stop();
-    EXPECT_LE(starved_credits, 1) << "a SCHED_IDLE probe under a busy thread gets ~0.3% of "
-                                     "the CPU: a credit every ~30 s";
+    EXPECT_EQ(starved_credits, 0) << "a SCHED_IDLE probe under a busy thread gets ~0.3% of "
+                                     "the CPU: 3 ms per second, not 100; it got "
+                                  << starved_ms << " ms";
     EXPECT_EQ(sink->wrong_cpu.load(), 0);
 }
 

@@ -1,8 +1,11 @@
 #!/bin/busybox sh
 # /init of the test VM: mounts the kernel filesystems, loads the watchdog driver named on the
-# kernel command line (wd=i6300esb|softdog), runs monitord on /dev/watchdog, then the case
-# named by case=: idle, busy95, busy, fifo, sigterm, sigkill. Lines starting with "VMTEST:" are read
-# by the host (watchdog_vm.py). The VM ends by the watchdog (qemu exits: poweroff for the
+# kernel command line (wd=i6300esb|softdog), runs monitord on /dev/watchdog (probe=sleep, the
+# default, or spin), then the case named by case=: idle, default (monitord without a watchdog
+# setting: it must arm none), busy95, busy, fifo, session, cgroup, idlecgroup (a busy loop on
+# one CPU, in another session, cgroup, or cgroup with cpu.idle=1), sigterm, sigkill, nowayout
+# (softdog loaded with nowayout=1, then SIGTERM). Lines starting with "VMTEST:" are read by
+# the host (watchdog_vm.py). The VM ends by the watchdog (qemu exits: poweroff for the
 # i6300esb, a reboot with -no-reboot for softdog) or, when it survives, by "poweroff -f"
 # after printing "VMTEST: ALIVE".
 /bin/busybox --install -s /bin
@@ -18,19 +21,44 @@ for arg in $(cat /proc/cmdline); do
         case=*) CASE=${arg#case=} ;;
         wd=*) WD=${arg#wd=} ;;
         timeout=*) TIMEOUT=${arg#timeout=} ;;
+        probe=*) PROBE=${arg#probe=} ;;
     esac
 done
 TIMEOUT=${TIMEOUT:-10}
+PROBE=${PROBE:-sleep}
 say() { echo "VMTEST: $* uptime=$(cut -d' ' -f1 /proc/uptime)"; }
 die() { say "ERROR $*"; poweroff -f; }
 
 insmod /modules/watchdog.ko || die "insmod watchdog"
-insmod "/modules/$WD.ko" || die "insmod $WD"
+if [ "$CASE" = nowayout ]; then
+    insmod "/modules/$WD.ko" nowayout=1 || die "insmod $WD nowayout=1"
+else
+    insmod "/modules/$WD.ko" || die "insmod $WD"
+fi
 [ -c /dev/watchdog ] || die "no /dev/watchdog after loading $WD"
 
-# A 20 s window: busy95 reads the load of its last 20 s.
-monitord --socket /run/monitord.sock --watchdog /dev/watchdog --watchdog-timeout "$TIMEOUT" \
-    --history-seconds 20 &
+# The CPUs' time in idle states so far, in microseconds (cpuidle; empty without a driver).
+residency() {
+    cat /sys/devices/system/cpu/cpu[0-9]*/cpuidle/state*/time 2>/dev/null |
+        awk '{ t += $1 } END { if (NR) print t }'
+}
+# The default case: the idle residency over 10 s without monitord, for the one with it below.
+if [ "$CASE" = default ]; then
+    say "CPUIDLE driver $(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo none)"
+    r0=$(residency)
+    sleep 10
+    r1=$(residency)
+    [ -n "$r0" ] && say "RESIDENCY_WITHOUT $((r1 - r0)) us in 10 s"
+fi
+
+# A 20 s window: busy95 reads the load of its last 20 s. The watchdog is opt-in: the default
+# case gives no device, and the daemon must leave /dev/watchdog alone.
+if [ "$CASE" = default ]; then
+    monitord --socket /run/monitord.sock --history-seconds 20 &
+else
+    monitord --socket /run/monitord.sock --watchdog /dev/watchdog --watchdog-timeout "$TIMEOUT" \
+        --probe "$PROBE" --history-seconds 20 &
+fi
 MONITORD=$!
 i=0
 until monctl -s /run/monitord.sock status >/dev/null 2>&1; do
@@ -38,7 +66,7 @@ until monctl -s /run/monitord.sock status >/dev/null 2>&1; do
     [ $i -lt 100 ] || die "monitord did not answer within 10 s"
     sleep 0.1
 done
-say "READY case=$CASE wd=$WD"
+say "READY case=$CASE wd=$WD probe=$PROBE"
 monctl -s /run/monitord.sock watchdog status
 if [ "$CASE" = idle ]; then
     # A second daemon finds the device held (EBUSY) and must say who may hold it.
@@ -58,6 +86,26 @@ load() {
     done
 }
 
+# One busy loop on cpu1 placed as $1 says: in another session, or in a cgroup (cgroup2 with
+# the cpu controller) of its own, with cpu.idle=1 for idlecgroup.
+busy_elsewhere() {
+    case $1 in
+        session)
+            setsid taskset -c 1 sh -c 'while :; do :; done' &
+            ;;
+        cgroup | idlecgroup)
+            mount -t cgroup2 none /sys/fs/cgroup || die "mount cgroup2"
+            echo +cpu >/sys/fs/cgroup/cgroup.subtree_control || die "enable the cpu controller"
+            mkdir /sys/fs/cgroup/busy || die "mkdir a cgroup"
+            if [ "$1" = idlecgroup ]; then
+                echo 1 >/sys/fs/cgroup/busy/cpu.idle || die "cpu.idle"
+            fi
+            taskset -c 1 sh -c 'while :; do :; done' &
+            echo $! >/sys/fs/cgroup/busy/cgroup.procs || die "move the loop into the cgroup"
+            ;;
+    esac
+}
+
 survive() {  # $1 seconds, showing the watchdog on the way
     end=$(($(cut -d. -f1 /proc/uptime) + $1))
     while [ "$(cut -d. -f1 /proc/uptime)" -lt $end ]; do
@@ -70,6 +118,20 @@ case $CASE in
     idle)
         survive $((3 * TIMEOUT))
         monctl -s /run/monitord.sock watchdog status
+        ;;
+    default)
+        # No watchdog setting: /dev/watchdog exists but is never opened, so it never starts.
+        if monctl -s /run/monitord.sock watchdog status | grep -q "No watchdog"; then
+            say "NO_WATCHDOG"
+        fi
+        monctl -s /run/monitord.sock status | grep -i probe
+        r0=$(residency)
+        sleep 10
+        r1=$(residency)
+        [ -n "$r0" ] && say "RESIDENCY_WITH $((r1 - r0)) us in 10 s"
+        sleep $((3 * TIMEOUT - 10))
+        # The daemon's own CPU time over its run: clock ticks (utime + stime), and ticks a second.
+        say "MONITORD_TICKS $(awk '{ print $14 + $15 }' /proc/$MONITORD/stat) $(getconf CLK_TCK 2>/dev/null || echo 100)"
         ;;
     busy95)
         # A healthy, busy machine: 5 % idle time on every CPU is 500 ms per 10 s, five times
@@ -105,9 +167,24 @@ case $CASE in
         say "STOPPED monitord exit=$?"
         survive $((3 * TIMEOUT))
         ;;
+    session | cgroup | idlecgroup)
+        say "LOAD normal priority on cpu1, in $CASE"
+        busy_elsewhere "$CASE"
+        sleep $((6 * TIMEOUT))
+        ;;
     sigkill)
         kill -KILL $MONITORD
         say "KILLED"
+        sleep $((6 * TIMEOUT))
+        ;;
+    nowayout)
+        # The driver cannot be stopped: the daemon must say so, and not claim to disarm it.
+        if monctl -s /run/monitord.sock watchdog status | grep -q "stays armed: the driver has nowayout"; then
+            say "NOWAYOUT_SHOWN"
+        fi
+        kill -TERM $MONITORD
+        wait $MONITORD
+        say "KILLED monitord stopped, exit=$?"
         sleep $((6 * TIMEOUT))
         ;;
     *) die "unknown case '$CASE'" ;;

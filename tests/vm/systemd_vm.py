@@ -4,7 +4,12 @@ qemu (TCG) boots this machine's own root filesystem, shared read-only over 9p be
 overlay, with systemd as PID 1 and an i6300esb watchdog (-watchdog-action poweroff
 -no-reboot: a watchdog that fires ends the VM). systemd_checks.sh runs inside as a service:
 
-  install    dpkg -i of the packages: group monitor, socket and service started, READY
+  install    dpkg -i of the packages: group monitor, socket and service started, READY; by
+             default no watchdog armed (although the VM has one), sleeping probes, and mpstat
+             reads at least 99 % idle; then the watchdog named in monitord.conf and armed
+  spin       spinning probes beside a busy unit with CPUWeight= on cpu1: placed in
+             monitord.slice (CPUWeight=idle), the unit keeps 98.5 % of the CPU it had alone,
+             and the probe source reads cpu1 at least 95 % busy
   access     `monctl status` for a member of monitor; refused, naming the group, for another
   exporter   the exporter's socket enabled by its package; a scrape by a user outside the
              group starts it (a dynamic user, not root) and gets monitord's figures; its
@@ -15,6 +20,8 @@ overlay, with systemd as PID 1 and an i6300esb watchdog (-watchdog-action powero
   socket     the first `monctl` after the stop starts the daemon through the socket
   kill       `systemctl kill -s KILL`: systemd restarts the daemon, which pets the watchdog
              before it fires: the VM survives 2.5x the timeout
+  starve     a busy unit with CPUWeight= pinned to cpu1: the pets stop, and the watchdog ends
+             the VM within the timeout and a margin
 
   tests/vm/systemd_vm.py --debs DIR [--keep]
 
@@ -40,9 +47,13 @@ MODULES = ["virtio_ring", "virtio", "virtio_pci_modern_dev", "virtio_pci_legacy_
            "virtio_pci", "netfs", "fscache", "9pnet", "9pnet_virtio", "9p", "overlay",
            "watchdog", "i6300esb"]
 # The marks the checks print, in order; the VM must still be up at each.
-MARKS = ["BOOTED", "INSTALLED", "READY", "ACCESS", "EXPORTER", "RELOADED", "BAD_RELOAD_KEPT_SETTINGS",
-         "STOPPED", "SURVIVED_STOP", "SOCKET_ACTIVATED", "KILLED", "RESTARTED", "SURVIVED_KILL",
-         "ALL_CHECKS_PASSED"]
+MARKS = ["BOOTED", "INSTALLED", "READY", "IDLE", "SPIN_FAIR", "ARMED", "ACCESS", "EXPORTER", "RELOADED",
+         "BAD_RELOAD_KEPT_SETTINGS", "STOPPED", "SURVIVED_STOP", "SOCKET_ACTIVATED", "KILLED",
+         "RESTARTED", "SURVIVED_KILL", "ALL_CHECKS_PASSED", "STARVED"]
+TIMEOUT_S = 10  # monitord's default watchdog timeout
+# After the starvation began: a tick or two for the last pet, the timeout, and the driver's
+# rounding and a slow guest.
+STARVED_END_S = TIMEOUT_S + 8
 BUDGET_S = 900  # boot, install and checks take ~3 min under TCG on 2 CPUs
 
 
@@ -115,6 +126,16 @@ def main():
     for name, start in (("STOPPED", "SURVIVED_STOP"), ("KILLED", "SURVIVED_KILL")):
         if name in marks and start in marks:
             print(f"  {name.lower()}: the VM was still up {marks[start] - marks[name]:.1f} s later")
+    for mark in ("IDLE", "SPIN_FAIR"):
+        said = [l for l in lines if f"VMTEST: {mark}" in l]
+        if said:
+            print(f"  {said[0].split('VMTEST: ', 1)[1]}")
+    if "STARVED" in marks:
+        ended = wall - marks["STARVED"]
+        print(f"  starved: the watchdog ended the VM {ended:.1f} s after the busy unit began")
+        if ended > STARVED_END_S:
+            problems.append(f"the VM ended {ended:.1f} s after the busy unit began, later than "
+                            f"{STARVED_END_S} s")
     print(f"VM: {wall:.0f} s; systemd suite: {time.monotonic() - t0:.0f} s of wall time "
           f"(packages {t1 - t0:.0f} s)")
     if problems:

@@ -121,6 +121,15 @@ std::string format_status(const monitor::protocol::DaemonStatus& st, const std::
     out += fmt::format("  sources: {}\n", fmt::join(st.sources, ", "));
     out += fmt::format("  history: {} s\n", st.history_seconds);
     out += fmt::format("  probes:  {}", st.probe_mode);
+    if (st.probe_mode == "sleep") {
+        out +=
+            " (a thread per CPU at idle priority, woken at each tick while a watchdog is "
+            "armed, which it pets from the kernel's idle time; the load is /proc/stat's)";
+    } else if (st.probe_mode == "spin") {
+        out += " (a thread per CPU at idle priority spins: the probe source, MON's method)";
+    } else if (st.probe_mode == "off") {
+        out += " (none: no watchdog; the load is /proc/stat's)";
+    }
     if (const auto& g = st.probe_group) {
         if (g->kind == "autogroup") {
             out += fmt::format(", in autogroup {} at nice {}", g->name, g->nice.value_or(0));
@@ -145,8 +154,14 @@ std::string format_status(const monitor::protocol::DaemonStatus& st, const std::
         if (!p.error.empty()) out += ": " + p.error;
         out += '\n';
     }
-    if (st.probe_group && !st.probe_group->yields) {
-        out += fmt::format("  warning: {}\n", st.probe_group->note);
+    // Where the probes compete, in a sentence: a warning when they do not yield.
+    if (st.probe_group && !st.probe_group->note.empty()) {
+        out += fmt::format("  {}{}\n",
+                           st.probe_group->yields ? "" : "warning: ", st.probe_group->note);
+    }
+    if (st.probe_fallback) {
+        out +=
+            fmt::format("  warning: spinning probes were asked for, but {}\n", *st.probe_fallback);
     }
     out += fmt::format(
         "  watchdog: {}",
@@ -159,8 +174,8 @@ std::string format_status(const monitor::protocol::DaemonStatus& st, const std::
 
 std::string format_watchdog(const std::optional<monitor::protocol::WatchdogInfo>& w) {
     if (!w) {
-        return "No watchdog: none is configured, or /dev/watchdog did not exist when the daemon "
-               "started (see [watchdog] in monitord.conf(5)).\n";
+        return "No watchdog: none is configured (it is opt-in: [watchdog] device in "
+               "monitord.conf(5), or monitord --watchdog DEVICE).\n";
     }
     auto seconds = [](const std::optional<std::int64_t>& s) {
         return s ? fmt::format("{} s", *s) : std::string{"unknown (the driver does not say)"};
@@ -184,10 +199,12 @@ std::string format_watchdog(const std::optional<monitor::protocol::WatchdogInfo>
         out += fmt::format(" (waiting for {})", format_cpu_list(w->waiting_for));
     }
     out += '\n';
-    out += fmt::format("  on stop:        {}\n", w->on_stop == "disarm"
-                                                     ? "disarm (magic close)"
-                                                     : "keep armed (the machine resets unless "
-                                                       "petted again)");
+    out += fmt::format("  on stop:        {}\n",
+                       w->nowayout              ? "stays armed: the driver has nowayout (the "
+                                                  "machine resets unless petted again)"
+                       : w->on_stop == "disarm" ? "disarm (magic close)"
+                                                : "keep armed (the machine resets unless "
+                                                  "petted again)");
     out += fmt::format("  last reset:     {}\n", w->last_reset_by_watchdog
                                                      ? "caused by the watchdog"
                                                      : "not caused by the watchdog");

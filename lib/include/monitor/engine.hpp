@@ -16,6 +16,7 @@
 #include "monitor/loading/load_source.hpp"
 #include "monitor/loading/loading_report.hpp"
 #include "monitor/loading/probe_set.hpp"
+#include "monitor/loading/probes.hpp"
 #include "monitor/status.hpp"
 
 namespace monitor {
@@ -30,7 +31,8 @@ struct EngineOptions {
     std::size_t history_seconds = kDefaultHistorySeconds;  // length of the window
 
     // Idle probes: spin adds the "probe" source and takes the probes' CPU time out of the
-    // procstat figures; sleep runs probes that measure nothing (for the watchdog).
+    // procstat figures; sleep runs probes that measure nothing and earn the watchdog's
+    // credits from the kernel's idle time, which each tick gives them.
     ProbeMode probe = ProbeMode::Off;
     ProbeThreadAttr probe_attr;
     std::optional<std::vector<int>> probe_cpus;  // nullopt: every online CPU
@@ -40,6 +42,12 @@ struct EngineOptions {
     std::chrono::milliseconds calibration_wait{3000};
     // Gets the probes' idle credits (the watchdog); the probes must spin or sleep.
     std::shared_ptr<IdleCreditSink> idle_sink;
+    // Spinning probes that run elsewhere, with probe = Spin: a helper process placed where
+    // they yield to every scheduling group (the daemon's ProbeProcess). The probe source and
+    // the correction of /proc/stat read them; the engine's own probes then sleep and earn the
+    // credits from the idle time of /proc/stat so corrected. nullptr: spinning probes are
+    // threads of this process and earn them from their own CPU time (the MON C API).
+    std::shared_ptr<Probes> spinners;
 };
 
 class Engine {
@@ -65,8 +73,12 @@ class Engine {
     // Online CPUs as of the last tick.
     const std::vector<int>& online_cpus() const { return online_; }
     std::vector<std::string_view> source_names() const;
-    // The idle probes; nullptr with ProbeMode::Off.
-    const ProbeSet* probes() const { return probes_.get(); }
+    // The idle probes that measure (spinning ones, wherever they run), or the sleeping ones;
+    // nullptr with ProbeMode::Off.
+    const Probes* probes() const { return spinning_ != nullptr ? spinning_ : probes_.get(); }
+    // The probes that earn the watchdog's credits: this process's threads; nullptr with
+    // ProbeMode::Off.
+    const ProbeSet* petting_probes() const { return probes_.get(); }
     ProbeMode probe_mode() const { return options_.probe; }
     std::size_t history_seconds() const { return options_.history_seconds; }
     // Changes the window length, keeping the newest samples.
@@ -92,9 +104,11 @@ class Engine {
     SourceLoad report(const SourceState& st, const LoadHistory& h, const StateHistory* states,
                       const StateSeconds* seconds, const LoadingQuery& query) const;
     void record(SourceState& st, const LoadSample& sample, double seconds);
+    void publish_idle(Clock::time_point now);
 
     EngineOptions options_;
-    std::unique_ptr<ProbeSet> probes_;  // before sources_: the sources refer to it
+    std::unique_ptr<ProbeSet> probes_;  // before sources_: the sources refer to them
+    Probes* spinning_ = nullptr;        // probes_, or options_.spinners, when they spin
     std::vector<SourceState> sources_;
     std::size_t procstat_ = 0;  // index of the procstat source in sources_
     std::vector<int> online_;

@@ -14,7 +14,16 @@
 // busy process keeps 99.1-99.5 % of its CPU. A process that leads its
 // session (a systemd service, or a process started with setsid) has an autogroup of its own
 // and can lower it; one started from a shell shares the shell's, which it must not lower.
+//
+// A cgroup meets the others at every level of the hierarchy, each sharing its parent's time
+// by weight: a cgroup that weighs nothing within its parent still gets its parent's share
+// there. What decides is the cgroup at the top, right below the root: with cpu.idle=1
+// (kernel 5.15 and later; systemd's CPUWeight=idle) its tasks run only when no other group
+// has work, as SCHED_IDLE threads do within a group; with the lowest weight (cpu.weight 1,
+// v1's cpu.shares 2) they get at most about 0.2 % of a busy CPU.
 #pragma once
+
+#include <sys/types.h>
 
 #include <filesystem>
 #include <optional>
@@ -34,11 +43,26 @@ struct ProbeGroup {
     std::string name;         // "/autogroup-42", or the cgroup's path; empty for Root
     std::optional<int> nice;  // an autogroup's nice value
     bool own = false;         // an autogroup this process leads (its session's leader)
+    // A cgroup's ancestor right below the root (the cgroup itself when it is there), and
+    // whether that one has cpu.idle=1, or the lowest weight. False when not known.
+    std::string top;
+    bool top_idle = false;
+    bool top_lowest_weight = false;
 
     // Whether the probes yield to the busy threads of other groups too: in the root group,
-    // or in an autogroup at nice 19 (but for at most 1.5 % of a CPU).
+    // in an autogroup at nice 19 (but for at most 1.5 % of a CPU), or in a cgroup whose top
+    // is idle (or weighs the least: at most 0.2 %).
     bool yields() const;
 };
+
+// Where the cgroup hierarchies are mounted: the v1 one with the cpu controller, and the
+// unified one (v2); empty when not mounted.
+struct CgroupRoots {
+    std::filesystem::path cpu_v1;
+    std::filesystem::path v2;
+};
+// From a /proc/PID/mountinfo.
+CgroupRoots find_cgroup_roots(const std::filesystem::path& mountinfo);
 
 std::string_view probe_group_kind_name(ProbeGroup::Kind kind) noexcept;
 
@@ -48,6 +72,24 @@ std::string_view probe_group_kind_name(ProbeGroup::Kind kind) noexcept;
 // `leads_session`: whether this process is its session's leader (getsid(0) == getpid()).
 Result<ProbeGroup> find_probe_group(const std::filesystem::path& proc_root,
                                     const std::filesystem::path& cgroup2_root, bool leads_session);
+
+// The group of process `pid` (`proc_root`/PID; 0 for this process, as "self"): as
+// find_probe_group, and of a cgroup also its top and what that weighs, from the hierarchies of
+// `roots`. A process that leads its session is told from `proc_root`/PID/stat.
+Result<ProbeGroup> find_process_group(const std::filesystem::path& proc_root, pid_t pid,
+                                      const CgroupRoots& roots);
+
+// Moves process `pid` into the cgroup `name` right below the root of the hierarchy that has
+// the cpu controller, made when missing, with cpu.idle=1 (or, where the kernel has no
+// cpu.idle, the lowest weight), and returns its group as it then is. Only where that changes
+// nothing for any other process: in a cgroup v1 hierarchy, or in v2 whose root gives its
+// children the cpu controller already (enabling it would put every process of the machine
+// under it). Needs the right to write the cgroup tree (root); BADSTATE where neither holds.
+Result<ProbeGroup> place_in_idle_cgroup(const std::filesystem::path& proc_root, pid_t pid,
+                                        const CgroupRoots& roots, const std::string& name);
+// Removes a cgroup made by place_in_idle_cgroup once it is empty; errors are ignored (a
+// cgroup that still holds a process stays).
+void remove_idle_cgroup(const CgroupRoots& roots, const std::string& name);
 
 // Sets an autogroup this process leads to nice 19 (writing `proc_root`/self/autogroup) and
 // returns the group as it then is. Any other group is returned as it is: a shared autogroup

@@ -1,5 +1,7 @@
-// The idle probes of every monitored CPU, following CPU hotplug.
+// The idle probes of every monitored CPU as threads of this process, following CPU hotplug.
 #pragma once
+
+#include <sys/types.h>
 
 #include <chrono>
 #include <map>
@@ -9,22 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "monitor/loading/cpu_time_exclusion.hpp"
 #include "monitor/loading/idle_probe.hpp"
+#include "monitor/loading/probes.hpp"
 
 namespace monitor {
 
-struct ProbeReading {
-    int cpu = 0;
-    std::uint64_t generation = 0;  // changes when the CPU's probe thread is replaced
-    ProbeState state = ProbeState::Starting;
-    std::uint64_t count = 0;   // loops (spin) or wake-ups (sleep)
-    std::uint64_t cpu_ns = 0;  // CPU time of this probe thread so far
-    std::optional<std::chrono::duration<double, std::nano>> baseline;
-    std::string error;
-};
-
-class ProbeSet final : public CpuTimeExclusion {
+class ProbeSet final : public Probes {
   public:
     // `only` restricts the probes to those CPUs (the MON IDLE task's affinity); nullopt
     // probes every online CPU.
@@ -33,18 +25,20 @@ class ProbeSet final : public CpuTimeExclusion {
              CalibrationPlan plan = {}, std::shared_ptr<IdleCreditSink> sink = nullptr);
     ~ProbeSet() override;
 
-    // Starts probes on CPUs that came online and stops those of CPUs that went away.
-    void set_online(const std::vector<int>& cpus);
+    void set_online(const std::vector<int>& cpus) override;
+    bool wait_calibrated(std::chrono::milliseconds timeout) const override;
+    std::vector<ProbeReading> read() const override;
+    // The probe threads' kernel ids, by CPU (0 for a thread not started yet or gone).
+    std::vector<std::pair<int, pid_t>> thread_ids() const;
+    // CPU time of `cpu`'s probes that have stopped (a CPU that went and came back).
+    std::uint64_t retired_cpu_ns(int cpu) const;
 
-    // Waits until no probe is starting or calibrating any more, or `timeout` passed;
-    // returns whether all are done.
-    bool wait_calibrated(std::chrono::milliseconds timeout) const;
-
-    // The probes' states and counters, by CPU.
-    std::vector<ProbeReading> read() const;
+    // Sleep mode: `cpu`'s idle time so far as the kernel counts it, read at `at`; its probe
+    // wakes and earns its credit from it (IdleProbe::publish_idle).
+    void publish_idle(int cpu, std::uint64_t idle_ns, std::chrono::steady_clock::time_point at);
 
     std::uint64_t excluded_cpu_ns(int cpu) const override;
-    ProbeMode mode() const { return mode_; }
+    ProbeMode mode() const override { return mode_; }
 
   private:
     struct Slot {

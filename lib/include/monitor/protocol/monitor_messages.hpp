@@ -37,6 +37,7 @@ struct WatchdogInfo {
     std::uint64_t pet_errors = 0;
     std::optional<std::string> last_error;
     bool last_reset_by_watchdog = false;
+    bool nowayout = false;
     std::string policy = "all";  // any, all
     std::vector<int> waiting_for;
     std::string on_stop = "disarm";  // disarm, keep_armed: enum_value(on_stop_name(...))
@@ -62,7 +63,9 @@ struct DaemonStatus {
     std::vector<std::string> sources;
     std::string probe_mode = "off";  // spin, sleep, off
     std::vector<ProbeStatus> probes;
-    std::optional<ProbeGroupInfo> probe_group;  // nullopt with probe_mode off
+    std::optional<ProbeGroupInfo> probe_group;  // spinning probes only
+    // Why the probes do not spin although spin was asked for (no place where they yield).
+    std::optional<std::string> probe_fallback;
     std::int64_t history_seconds = 0;
     std::optional<WatchdogInfo> watchdog;
 };

@@ -25,6 +25,9 @@ namespace monitor {
 // The longest watchdog timeout asked of a driver, and the one asked by default.
 inline constexpr std::chrono::seconds kMaxWatchdogTimeout{3600};
 inline constexpr std::chrono::seconds kDefaultWatchdogTimeout{10};
+// The shortest timeout sleeping probes pet: their credits come with the loading tick, once a
+// second, and a tick may be late.
+inline constexpr std::chrono::seconds kMinSleepWatchdogTimeout{3};
 
 class Runtime {
   public:
@@ -49,7 +52,9 @@ class Runtime {
     std::vector<int> probing_cpus() const;
     // Opens (arms) `device` with `timeout`, to be petted when the probes of probing_cpus()
     // earn credits; the list follows the probes at every tick. BADARG without probes (they
-    // pet it), or without a watchdog given to create(); the device's errors otherwise.
+    // pet it), with sleeping ones (they pet once a tick; spinning ones elsewhere have them)
+    // and a timeout under kMinSleepWatchdogTimeout, or without a watchdog given to create();
+    // the device's errors otherwise.
     Result<void> arm_watchdog(const std::string& device, std::chrono::seconds timeout);
     watchdog::Watchdog* watchdog() const { return watchdog_.get(); }
 

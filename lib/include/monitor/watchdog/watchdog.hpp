@@ -40,6 +40,7 @@ struct WatchdogStatus {
     std::uint64_t pet_errors = 0;
     std::string last_error;  // of the last failed pet
     bool last_reset_by_watchdog = false;
+    bool nowayout = false;  // the driver cannot be stopped: it stays armed on any stop
     PetPolicyKind policy = PetPolicyKind::All;
     std::vector<int> waiting_for;  // CPUs without a credit since the last pet
 };
@@ -54,7 +55,8 @@ class Watchdog final : public IdleCreditSink {
 
     // Opens the device, which arms it. BADSTATE when already armed.
     Result<void> arm(const std::string& device, std::chrono::seconds timeout);
-    // The magic close. Credits afterwards do nothing.
+    // The magic close. Credits afterwards do nothing. A driver with nowayout keeps counting
+    // down all the same (status().nowayout).
     Result<void> disarm();
     // Closes without the magic close: the watchdog fires unless someone pets it in time.
     void close_armed();
@@ -72,6 +74,8 @@ class Watchdog final : public IdleCreditSink {
     std::chrono::nanoseconds credit_expiry() const noexcept override {
         return std::chrono::seconds(timeout_s_.load(std::memory_order_relaxed));
     }
+    // While armed.
+    bool wants_credits() const noexcept override { return armed_.load(); }
 
     WatchdogStatus status() const;
 
@@ -86,6 +90,7 @@ class Watchdog final : public IdleCreditSink {
     LockFreeU64 last_pet_ns_{0};  // on now_'s clock; 0: never
     // Read by the probes at every update: 32 bits, lock-free on every target.
     std::atomic<int> timeout_s_{static_cast<int>(kDefaultCreditExpiry.count())};
+    std::atomic<bool> armed_{false};        // the device is open
     mutable std::mutex error_mutex_;        // taken by a probe only when a pet failed
     std::string last_error_;                // under error_mutex_
     mutable std::vector<int> waiting_for_;  // the last known, for status()

@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 
@@ -27,7 +28,10 @@ class WatchdogDevice {
     // driver may grant another value, which timeout() reports. A driver without the ioctls
     // (ENOTTY) is still petted by writes. Errors: NODEV (no such device), BUSY (another
     // process holds it; the message names the usual holders and the choice), PERM, IOERR.
-    static Result<WatchdogDevice> open(const std::string& path, std::chrono::seconds timeout);
+    // A device that fails after it was opened gets the magic close first (unless nowayout).
+    // `sys_root`: where sysfs is, to tell nowayout.
+    static Result<WatchdogDevice> open(const std::string& path, std::chrono::seconds timeout,
+                                       const std::filesystem::path& sys_root = "/sys");
 
     WatchdogDevice(WatchdogDevice&&) = default;
     WatchdogDevice& operator=(WatchdogDevice&&) = default;
@@ -43,6 +47,10 @@ class WatchdogDevice {
     bool last_reset_by_watchdog() const { return card_reset_; }
     // Whether a magic close stops the watchdog (WDIOF_MAGICCLOSE); unknown drivers: assumed.
     bool magic_close() const;
+    // Whether the driver was built or loaded with nowayout: once opened, it cannot be
+    // stopped, and the machine resets unless something pets it (sysfs's nowayout of the
+    // watchdog's class device). False when sysfs does not say.
+    bool nowayout() const { return nowayout_; }
 
     // One keepalive (WDIOC_KEEPALIVE, or a write when the driver has no ioctls). Safe to call
     // from any thread, also while another reads time_left().
@@ -66,6 +74,14 @@ class WatchdogDevice {
     std::optional<DeviceIdentity> identity_;
     std::optional<int> timeout_;
     bool card_reset_ = false;
+    bool nowayout_ = false;
 };
+
+// Whether the watchdog behind the character device `major`:`minor` has nowayout set, from
+// `sys_root`/class/watchdog/watchdogN/nowayout. The legacy /dev/watchdog (misc 10:130) is
+// watchdog0's; any other device is found through `sys_root`/dev/char/MAJOR:MINOR. nullopt
+// when sysfs does not say (no such file: a kernel before 4.x, or no sysfs).
+std::optional<bool> read_nowayout(const std::filesystem::path& sys_root, unsigned major,
+                                  unsigned minor);
 
 }  // namespace monitor::watchdog
