@@ -7,6 +7,10 @@
 // so that what sampling costs the workload shows as time: it prints its wall time and its
 // CPU time (user + system, all threads) in seconds.
 //   profile-burner --work ROUNDS [THREADS]
+// With --deep, SECONDS of CPU time at the bottom of a recursion of every depth from 1 to 120
+// in turn (profile_burner_deep): call chains of as many sizes, so that a profile with call
+// chains has many distinct stacks, and large replies.
+//   profile-burner --deep SECONDS
 #include <pthread.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -62,6 +66,14 @@ extern "C" {
     add(n);
     asm volatile("" ::: "memory");
 }
+[[gnu::noinline, gnu::used]] void profile_burner_deep(int depth, std::int64_t ns) {
+    if (depth > 1) {
+        profile_burner_deep(depth - 1, ns);
+    } else {
+        burn(ns);
+    }
+    asm volatile("" ::: "memory");  // no tail call: every level keeps its frame
+}
 }
 
 namespace {
@@ -98,6 +110,14 @@ int fixed_work(long rounds, int threads) {
 int main(int argc, char** argv) {
     if (argc > 2 && std::strcmp(argv[1], "--work") == 0) {
         return fixed_work(std::atol(argv[2]), argc > 3 ? std::atoi(argv[3]) : 1);
+    }
+    if (argc > 2 && std::strcmp(argv[1], "--deep") == 0) {
+        constexpr int kDeepest = 120;
+        constexpr std::int64_t kBurnNs = 200'000;  // at the bottom, each time
+        const auto rounds = static_cast<long>(std::atof(argv[2]) * 1e9 / kBurnNs);
+        for (long i = 0; i < rounds; ++i)
+            profile_burner_deep(1 + static_cast<int>(i % kDeepest), kBurnNs);
+        return 0;
     }
     const double seconds = argc > 1 ? std::atof(argv[1]) : 2.0;
     const int threads = argc > 2 ? std::atoi(argv[2]) : 1;

@@ -282,8 +282,11 @@ void ProfileService::send_interval(Run& run) {
         reply.parameters = json{{"report", protocol::to_json(m)}};
     }
     reply.continues = true;
-    if (!server_.send(run.connection, Response{std::move(reply)})) {
-        runs_.erase(run.connection);  // its client is gone
+    // A send that drops the connection (its reader fell behind) runs the close handler,
+    // which ends the run: `run` may be gone after it.
+    const auto connection = run.connection;
+    if (!server_.send(connection, Response{std::move(reply)})) {
+        runs_.erase(connection);  // its client is gone
     }
 }
 

@@ -220,6 +220,15 @@ void VarlinkServer::handle_io(Connection& c, uint32_t revents) {
             queue(c, invalid_message("message larger than " + std::to_string(c.in.max_message()) +
                                      " bytes; closing the connection"));
             c.closing = true;
+        } else if (!c.dead && !c.closing && c.in.buffered() > max_unread(c)) {
+            // While a stream runs no call is read: what is sent meanwhile waits, up to a
+            // message's limit, so that a client cannot make the daemon buffer without bound.
+            queue(c, invalid_message(fmt::format(
+                         "{} bytes sent while a reply was under way, past the limit of {} (a "
+                         "message's {} and one read's {}); send the next call once the reply "
+                         "ends; closing the connection",
+                         c.in.buffered(), max_unread(c), c.in.max_message(), kReadPerWakeup)));
+            c.closing = true;
         }
         if (!c.dead && !c.closing && c.peer_closed && c.pending() == 0) {
             // Everything complete was answered; what is left is an unterminated message.
@@ -236,6 +245,12 @@ void VarlinkServer::handle_io(Connection& c, uint32_t revents) {
         return;
     }
     update_events(c);
+}
+
+std::size_t VarlinkServer::max_unread(const Connection& c) {
+    // A whole message and one wake-up's reading: only input that no call can use comes past
+    // it (a call is read as soon as no reply is under way).
+    return c.in.max_message() + kReadPerWakeup;
 }
 
 void VarlinkServer::read_input(Connection& c) {

@@ -115,6 +115,8 @@ class VarlinkServer {
     void accept_all();
     void handle_io(Connection& c, uint32_t revents);
     void read_input(Connection& c);
+    // The most input a connection may have waiting unread (InvalidMessage and close past it).
+    static std::size_t max_unread(const Connection& c);
     void process_messages(Connection& c);
     void handle_message(Connection& c, std::string_view text);
     Response dispatch(const monitor::varlink::Call& call, const Peer& peer);

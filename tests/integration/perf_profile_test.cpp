@@ -15,6 +15,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "daemon_process.hpp"
 #include "monitor/loading/cpu_list.hpp"
@@ -526,6 +527,47 @@ TEST_F(PerfProfile, IntervalsAddUpToTheWhole) {
     EXPECT_LE(final["samples"].get<std::uint64_t>() - sum, 2000u / 2 + 100)
         << "at most what the unreported part of the last interval held";
     EXPECT_GT(sum, 2000u) << "three half seconds at 2000 Hz";
+}
+
+// A streamed profile whose reader stops reading: its replies (an interval every 10 ms, with
+// the call chains of every depth) pile up until the daemon drops the connection, which ends
+// the run as the reply is sent; the daemon lives on (under the address sanitizer too) and
+// takes a new profile.
+TEST_F(PerfProfile, AStreamNobodyReadsIsDroppedAndTheDaemonSamplesOn) {
+    auto burner = Process::start({profile_burner_bin(), "--deep", "30"});
+    ASSERT_TRUE(burner);
+    const std::string pid = std::to_string(burner->pid());
+    auto c = daemon_->connect();
+    monitor::varlink::Call call{.method = "io.monitord.Monitor.Profile", .more = true};
+    call.parameters = {{"request",
+                        {{"target", {{"kind", "process"}, {"pid", burner->pid()}}},
+                         {"callchain", true},
+                         {"top", 0}}},
+                       {"duration_ms", 20000},
+                       {"interval_ms", 10}};
+    const std::size_t ended = count_of(daemon_->log(), "its client went away");
+    auto started = c.call(call);
+    ASSERT_TRUE(started && !started->error) << (started ? started->parameters.dump() : "");
+    ASSERT_TRUE(started->continues);
+    // Not read for 3 s: the stream is dropped meanwhile.
+    const auto unread_until = std::chrono::steady_clock::now() + 3s;
+    EXPECT_TRUE(test_support::wait_until(
+        [&] { return count_of(daemon_->log(), "its client went away") > ended; }, 3s))
+        << "the daemon still buffers the replies nobody reads\n"
+        << daemon_->log();
+    std::this_thread::sleep_until(unread_until);
+    ASSERT_TRUE(daemon_->alive()) << daemon_->log();
+    // What the socket held, then the end.
+    c.set_timeout(5s);
+    for (;;) {
+        auto r = c.receive();
+        if (!r) break;
+        EXPECT_FALSE(r->error) << r->parameters.dump();
+    }
+    auto again = daemon_->monctl({"perf", "profile", "-p", pid, "-d", "500ms"});
+    EXPECT_EQ(again.exit_code, 0) << again.err;
+    EXPECT_NE(again.out.find("profile_burner_deep"), std::string::npos) << again.out;
+    burner->stop(SIGKILL);
 }
 
 // An address histogram over the first function holds its samples, bucket by bucket; and

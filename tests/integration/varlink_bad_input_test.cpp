@@ -6,7 +6,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <barrier>
+#include <chrono>
 #include <fstream>
 #include <thread>
 
@@ -16,11 +19,24 @@
 namespace itest {
 namespace {
 
+using monitor::varlink::Call;
 using monitor::varlink::Client;
 using monitor::varlink::Reply;
 using nlohmann::json;
 
+using Clock = std::chrono::steady_clock;
+
 const std::string kMonitor = "io.monitord.Monitor.";
+
+// The resident memory of a process, in KiB (VmRSS); 0 when it cannot be read.
+long rss_kib(pid_t pid) {
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    while (std::getline(status, line)) {
+        if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+    }
+    return 0;
+}
 
 class BadInput : public ::testing::Test {
   protected:
@@ -288,18 +304,13 @@ TEST_F(BadInput, AClientThatNeverReadsDoesNotGrowTheDaemon) {
 
     // Meanwhile other clients are served, and the daemon has not buffered everything.
     EXPECT_EQ(daemon_->call("GetStatus")["state"], "running");
-    std::ifstream status("/proc/" + std::to_string(daemon_->pid()) + "/status");
-    std::string line;
-    long rss_kib = 0;
-    while (std::getline(status, line)) {
-        if (line.rfind("VmRSS:", 0) == 0) rss_kib = std::stol(line.substr(6));
-    }
-    EXPECT_GT(rss_kib, 0);
+    const long rss = rss_kib(daemon_->pid());
+    EXPECT_GT(rss, 0);
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
     // Shadow memory and the allocator's quarantine make RSS meaningless under sanitizers;
     // the bound is checked in the normal build.
 #else
-    EXPECT_LT(rss_kib, 32 * 1024) << "the daemon buffers replies nobody reads";
+    EXPECT_LT(rss, 32 * 1024) << "the daemon buffers replies nobody reads";
 #endif
 
     int replies = 0;
@@ -309,6 +320,65 @@ TEST_F(BadInput, AClientThatNeverReadsDoesNotGrowTheDaemon) {
     }
     writer.join();
     EXPECT_EQ(replies, 2000);
+}
+
+// A read-only member starts a stream, then sends endless bytes without a NUL: while a stream
+// runs the daemon reads no call, but what it keeps of the input stays bounded (InvalidMessage,
+// then the connection closes), and everyone else is served at once meanwhile.
+TEST_F(BadInput, AFloodAfterAStreamStartsIsBoundedAndRefused) {
+    auto c = client();
+    Call call{.method = kMonitor + "GetLoading", .more = true};
+    auto first = c.call(call);
+    ASSERT_TRUE(first && !first->error && first->continues);
+    const long before = rss_kib(daemon_->pid());
+
+    constexpr std::size_t kFlood = std::size_t{64} << 20;
+    std::atomic<std::size_t> sent{0};
+    std::thread writer([&] {
+        const std::string chunk(std::size_t{1} << 20, 'x');
+        while (sent < kFlood && c.send_raw(chunk)) sent += chunk.size();
+    });
+    // On every way out, a failed assertion too: the writer is unblocked and joined.
+    struct Joined {
+        Client& c;
+        std::thread& writer;
+        ~Joined() {
+            ::shutdown(c.fd(), SHUT_RDWR);
+            writer.join();
+        }
+    } joined{c, writer};
+    // Until the writer is stopped by the daemon (it blocks once the daemon reads no more) or
+    // has sent everything: another client's GetStatus, timed, and the daemon's RSS.
+    auto other = client();
+    long peak = before;
+    double slowest_ms = 0;
+    const auto until = Clock::now() + 3s;
+    while (Clock::now() < until && sent < kFlood) {
+        const auto t0 = Clock::now();
+        auto r = other.call(kMonitor + "GetStatus");
+        slowest_ms = std::max(slowest_ms,
+                              std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        ASSERT_TRUE(r && !r->error);
+        peak = std::max(peak, rss_kib(daemon_->pid()));
+        std::this_thread::sleep_for(10ms);
+    }
+    EXPECT_LT(sent.load(), kFlood) << "the daemon took all 64 MiB";
+    EXPECT_LT(slowest_ms, 100) << "GetStatus beside the flood";
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+    EXPECT_LE(peak - before, 8 * 1024) << "kB the daemon's RSS grew by under the flood";
+#endif
+    // Stream replies may come first; then the refusal naming the limit, then the close.
+    std::optional<Reply> refused;
+    for (int i = 0; i < 10 && !refused; ++i) {
+        auto r = c.receive();
+        ASSERT_TRUE(r) << r.error().message;
+        if (r->error) refused = *r;
+    }
+    ASSERT_TRUE(refused);
+    EXPECT_EQ(refused->error, kMonitor + "InvalidMessage");
+    EXPECT_NE(refused->parameters.value("reason", "").find("1048576"), std::string::npos)
+        << refused->parameters.dump();
+    EXPECT_FALSE(c.receive()) << "the connection stays open";
 }
 
 }  // namespace

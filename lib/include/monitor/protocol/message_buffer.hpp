@@ -30,6 +30,9 @@ class MessageBuffer {
     bool too_large() const { return too_large_; }
     // Bytes of an unterminated message are waiting.
     bool has_partial() const { return end_ > start_; }
+    // Bytes received and not yet returned by next(): complete messages not asked for yet and
+    // the start of the next one.
+    std::size_t buffered() const { return end_ - start_; }
     std::size_t max_message() const { return max_; }
 
   private:
