@@ -2,7 +2,10 @@
 // sharing of counters) and the target, a cgroup path kept inside the cgroup tree and a
 // systemd unit's cgroup found in it; every refusal names the value and what would work.
 #include <gtest/gtest.h>
+#include <sys/xattr.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <string>
 
@@ -86,12 +89,12 @@ TEST_F(CounterRequestTest, EveryTargetMapsOntoItsKind) {
 // A unit's cgroup is found in the tree, in any slice, with ".service" added to a bare name;
 // the session's target is that cgroup, the unit's name goes nowhere else.
 TEST_F(CounterRequestTest, AUnitIsItsCgroupFoundInTheTree) {
+    fs::create_directories(root() / "system.slice/system-getty.slice/getty@tty1.service");
     for (const auto& [unit, cgroup] :
          {std::pair{"nginx.service", "system.slice/nginx.service"},
           std::pair{"nginx", "system.slice/nginx.service"},
-          std::pair{
-              "foot-server.service",
-              "user.slice/user-1000.slice/user@1000.service/app.slice/foot-server.service"}}) {
+          std::pair{"getty@tty1.service", "system.slice/system-getty.slice/getty@tty1.service"},
+          std::pair{"user@1000.service", "user.slice/user-1000.slice/user@1000.service"}}) {
         auto r = request("unit");
         r.unit = unit;
         auto o = session_options(r, root());
@@ -107,10 +110,75 @@ TEST_F(CounterRequestTest, AUnitIsItsCgroupFoundInTheTree) {
     EXPECT_NE(error_of(o).find("no cgroup for unit absent.service under " + root().string()),
               std::string::npos)
         << error_of(o);
+    for (const char* bad : {"a/b.service", "..", ""}) {
+        auto slash = request("unit");
+        slash.unit = bad;
+        EXPECT_FALSE(session_options(slash, root())) << "'" << bad << "'";
+    }
     auto slash = request("unit");
     slash.unit = "a/b.service";
     EXPECT_NE(error_of(session_options(slash, root())).find("'a/b.service' is not a unit name"),
               std::string::npos);
+}
+
+// Below a user's manager its owner names the cgroups: a user's `systemd-run --user
+// --unit=nginx` is never taken for the system's nginx, and a unit only a user runs is named
+// by its cgroup.
+TEST_F(CounterRequestTest, AUsersUnitIsNeverTakenForTheSystems) {
+    const fs::path users = "user.slice/user-1000.slice/user@1000.service/app.slice";
+    fs::create_directories(root() / users / "nginx.service");
+    auto r = request("unit");
+    r.unit = "nginx";
+    auto o = session_options(r, root());
+    ASSERT_TRUE(o) << o.error().to_string();
+    EXPECT_EQ(o->target.cgroup, "system.slice/nginx.service");
+
+    r.unit = "foot-server.service";  // only in the user's manager
+    o = session_options(r, root());
+    ASSERT_FALSE(o);
+    EXPECT_EQ(o.error().status, Status::NoDev);
+    EXPECT_NE(error_of(o).find("is named by its cgroup"), std::string::npos) << error_of(o);
+
+    // Before the system's nginx runs, the user's is not found either.
+    fs::remove(root() / "system.slice/nginx.service");
+    r.unit = "nginx";
+    EXPECT_FALSE(session_options(r, root()));
+}
+
+// A unit with Delegate=yes (systemd marks its cgroup with trusted.delegate=1): its own cgroup
+// is found, the names below it are its owner's.
+TEST_F(CounterRequestTest, NamesBelowADelegatedUnitAreNotUnits) {
+    const fs::path delegated = root() / "system.slice/containers.service";
+    fs::create_directories(delegated / "payload/nginx.service");
+    fs::remove(root() / "system.slice/nginx.service");
+    if (::setxattr(delegated.c_str(), "trusted.delegate", "1", 1, 0) != 0 &&
+        ::setxattr(delegated.c_str(), "user.delegate", "1", 1, 0) != 0) {
+        GTEST_SKIP() << "cannot set trusted.delegate or user.delegate on " << delegated << ": "
+                     << std::strerror(errno);
+    }
+    auto r = request("unit");
+    r.unit = "containers.service";
+    auto o = session_options(r, root());
+    ASSERT_TRUE(o) << o.error().to_string();
+    EXPECT_EQ(o->target.cgroup, "system.slice/containers.service");
+    r.unit = "nginx";
+    o = session_options(r, root());
+    ASSERT_FALSE(o);
+    EXPECT_EQ(o.error().status, Status::NoDev) << error_of(o);
+}
+
+// Two cgroups of one name outside any delegated subtree (one made by hand): refused, naming
+// both, rather than the first one found.
+TEST_F(CounterRequestTest, ANameOfTwoCgroupsIsRefusedNamingBoth) {
+    fs::create_directories(root() / "custom/nginx.service");
+    auto r = request("unit");
+    r.unit = "nginx.service";
+    auto o = session_options(r, root());
+    ASSERT_FALSE(o);
+    EXPECT_EQ(o.error().status, Status::BadArg);
+    EXPECT_NE(error_of(o).find("system.slice/nginx.service"), std::string::npos) << error_of(o);
+    EXPECT_NE(error_of(o).find("custom/nginx.service"), std::string::npos) << error_of(o);
+    EXPECT_NE(error_of(o).find("as a cgroup target"), std::string::npos) << error_of(o);
 }
 
 // The check that keeps a cgroup path inside the tree is the one the session applies when it

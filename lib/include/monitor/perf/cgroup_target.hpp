@@ -22,8 +22,10 @@ Result<UniqueFd> open_cgroup(std::string_view root, std::string_view cgroup);
 
 // The cgroup of a systemd unit, relative to `root`: the directory of the unit's name in the
 // tree (system.slice/NAME.service, or deeper for units in other slices); ".service" is
-// added to a name without a type. BADARG for a name with '/', NODEV when no such directory
-// exists (the unit does not run).
+// added to a name without a type. Not looked for below a delegated cgroup (a user's manager,
+// a unit with Delegate=yes), where its owner names the cgroups: a user's `systemd-run --user
+// --unit=nginx` is not the system's nginx. BADARG for a name with '/', or one that names
+// several cgroups; NODEV when none (the unit does not run, or only in a delegated subtree).
 Result<std::string> unit_cgroup(const std::filesystem::path& root, std::string unit);
 
 }  // namespace monitor::perf
