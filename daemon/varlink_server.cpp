@@ -220,6 +220,7 @@ void VarlinkServer::handle_io(Connection& c, uint32_t revents) {
             queue(c, invalid_message("message larger than " + std::to_string(c.in.max_message()) +
                                      " bytes; closing the connection"));
             c.closing = true;
+            c.in.discard();  // nothing more is read: the connection keeps no input meanwhile
         } else if (!c.dead && !c.closing && c.in.buffered() > max_unread(c)) {
             // While a stream runs no call is read: what is sent meanwhile waits, up to a
             // message's limit, so that a client cannot make the daemon buffer without bound.
@@ -229,6 +230,7 @@ void VarlinkServer::handle_io(Connection& c, uint32_t revents) {
                          "ends; closing the connection",
                          c.in.buffered(), max_unread(c), c.in.max_message(), kReadPerWakeup)));
             c.closing = true;
+            c.in.discard();
         }
         if (!c.dead && !c.closing && c.peer_closed && c.pending() == 0) {
             // Everything complete was answered; what is left is an unterminated message.

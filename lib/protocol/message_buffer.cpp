@@ -26,6 +26,11 @@ void MessageBuffer::append(std::string_view bytes) {
     commit(bytes.size());
 }
 
+void MessageBuffer::discard() {
+    std::string().swap(data_);
+    start_ = scan_ = end_ = 0;
+}
+
 std::optional<std::string_view> MessageBuffer::next() {
     if (too_large_) return std::nullopt;
     const char* base = data_.data();

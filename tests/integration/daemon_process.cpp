@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -79,6 +80,7 @@ pid_t spawn(const std::vector<std::string>& argv, const SpawnOptions& opts,
     const std::string cgroup_procs = opts.cgroup.empty() ? "" : opts.cgroup + "/cgroup.procs";
     int out_fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     int err_fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    const pid_t parent = ::getpid();
     pid_t pid = ::fork();
     if (pid == 0) {
         ::dup2(out_fd, STDOUT_FILENO);
@@ -111,6 +113,11 @@ pid_t spawn(const std::vector<std::string>& argv, const SpawnOptions& opts,
                 ::_exit(126);
             }
         }
+        // A test that dies (a crash, std::terminate) takes what it started with it: a daemon
+        // left behind would spin or hold the CPUs while every later test measures them. Set
+        // last: a change of credentials clears it.
+        ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (::getppid() != parent) ::_exit(127);
         ::execve(argp[0], argp.data(), envp.data());
         ::_exit(127);
     }

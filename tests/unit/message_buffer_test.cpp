@@ -159,6 +159,20 @@ TEST(MessageBuffer, TerminatedMessageOverTheLimitAfterSmallOnesIsRefused) {
     EXPECT_TRUE(buf.too_large());
 }
 
+// A refused connection reads no more: its buffer gives its memory back at once.
+TEST(MessageBuffer, DiscardGivesTheMemoryBack) {
+    MessageBuffer buf(1024);
+    buf.append(std::string(4096, 'x'));
+    EXPECT_FALSE(buf.next());
+    EXPECT_TRUE(buf.too_large());
+    EXPECT_GE(buf.held(), 4096u);
+    buf.discard();
+    EXPECT_EQ(buf.buffered(), 0u);
+    EXPECT_FALSE(buf.has_partial());
+    EXPECT_LT(buf.held(), 4096u) << "bytes still held";
+    EXPECT_FALSE(buf.next()) << "the framing stays lost";
+}
+
 TEST(MessageBuffer, DefaultLimitIsOneMebibyte) {
     MessageBuffer ok;
     const std::string body(kMaxMessageSize, 'a');

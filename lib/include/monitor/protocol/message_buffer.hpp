@@ -33,6 +33,11 @@ class MessageBuffer {
     // Bytes received and not yet returned by next(): complete messages not asked for yet and
     // the start of the next one.
     std::size_t buffered() const { return end_ - start_; }
+    // The memory it holds for them, in bytes.
+    std::size_t held() const { return data_.capacity(); }
+    // Drops every byte received and gives the memory back: for a connection that will read
+    // no more (refused, closing), whose buffer would otherwise stay as long as it does.
+    void discard();
     std::size_t max_message() const { return max_; }
 
   private:
