@@ -537,6 +537,21 @@ TEST_F(PerfProfile, AStreamNobodyReadsIsDroppedAndTheDaemonSamplesOn) {
     auto burner = Process::start({profile_burner_bin(), "--deep", "30"});
     ASSERT_TRUE(burner);
     const std::string pid = std::to_string(burner->pid());
+    // Another profile runs meanwhile, so that the run that ends is not alone in the daemon's
+    // table: a use of the ended run then reads freed memory (the sanitizers see it).
+    auto other = daemon_->connect();
+    const std::size_t started_before = count_of(daemon_->log(), "Profile started");
+    std::string other_call = nlohmann::json{
+        {"method", "io.monitord.Monitor.Profile"},
+        {"parameters",
+         {{"request", {{"target", {{"kind", "process"}, {"pid", burner->pid()}}}}},
+          {"duration_ms",
+           20000}}}}.dump();
+    other_call.push_back('\0');
+    ASSERT_TRUE(other.send_raw(other_call));
+    ASSERT_TRUE(test_support::wait_until(
+        [&] { return count_of(daemon_->log(), "Profile started") > started_before; }, 10s))
+        << daemon_->log();
     auto c = daemon_->connect();
     monitor::varlink::Call call{.method = "io.monitord.Monitor.Profile", .more = true};
     call.parameters = {{"request",
