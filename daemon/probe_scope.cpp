@@ -4,6 +4,8 @@
 #include <systemd/sd-bus.h>
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -60,11 +62,17 @@ Result<bool> start_transient(sd_bus* bus, const std::string& unit, Add add) {
         sd_bus_message_new_method_call(bus, &m, kService, kPath, kManager, "StartTransientUnit");
     if (r < 0) return monitor::fail_errno(-r, "make a StartTransientUnit call");
     std::unique_ptr<sd_bus_message, decltype(&sd_bus_message_unref)> call(m, sd_bus_message_unref);
-    if ((r = sd_bus_message_append(m, "ss", unit.c_str(), "fail")) < 0 ||
-        (r = sd_bus_message_open_container(m, 'a', "(sv)")) < 0 || (r = add(m)) < 0 ||
-        (r = sd_bus_message_close_container(m)) < 0 ||
-        (r = sd_bus_message_append(m, "a(sa(sv))", 0)) < 0) {
-        return monitor::fail_errno(-r, "make a StartTransientUnit call for " + unit);
+    // The call's arguments: name, mode, the properties, no auxiliary units.
+    const std::function<int()> steps[] = {
+        [&] { return sd_bus_message_append(m, "ss", unit.c_str(), "fail"); },
+        [&] { return sd_bus_message_open_container(m, 'a', "(sv)"); },
+        [&] { return add(m); },
+        [&] { return sd_bus_message_close_container(m); },
+        [&] { return sd_bus_message_append(m, "a(sa(sv))", 0); },
+    };
+    for (const auto& step : steps) {
+        r = step();
+        if (r < 0) return monitor::fail_errno(-r, "make a StartTransientUnit call for " + unit);
     }
     sd_bus_error error = SD_BUS_ERROR_NULL;
     sd_bus_message* reply = nullptr;
