@@ -176,9 +176,9 @@ class Process:
                 self.proc.wait()
 
 
-def cpu_seconds(pid):
-    """(run time of the live threads from schedstat, utime + stime from stat) in seconds."""
-    precise = 0
+def threads_seconds(pid):
+    """Run time of the live threads of the process, from schedstat, in seconds."""
+    total = 0
     try:
         tids = os.listdir(f"/proc/{pid}/task")
     except FileNotFoundError:
@@ -186,13 +186,19 @@ def cpu_seconds(pid):
     for tid in tids:
         try:
             with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                precise += int(f.read().split()[0])
+                total += int(f.read().split()[0])
         except (FileNotFoundError, ProcessLookupError):
             continue
+    return total / 1e9
+
+
+def cpu_seconds(pid):
+    """(run time of the live threads from schedstat, utime + stime from stat) in seconds."""
+    precise = threads_seconds(pid)
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     coarse = (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime
-    return precise / 1e9, coarse
+    return precise, coarse
 
 
 def cpu_delta(before, after):

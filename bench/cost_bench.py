@@ -40,7 +40,7 @@ import threading
 import time
 
 import varlink_call
-from bench_support import Failed, Machine, Process
+from bench_support import Failed, Machine, Process, threads_seconds
 
 MODES = ("none", "sleep", "sleep+wd", "spin")
 GOAL_CPU = 0.1  # % of one CPU, the default mode on this machine
@@ -63,18 +63,7 @@ def children(pid):
 
 def schedstat_seconds(pid, with_children=True):
     """Run time of the live threads of the process and of its children, in seconds."""
-    total = 0
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except FileNotFoundError:
-        raise Failed(f"process {pid} is gone")
-    for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[0])
-        except (FileNotFoundError, ProcessLookupError):
-            continue
-    seconds = total / 1e9
+    seconds = threads_seconds(pid)
     if with_children:
         seconds += sum(schedstat_seconds(c, False) for c in children(pid))
     return seconds

@@ -4,25 +4,14 @@
 
 #include <sstream>
 
+#include "monitor/loading/probe_group.hpp"
+
 namespace itest {
 
 // Where cgroup2 is mounted (/sys/fs/cgroup, or /sys/fs/cgroup/unified on a host that mixes
 // cgroup v1 and v2), from /proc/self/mountinfo; empty when it is not.
 fs::path cgroup2_mount() {
-    std::ifstream in("/proc/self/mountinfo");
-    std::string line;
-    while (std::getline(in, line)) {
-        // ID PARENT MAJOR:MINOR ROOT MOUNT-POINT OPTIONS [OPTIONAL...] - TYPE SOURCE OPTIONS
-        const auto dash = line.find(" - ");
-        if (dash == std::string::npos) continue;
-        std::istringstream head(line.substr(0, dash));
-        std::istringstream tail(line.substr(dash + 3));
-        std::string id, parent, device, root, mount_point, type;
-        head >> id >> parent >> device >> root >> mount_point;
-        tail >> type;
-        if (type == "cgroup2") return mount_point;
-    }
-    return {};
+    return monitor::find_cgroup_roots("/proc/self/mountinfo").v2;
 }
 
 // Why perf cannot count cgroup2 directories here, or "" when it can: the perf_event
@@ -73,23 +62,7 @@ std::string write_kernel_file(const fs::path& file, const std::string& text) {
 // The mount point of the cgroup v1 hierarchy with the cpu controller; empty when there is
 // none.
 fs::path cpu_v1_mount() {
-    std::ifstream in("/proc/self/mountinfo");
-    std::string line;
-    while (std::getline(in, line)) {
-        const auto dash = line.find(" - ");
-        if (dash == std::string::npos) continue;
-        std::istringstream head(line.substr(0, dash));
-        std::istringstream tail(line.substr(dash + 3));
-        std::string id, parent, device, root, mount_point, type, source, options;
-        head >> id >> parent >> device >> root >> mount_point;
-        tail >> type >> source >> options;
-        if (type != "cgroup") continue;
-        std::istringstream opts(options);
-        for (std::string o; std::getline(opts, o, ',');) {
-            if (o == "cpu") return mount_point;
-        }
-    }
-    return {};
+    return monitor::find_cgroup_roots("/proc/self/mountinfo").cpu_v1;
 }
 
 std::unique_ptr<CpuCgroup> CpuCgroup::make(const std::string& name, std::string& why_not) {
