@@ -244,7 +244,7 @@ std::optional<std::uint64_t> ProbeProcess::thread_cpu_ns(pid_t tid) const {
 }
 
 std::optional<ProbeReading> ProbeProcess::read_slot(std::size_t cpu) const {
-    const auto& slot = shared_->slots[cpu];
+    auto& slot = shared_->slots[cpu];  // written to below: see the sequence's second reading
     if (slot.present.load(std::memory_order_relaxed) == 0) return std::nullopt;
     ProbeReading r;
     std::int32_t tid = 0;
@@ -264,8 +264,10 @@ std::optional<ProbeReading> ProbeProcess::read_slot(std::size_t cpu) const {
         if (baseline > 0) r.baseline = std::chrono::duration<double, std::nano>{baseline};
         tid = slot.tid.load();
         std::memcpy(error.data(), slot.error.data(), error.size());
-        std::atomic_thread_fence(std::memory_order_acquire);
-        whole = (before & 1u) == 0 && slot.seq.load(std::memory_order_relaxed) == before;
+        // A read-modify-write with release order keeps the reads above before the sequence is
+        // read again (a fence would too, but the thread sanitizer does not model fences).
+        const std::uint32_t after = slot.seq.fetch_add(0, std::memory_order_acq_rel);
+        whole = (before & 1u) == 0 && after == before;
     }
     error.back() = '\0';
     r.error = error.data();

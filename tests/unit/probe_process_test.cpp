@@ -159,6 +159,10 @@ TEST(ProbeProcess, TheHelperDiesWithItsParent) {
 }
 
 TEST(ProbeProcess, AProgramThatIsNoneFailsToStart) {
+#if defined(__powerpc__)
+    // qemu-user runs posix_spawn's vfork as a fork, so a failed exec is not reported back.
+    GTEST_SKIP() << "under qemu-user, posix_spawn does not report a failed exec";
+#endif
     auto p = ProbeProcess::start("/nonexistent/monitord");
     ASSERT_FALSE(p);
     EXPECT_NE(p.error().message.find("/nonexistent/monitord"), std::string::npos)
