@@ -12,7 +12,6 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
-#include <mutex>
 #include <thread>
 
 #include "monitor/lock_free_u64.hpp"
@@ -82,15 +81,15 @@ struct IdleProbe::Shared {
     std::atomic<bool> exited{false};
     std::atomic<pid_t> tid{0};
 
-    std::mutex mutex;  // error text
+    // Written once, before the state becomes Failed, by the probe's thread (or the owner's
+    // when the thread could not start), and read only after: no lock, which the owner could
+    // have to wait for.
     std::string error;
 
     void fail(std::string why) {
-        {
-            std::lock_guard lock(mutex);
-            error = std::move(why);
-        }
-        state = ProbeState::Failed;
+        if (state.load() == ProbeState::Failed) return;
+        error = std::move(why);
+        state.store(ProbeState::Failed, std::memory_order_release);
     }
     void set_baseline(double ns) { baseline_bits.store(std::bit_cast<std::uint64_t>(ns)); }
     double baseline_ns() const { return std::bit_cast<double>(baseline_bits.load()); }
@@ -198,7 +197,7 @@ ProbeState IdleProbe::state() const {
 }
 
 std::string IdleProbe::error() const {
-    std::lock_guard lock(shared_->mutex);
+    if (shared_->state.load(std::memory_order_acquire) != ProbeState::Failed) return {};
     return shared_->error;
 }
 

@@ -109,7 +109,7 @@ Runtime::Due Runtime::run_due(Clock::time_point now) {
 
 void Runtime::keep_watchdog(Due& due) {
     if (!watchdog_) return;
-    // Only on a change: set_cpus takes the lock the probes take (see Watchdog::status).
+    // Only on a change: set_cpus rewrites the policy's bitmaps, which the probes read.
     if (auto cpus = probing_cpus(); cpus != watchdog_cpus_) {
         watchdog_->set_cpus(cpus);
         watchdog_cpus_ = std::move(cpus);

@@ -1,15 +1,8 @@
 #include "monitor/watchdog/watchdog.hpp"
 
+#include <fmt/format.h>
+
 namespace monitor::watchdog {
-namespace {
-
-// A time point of the steady clock (never before its epoch) as the pets keep it.
-std::uint64_t nanoseconds_since_epoch(Watchdog::Clock::time_point t) {
-    return static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
-}
-
-}  // namespace
 
 std::string_view on_stop_name(OnStop s) noexcept {
     return name_of(kOnStopNames, s);
@@ -22,80 +15,112 @@ std::optional<OnStop> on_stop_from_name(std::string_view name) noexcept {
 // now_ is never empty (an empty `now` is the default clock): credit() calls it, and must not
 // throw std::bad_function_call on a probe's thread.
 Watchdog::Watchdog(PetPolicyKind policy, std::function<Clock::time_point()> now)
-    : policy_(policy), now_(now ? std::move(now) : Clock::now) {}
+    : policy_(policy), now_(now ? std::move(now) : Clock::now), origin_(now_()) {}
 
-Watchdog::~Watchdog() = default;
+// The probes hold the watchdog (the credit sink) until they have stopped: no pet is under way.
+Watchdog::~Watchdog() {
+    close_armed();
+}
+
+std::uint32_t Watchdog::ms_since_origin(Clock::time_point t) const noexcept {
+    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t - origin_);
+    return static_cast<std::uint32_t>(static_cast<std::uint64_t>(ms.count()));
+}
+
+bool Watchdog::take(Lease& l) noexcept {
+    std::uint32_t refs = l.refs.load();
+    do {
+        if (refs == 0) return false;
+    } while (!l.refs.compare_exchange_weak(refs, refs + 1));
+    return true;
+}
+
+void Watchdog::release(Lease& l) noexcept {
+    if (l.refs.fetch_sub(1) != 1) return;
+    l.device->close_armed();  // a magic close, when the owner wrote the 'V' before letting go
+    l.closed.store(true);
+}
 
 Result<void> Watchdog::arm(const std::string& device, std::chrono::seconds timeout) {
-    std::lock_guard lock(mutex_);
-    if (device_ && device_->is_open()) {
-        return fail(Status::BadState, device_->path() + " is already armed");
+    if (lease_.load() != nullptr) {
+        return fail(Status::BadState, known_->path + " is already armed");
     }
     auto d = WatchdogDevice::open(device, timeout);
     if (!d) return std::unexpected(d.error());
-    device_.emplace(std::move(*d));
-    timeout_s_ = device_->timeout().value_or(static_cast<int>(timeout.count()));
-    armed_ = true;
+    known_ =
+        Known{d->path(), d->identity(), d->timeout(), d->last_reset_by_watchdog(), d->nowayout()};
+    timeout_s_ = d->timeout().value_or(static_cast<int>(timeout.count()));
+    // A lease whose last pet has ended, or a new one. No probe can take a reference to it
+    // before refs is 1 again.
+    Lease* lease = nullptr;
+    for (auto& l : leases_) {
+        if (l->closed.load() && l->refs.load() == 0) {
+            lease = l.get();
+            break;
+        }
+    }
+    if (lease == nullptr) lease = leases_.emplace_back(std::make_unique<Lease>()).get();
+    lease->device.emplace(std::move(*d));
+    lease->closed.store(false);
+    lease->refs.store(1);
     // Opening is the first keepalive.
-    last_pet_ns_.store(nanoseconds_since_epoch(now_()));
+    last_pet_ms_.store(ms_since_origin(now_()));
+    lease_.store(lease);
     return {};
 }
 
 Result<void> Watchdog::disarm() {
-    std::lock_guard lock(mutex_);
-    if (!device_) return {};
-    armed_ = false;
-    return device_->disarm();
+    Lease* lease = lease_.exchange(nullptr);
+    if (lease == nullptr) return {};
+    auto written = lease->device->write_magic();
+    release(*lease);
+    return written;
 }
 
 void Watchdog::close_armed() {
-    std::lock_guard lock(mutex_);
-    armed_ = false;
-    if (device_) device_->close_armed();
+    if (Lease* lease = lease_.exchange(nullptr)) release(*lease);
 }
 
 // NOLINTNEXTLINE(bugprone-exception-escape): now_ is never empty (see the constructor)
 void Watchdog::credit(int cpu) noexcept {
     const auto now = now_();
     if (!policy_.credit(cpu, now)) return;
-    std::lock_guard lock(mutex_);
-    if (!device_ || !device_->is_open()) return;
-    if (auto r = device_->pet(); !r) {
-        std::lock_guard error_lock(error_mutex_);
-        last_error_ = r.error().message;
-        pet_errors_.add(1);
+    Lease* lease = lease_.load();
+    if (lease == nullptr || !take(*lease)) return;
+    const int err = lease->device->keepalive();
+    release(*lease);
+    if (err != 0) {
+        last_pet_errno_.store(err);
+        pet_errors_.fetch_add(1);
         return;
     }
-    pets_.add(1);
-    last_pet_ns_.store(nanoseconds_since_epoch(now));
+    pets_.fetch_add(1);
+    last_pet_ms_.store(ms_since_origin(now));
 }
 
 WatchdogStatus Watchdog::status() const {
     WatchdogStatus s;
     s.policy = policy_.kind();
-    if (auto w = policy_.try_waiting_for()) waiting_for_ = std::move(*w);
-    s.waiting_for = waiting_for_;
+    s.waiting_for = policy_.waiting_for();
     s.pets = pets_.load();
     s.pet_errors = pet_errors_.load();
+    if (!known_) return s;
     if (s.pet_errors > 0) {
-        std::lock_guard error_lock(error_mutex_);
-        s.last_error = last_error_;
+        s.last_error =
+            fmt::format("{}: keepalive: {}", known_->path, errno_message(last_pet_errno_.load()));
     }
-    // No mutex_ here: only this (the owner's) thread changes device_, and the probes only
-    // read it.
-    if (!device_) return s;
-    s.device = device_->path();
-    s.armed = device_->is_open();
-    s.identity = device_->identity();
-    s.timeout_s = device_->timeout();
-    s.last_reset_by_watchdog = device_->last_reset_by_watchdog();
-    s.nowayout = device_->nowayout();
-    if (s.armed) {
-        s.time_left_s = device_->time_left();
-        if (auto last = last_pet_ns_.load(); last != 0) {
-            s.since_last_pet = now_().time_since_epoch() -
-                               std::chrono::nanoseconds(static_cast<std::int64_t>(last));
-        }
+    s.device = known_->path;
+    s.identity = known_->identity;
+    s.timeout_s = known_->timeout_s;
+    s.last_reset_by_watchdog = known_->last_reset_by_watchdog;
+    s.nowayout = known_->nowayout;
+    // Only this thread sets lease_, and while it is set the owner's reference keeps the
+    // device open.
+    if (const Lease* lease = lease_.load()) {
+        s.armed = true;
+        s.time_left_s = lease->device->time_left();
+        const std::uint32_t since = ms_since_origin(now_()) - last_pet_ms_.load();
+        s.since_last_pet = std::chrono::milliseconds(since);
     }
     return s;
 }

@@ -124,20 +124,22 @@ bool WatchdogDevice::magic_close() const {
     return !identity_ || (identity_->options & WDIOF_MAGICCLOSE) != 0;
 }
 
-Result<void> WatchdogDevice::pet() const {
-    if (!fd_) return fail(Status::BadState, path_ + ": not open");
+int WatchdogDevice::keepalive() const noexcept {
+    if (!fd_) return EBADF;
     if (ioctls_) {
         int dummy = 0;
-        if (::ioctl(fd_.get(), WDIOC_KEEPALIVE, &dummy) == 0) return {};
-        if (errno != ENOTTY && errno != EINVAL && errno != EOPNOTSUPP) {
-            return fail(Status::IoErr,
-                        fmt::format("{}: keepalive: {}", path_, errno_message(errno)));
-        }
+        if (::ioctl(fd_.get(), WDIOC_KEEPALIVE, &dummy) == 0) return 0;
+        if (errno != ENOTTY && errno != EINVAL && errno != EOPNOTSUPP) return errno;
     }
     // Any byte but 'V' is a keepalive.
     const char ping = '\0';
-    if (::write(fd_.get(), &ping, 1) != 1) {
-        return fail(Status::IoErr, fmt::format("{}: keepalive: {}", path_, errno_message(errno)));
+    return ::write(fd_.get(), &ping, 1) == 1 ? 0 : errno;
+}
+
+Result<void> WatchdogDevice::pet() const {
+    if (!fd_) return fail(Status::BadState, path_ + ": not open");
+    if (const int err = keepalive(); err != 0) {
+        return fail(Status::IoErr, fmt::format("{}: keepalive: {}", path_, errno_message(err)));
     }
     return {};
 }
@@ -148,18 +150,22 @@ std::optional<int> WatchdogDevice::time_left() const {
     return left;
 }
 
-Result<void> WatchdogDevice::disarm() {
+Result<void> WatchdogDevice::write_magic() const {
     if (!fd_) return {};
     const char magic = 'V';
-    const bool written = ::write(fd_.get(), &magic, 1) == 1;
-    const int err = errno;
-    fd_.reset();
-    if (!written) {
+    if (::write(fd_.get(), &magic, 1) != 1) {
+        const int err = errno;
         return fail(Status::IoErr, fmt::format("{}: the magic close failed ({}); the watchdog "
                                                "stays armed",
                                                path_, errno_message(err)));
     }
     return {};
+}
+
+Result<void> WatchdogDevice::disarm() {
+    auto written = write_magic();
+    fd_.reset();
+    return written;
 }
 
 }  // namespace monitor::watchdog

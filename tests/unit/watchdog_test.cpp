@@ -290,6 +290,157 @@ TEST_F(FifoDevice, StatusDoesNotWaitForAStuckPet) {
     ASSERT_TRUE(w.disarm());
 }
 
+// Nor does closing: the pet stuck in a full FIFO keeps the device open until it ends, and
+// then closes it; pets after the close do nothing.
+TEST_F(FifoDevice, ClosingDoesNotWaitForAStuckPet) {
+    std::atomic<std::int64_t> now_ns{t0.time_since_epoch().count()};
+    Watchdog w(PetPolicyKind::Any,
+               [&] { return Clock::time_point(Clock::duration(now_ns.load())); });
+    w.set_cpus({0});
+    ASSERT_TRUE(w.arm(path_, 10s));
+    std::atomic<bool> stop{false};
+    std::thread prober([&] {
+        for (int i = 0; i < 70000 && !stop; ++i) {
+            now_ns += std::chrono::nanoseconds(100ms).count();
+            w.credit(0);
+        }
+    });
+    std::uint64_t last = 0;
+    for (int same = 0; same < 5;) {
+        std::this_thread::sleep_for(20ms);
+        const auto pets = w.status().pets;
+        same = pets == last ? same + 1 : 0;
+        last = pets;
+    }
+    // In a thread of its own, so that a close that waits fails the test instead of hanging it.
+    std::atomic<bool> closed{false};
+    const auto start = Clock::now();
+    std::thread owner([&] {
+        w.set_cpus({0, 1});
+        w.close_armed();
+        closed = true;
+    });
+    const bool in_time = test_support::wait_until([&] { return closed.load(); }, 1s);
+    const auto waited = Clock::now() - start;
+    stop = true;
+    EXPECT_TRUE(in_time) << "close_armed() waited for the stuck pet";
+    EXPECT_LT(waited, 100ms);
+    EXPECT_FALSE(w.status().armed);
+    EXPECT_FALSE(WriterClosed()) << "the stuck pet still holds the device";
+    // The pet ends once the FIFO has room, and lets go of the device last: it closes.
+    std::string rest;
+    EXPECT_TRUE(test_support::wait_until(
+        [&] {
+            rest += Drain();
+            return WriterClosed();
+        },
+        5s));
+    owner.join();
+    prober.join();
+    EXPECT_EQ(rest.find('V'), std::string::npos) << "closed without the magic 'V'";
+    const auto pets = w.status().pets;
+    w.credit(0);
+    EXPECT_EQ(w.status().pets, pets) << "no pets once closed";
+    // Armed again, on the lease the stuck pet let go of.
+    ASSERT_TRUE(w.arm(path_, 10s));
+    EXPECT_TRUE(w.status().armed);
+    ASSERT_TRUE(w.disarm());
+    EXPECT_EQ(Drain(), "V");
+}
+
+// The daemon's main loop calls set_cpus(), status() and disarm() while the probes credit and
+// pet from SCHED_IDLE threads. A probe preempted in the middle of a credit, by real-time work
+// that keeps its CPU busy, must not hold the loop up. Here a SCHED_FIFO thread takes the
+// probe's CPU for 150 ms at a time, eight times, while a probe credits in a loop; 10 ms into
+// each burst the owner calls in. With a lock between them, a probe preempted while holding it
+// (most of its loop) makes the owner wait for the rest of the burst.
+TEST(Watchdog, TheOwnerNeverWaitsForAProbePreemptedByRealTimeWork) {
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    ASSERT_EQ(::sched_getaffinity(0, sizeof allowed, &allowed), 0);
+    std::vector<int> cpus;
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+        if (CPU_ISSET(c, &allowed)) cpus.push_back(c);
+    }
+    if (cpus.size() < 2) GTEST_SKIP() << "needs two CPUs: one for the probe, one for the owner";
+    const int probe_cpu = cpus.back();
+    const int owner_cpu = cpus.front();
+    auto pin = [](int cpu) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        return ::pthread_setaffinity_np(::pthread_self(), sizeof set, &set) == 0;
+    };
+
+    Watchdog w(PetPolicyKind::All);
+    w.set_cpus({probe_cpu});
+    // /dev/null has no watchdog ioctls: every pet is a write that always succeeds.
+    ASSERT_TRUE(w.arm("/dev/null", 10s));
+
+    std::atomic<bool> stop{false};
+    std::atomic<int> prober_ready{0};
+    std::thread prober([&] {
+        sched_param none{};
+        if (!pin(probe_cpu) || ::sched_setscheduler(0, SCHED_IDLE, &none) != 0) {
+            prober_ready = -1;
+            return;
+        }
+        prober_ready = 1;
+        while (!stop) w.credit(probe_cpu);
+    });
+    ASSERT_TRUE(test_support::wait_until([&] { return prober_ready != 0; }, 5s));
+    ASSERT_EQ(prober_ready, 1) << "cannot make the probe SCHED_IDLE on cpu" << probe_cpu;
+
+    constexpr int kBursts = 8;
+    std::atomic<int> burst{0};  // the burst under way; 0 between them
+    std::atomic<int> hog_state{0};
+    std::thread hog([&] {
+        sched_param fifo{};
+        fifo.sched_priority = 1;
+        if (!pin(probe_cpu) || ::sched_setscheduler(0, SCHED_FIFO, &fifo) != 0) {
+            hog_state = -1;
+            return;
+        }
+        hog_state = 1;
+        for (int b = 1; b <= kBursts && !stop; ++b) {
+            burst = b;
+            const auto until = Clock::now() + 150ms;
+            while (Clock::now() < until) {
+            }
+            burst = 0;
+            std::this_thread::sleep_for(50ms);  // the probe runs again
+        }
+        hog_state = 2;
+    });
+    ASSERT_TRUE(test_support::wait_until([&] { return hog_state != 0; }, 5s));
+    if (hog_state < 0) {
+        stop = true;
+        hog.join();
+        prober.join();
+        GTEST_SKIP() << "cannot run a SCHED_FIFO thread here (needs root or CAP_SYS_NICE)";
+    }
+    ASSERT_TRUE(pin(owner_cpu));
+
+    std::vector<double> waits_ms;
+    for (int b = 1; b <= kBursts; ++b) {
+        ASSERT_TRUE(test_support::wait_until([&] { return burst.load() == b; }, 5s));
+        std::this_thread::sleep_for(10ms);
+        const auto start = Clock::now();
+        w.set_cpus({probe_cpu});
+        const auto s = w.status();
+        const bool disarmed = b < kBursts || static_cast<bool>(w.disarm());
+        waits_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+        EXPECT_TRUE(s.armed);
+        EXPECT_TRUE(disarmed);
+    }
+    stop = true;
+    hog.join();
+    prober.join();
+    EXPECT_FALSE(w.status().armed);
+    EXPECT_LT(*std::max_element(waits_ms.begin(), waits_ms.end()), 100.0)
+        << "the owner's calls took (ms): " << testing::PrintToString(waits_ms);
+}
+
 // --- The probes' credits on a real CPU ---------------------------------------------------------
 
 constexpr std::uint64_t kMs = 1'000'000;  // ns

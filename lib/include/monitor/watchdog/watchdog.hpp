@@ -1,20 +1,19 @@
 // The hardware watchdog as the idle probes pet it: the device, the pet policy, and what has
 // happened so far. The probes call credit() from their threads; the owner arms, disarms and
-// reads the status from its own.
+// reads the status from its own. No lock is shared between them (see PetPolicy).
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <mutex>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "monitor/enum_names.hpp"
 #include "monitor/loading/idle_probe.hpp"
-#include "monitor/lock_free_u64.hpp"
 #include "monitor/status.hpp"
 #include "monitor/watchdog/pet_policy.hpp"
 #include "monitor/watchdog/watchdog_device.hpp"
@@ -52,22 +51,26 @@ class Watchdog final : public IdleCreditSink {
     // `now` is the clock the pets are timed with (tests pass their own; empty: Clock::now).
     explicit Watchdog(PetPolicyKind policy, std::function<Clock::time_point()> now = Clock::now);
     ~Watchdog() override;  // closes an armed device without the magic close
+    Watchdog(const Watchdog&) = delete;
+    Watchdog& operator=(const Watchdog&) = delete;
+
+    // From the owner's thread only (the one that arms and disarms). None of these waits for
+    // a probe: a SCHED_IDLE probe preempted in the middle of a pet, on a CPU that real work
+    // keeps busy, may not run again for seconds.
 
     // Opens the device, which arms it. BADSTATE when already armed.
     Result<void> arm(const std::string& device, std::chrono::seconds timeout);
     // The magic close. Credits afterwards do nothing. A driver with nowayout keeps counting
-    // down all the same (status().nowayout).
+    // down all the same (status().nowayout). A pet under way keeps the device open until it
+    // ends: the device stops when the last of them lets go of it.
     Result<void> disarm();
     // Closes without the magic close: the watchdog fires unless someone pets it in time.
     void close_armed();
-
     // The CPUs whose probes must earn credits (see PetPolicy::set_cpus).
-    void set_cpus(const std::vector<int>& cpus) { policy_.set_cpus(cpus); }
+    void set_cpus(const std::vector<int>& cpus) noexcept { policy_.set_cpus(cpus); }
+    WatchdogStatus status() const;
 
-    // From the owner's thread only (the one that arms and disarms). It never waits for a
-    // lock a probe holds: a SCHED_IDLE probe preempted on a busy CPU may hold it for long.
-
-    // From a probe's thread.
+    // From a probe's thread. Lock-free, and allocates nothing.
     // NOLINTNEXTLINE(bugprone-exception-escape): now_ is never empty (see the constructor)
     void credit(int cpu) noexcept override;
     // The timeout in force (as granted, else as asked), or 10 s before the first arm().
@@ -75,25 +78,46 @@ class Watchdog final : public IdleCreditSink {
         return std::chrono::seconds(timeout_s_.load(std::memory_order_relaxed));
     }
     // While armed.
-    bool wants_credits() const noexcept override { return armed_.load(); }
-
-    WatchdogStatus status() const;
+    bool wants_credits() const noexcept override { return lease_.load() != nullptr; }
 
   private:
+    // An open device and the references to it: the owner's while it is armed, and one for
+    // each pet under way. Whoever lets go of the last one closes the descriptor, so that the
+    // owner never waits for a pet to end and a pet never uses a closed descriptor.
+    struct Lease {
+        std::optional<WatchdogDevice> device;
+        std::atomic<std::uint32_t> refs{0};
+        std::atomic<bool> closed{true};  // the last reference is gone and the device closed
+    };
+    // A reference to `l`, unless its last one is gone already (a probe that read lease_
+    // just before a disarm).
+    static bool take(Lease& l) noexcept;
+    static void release(Lease& l) noexcept;
+    // Milliseconds since origin_, in 32 bits that wrap every 49 days.
+    std::uint32_t ms_since_origin(Clock::time_point t) const noexcept;
+
     PetPolicy policy_;
     std::function<Clock::time_point()> now_;
-    mutable std::mutex mutex_;  // the device: pets from the probes, arm and disarm from the owner
-    std::optional<WatchdogDevice> device_;
-    // Written under mutex_ (by the probes, and arm()), read by the owner without it.
-    LockFreeU64 pets_{0};
-    LockFreeU64 pet_errors_{0};
-    LockFreeU64 last_pet_ns_{0};  // on now_'s clock; 0: never
-    // Read by the probes at every update: 32 bits, lock-free on every target.
+    Clock::time_point origin_;
+    std::atomic<Lease*> lease_{nullptr};  // the armed device's; set and cleared by the owner
+    // Every lease made, by the owner; one whose device closed is used again.
+    std::vector<std::unique_ptr<Lease>> leases_;
+    // What the owner knows of the device it armed last, also once it is disarmed.
+    struct Known {
+        std::string path;
+        std::optional<DeviceIdentity> identity;
+        std::optional<int> timeout_s;
+        bool last_reset_by_watchdog = false;
+        bool nowayout = false;
+    };
+    std::optional<Known> known_;
+    // Counted by the probes, read by the owner. 32 bits, lock-free on every target: 10 pets
+    // a second take 13 years to wrap them.
+    std::atomic<std::uint32_t> pets_{0};
+    std::atomic<std::uint32_t> pet_errors_{0};
+    std::atomic<int> last_pet_errno_{0};         // of the last failed pet
+    std::atomic<std::uint32_t> last_pet_ms_{0};  // ms_since_origin() of the last pet (or arm)
     std::atomic<int> timeout_s_{static_cast<int>(kDefaultCreditExpiry.count())};
-    std::atomic<bool> armed_{false};        // the device is open
-    mutable std::mutex error_mutex_;        // taken by a probe only when a pet failed
-    std::string last_error_;                // under error_mutex_
-    mutable std::vector<int> waiting_for_;  // the last known, for status()
 };
 
 }  // namespace monitor::watchdog

@@ -53,14 +53,19 @@ class WatchdogDevice {
     bool nowayout() const { return nowayout_; }
 
     // One keepalive (WDIOC_KEEPALIVE, or a write when the driver has no ioctls). Safe to call
-    // from any thread, also while another reads time_left().
+    // from any thread, also while another reads time_left() or writes the magic 'V'.
     Result<void> pet() const;
+    // The same, as 0 or the errno of the failure: neither allocates nor throws.
+    int keepalive() const noexcept;
     // Seconds until the watchdog fires (WDIOC_GETTIMELEFT), when the driver can tell.
     std::optional<int> time_left() const;
 
     // The magic close: writes 'V' and closes, which stops the watchdog (unless the kernel was
     // built or loaded with nowayout).
     Result<void> disarm();
+    // Its first half: writes 'V', and the watchdog stops when the descriptor is closed next
+    // (close_armed()), by whichever thread lets go of it last.
+    Result<void> write_magic() const;
     // Closes without the 'V': the watchdog keeps counting down.
     void close_armed() { fd_.reset(); }
     bool is_open() const { return static_cast<bool>(fd_); }
