@@ -125,6 +125,7 @@ std::size_t pets_while_busy(const FifoWatchdog& w, const std::vector<int>& busy,
 
 // policy = all: one starved CPU stops the pets (the machine would reset).
 TEST_P(WatchdogDaemonMode, AllPolicyStopsPettingWhenOneCpuIsStarved) {
+    SKIP_UNDER_SANITIZERS();
     FifoWatchdog w(dir_.path());
     auto d = Daemon::start(
         with_watchdog(w, {"--watchdog-timeout", std::to_string(kShortTimeout.count())}));
@@ -141,6 +142,7 @@ TEST_P(WatchdogDaemonMode, AllPolicyStopsPettingWhenOneCpuIsStarved) {
 
 // policy = any: pets go on while one CPU has idle time, and stop when every CPU is starved.
 TEST_P(WatchdogDaemonMode, AnyPolicyStopsPettingOnlyWhenEveryCpuIsStarved) {
+    SKIP_UNDER_SANITIZERS();
     FifoWatchdog w(dir_.path());
     const auto conf = dir_.path() / "monitord.conf";
     std::ofstream(conf) << "[watchdog]\npolicy = \"any\"\n";
@@ -158,6 +160,7 @@ TEST_P(WatchdogDaemonMode, AnyPolicyStopsPettingOnlyWhenEveryCpuIsStarved) {
 // A healthy machine busy on every CPU is not reset: at 95 % each CPU still has 50 ms of idle
 // time a second, 500 ms per timeout (10 s).
 TEST_P(WatchdogDaemonMode, PetsKeepComingWhileEveryCpuIs95PercentBusy) {
+    SKIP_UNDER_SANITIZERS();
     FifoWatchdog w(dir_.path());
     auto d = Daemon::start(with_watchdog(w));
     ASSERT_TRUE(d);
@@ -188,6 +191,7 @@ class WatchdogDaemonPlacement : public testing::TestWithParam<Placement> {
 };
 
 TEST_P(WatchdogDaemonPlacement, SleepingProbesStopPettingWhereverTheBusyWorkRuns) {
+    SKIP_UNDER_SANITIZERS();
     const Placement where = GetParam();
     std::unique_ptr<CpuCgroup> cgroup;
     if (where == Placement::OtherCgroup || where == Placement::IdleCgroup) {

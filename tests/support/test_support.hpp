@@ -24,6 +24,28 @@
 
 namespace test_support {
 
+// Whether this program was built with the address or the thread sanitizer (the compilers' own
+// macros). They slow the daemon and the tests several times over, so a test that measures
+// time or shares of a CPU under load runs in the release build only (scripts/test runs that
+// first): SKIP_UNDER_SANITIZERS() at its start.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+#else
+inline constexpr bool kSanitized = false;
+#endif
+#define SKIP_UNDER_SANITIZERS()                                                            \
+    do {                                                                                   \
+        if (test_support::kSanitized)                                                      \
+            GTEST_SKIP() << "measures time under load, which the sanitizers stretch: the " \
+                            "release build runs it";                                       \
+    } while (false)
+
 // A directory under gtest's temporary directory, removed with its contents at the end of the
 // scope: every test's scratch space. path() is empty (and the test failed) when it could not
 // be made. For Everyone it is open to all users (0777), for a test's programs that drop root
