@@ -39,6 +39,13 @@ void* allocate(std::size_t n,
 
 }  // namespace
 
+// g++ 12 with the sanitizers at -O1 and above takes these replacements' free() for the
+// release of memory from another allocator (-Wmismatched-new-delete); both sides are this
+// file's, on malloc.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
 void* operator new(std::size_t n) {
     return allocate(n);
 }
@@ -89,6 +96,9 @@ void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
 void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
     std::free(p);
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 namespace {
 
