@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -167,16 +168,20 @@ TEST_F(RuntimeTest, SleepingProbesPetFromTheKernelsIdleTime) {
     o.proc_root = dir_.path() / "proc";
     o.sys_root = dir_.path() / "sys";
     o.probe = ProbeMode::Sleep;
-    Clock::time_point now = t0_;
-    auto dog =
-        std::make_shared<watchdog::Watchdog>(watchdog::PetPolicyKind::All, [&] { return now; });
-    auto rt = Runtime::create(o, dog, [&] { return now; });
+    // The test's clock, which the probes' threads read too (the watchdog times their pets).
+    std::atomic<Clock::rep> now_ticks{t0_.time_since_epoch().count()};
+    auto clock = [&] { return Clock::time_point(Clock::duration(now_ticks.load())); };
+    auto advance = [&](Clock::duration d) {
+        now_ticks += d.count();
+        return clock();
+    };
+    auto dog = std::make_shared<watchdog::Watchdog>(watchdog::PetPolicyKind::All, clock);
+    auto rt = Runtime::create(o, dog, clock);
     ASSERT_TRUE(rt) << rt.error().to_string();
     EXPECT_EQ((*rt)->probing_cpus(), (std::vector<int>{0, 1}));
     std::uint64_t idle0 = 900, idle1 = 800, busy0 = 100, busy1 = 200;
     // Not armed yet: the ticks leave the probes asleep.
-    now += 1s;
-    ASSERT_TRUE((*rt)->run_due(now).ticked);
+    ASSERT_TRUE((*rt)->run_due(advance(1s)).ticked);
     std::this_thread::sleep_for(200ms);
     for (const auto& r : (*rt)->engine().probes()->read()) EXPECT_EQ(r.count, 0u) << r.cpu;
     ASSERT_TRUE((*rt)->arm_watchdog(fifo.string(), 10s));
@@ -189,8 +194,7 @@ TEST_F(RuntimeTest, SleepingProbesPetFromTheKernelsIdleTime) {
         write_file(dir_.path() / "proc/stat",
                    test_support::stat_text({{0, {busy0, idle0}}, {1, {busy1, idle1}}}));
         const auto before = (*rt)->engine().probes()->read();
-        now += 1s;
-        ASSERT_TRUE((*rt)->run_due(now).ticked);
+        ASSERT_TRUE((*rt)->run_due(advance(1s)).ticked);
         ASSERT_TRUE(test_support::wait_until(
             [&] {
                 const auto after = (*rt)->engine().probes()->read();
