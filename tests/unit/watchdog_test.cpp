@@ -251,67 +251,64 @@ TEST_F(FifoDevice, CreditsPetThroughThePolicy) {
     EXPECT_FALSE(w.status().armed);
 }
 
+// A probe's pet stuck in a write to the full FIFO, holding the device: the prober pets every
+// 100 ms of the test clock until the FIFO (64 KiB) is full and a write blocks; start() returns
+// once the pets have stopped increasing. The test's reader drains the FIFO to free it.
+struct StuckPet {
+    std::atomic<std::int64_t> now_ns{t0.time_since_epoch().count()};
+    Watchdog w{PetPolicyKind::Any,
+               [this] { return Clock::time_point(Clock::duration(now_ns.load())); }};
+    std::atomic<bool> stop{false};   // stop after the next pet
+    std::atomic<bool> ended{false};  // the prober ran out of pets without getting stuck
+    std::thread prober;
+
+    void start() {
+        prober = std::thread([this] {
+            for (int i = 0; i < 70000 && !stop; ++i) {
+                now_ns += std::chrono::nanoseconds(100ms).count();
+                w.credit(0);
+            }
+            ended = true;
+        });
+        std::uint64_t last = 0;
+        for (int same = 0; same < 5;) {
+            std::this_thread::sleep_for(20ms);
+            const auto pets = w.status().pets;
+            same = pets == last ? same + 1 : 0;
+            last = pets;
+        }
+    }
+};
+
 // status() runs in the daemon's main loop and must never wait for a probe: here a pet is
 // stuck in a write to a full FIFO while holding the device, and status() still answers.
 TEST_F(FifoDevice, StatusDoesNotWaitForAStuckPet) {
-    std::atomic<std::int64_t> now_ns{t0.time_since_epoch().count()};
-    Watchdog w(PetPolicyKind::Any,
-               [&] { return Clock::time_point(Clock::duration(now_ns.load())); });
+    StuckPet stuck;
+    Watchdog& w = stuck.w;
     w.set_cpus({0});
     ASSERT_TRUE(w.arm(path_, 10s));
-    std::atomic<bool> stuck_done{false};
-    std::thread prober([&] {
-        // A pet every 100 ms of the test clock until the FIFO (64 KiB) is full and a write
-        // blocks; the reader below drains it at the end.
-        for (int i = 0; i < 70000 && !stuck_done; ++i) {
-            now_ns += std::chrono::nanoseconds(100ms).count();
-            w.credit(0);
-        }
-        stuck_done = true;
-    });
-    // Wait until the prober is stuck: the pets stop increasing.
-    std::uint64_t last = 0;
-    for (int same = 0; same < 5;) {
-        std::this_thread::sleep_for(20ms);
-        const auto pets = w.status().pets;
-        same = pets == last ? same + 1 : 0;
-        last = pets;
-    }
-    ASSERT_FALSE(stuck_done) << "the FIFO never filled";
+    stuck.start();
+    ASSERT_FALSE(stuck.ended) << "the FIFO never filled";
     const auto start = Clock::now();
     const auto s = w.status();
     EXPECT_LT(Clock::now() - start, 50ms) << "status() waited for the stuck pet";
     EXPECT_TRUE(s.armed);
     EXPECT_GT(s.pets, 60000u);
-    stuck_done = true;  // stop after the next pet
+    stuck.stop = true;
     while (!Drain().empty()) {
     }
-    prober.join();
+    stuck.prober.join();
     ASSERT_TRUE(w.disarm());
 }
 
 // Nor does closing: the pet stuck in a full FIFO keeps the device open until it ends, and
 // then closes it; pets after the close do nothing.
 TEST_F(FifoDevice, ClosingDoesNotWaitForAStuckPet) {
-    std::atomic<std::int64_t> now_ns{t0.time_since_epoch().count()};
-    Watchdog w(PetPolicyKind::Any,
-               [&] { return Clock::time_point(Clock::duration(now_ns.load())); });
+    StuckPet stuck;
+    Watchdog& w = stuck.w;
     w.set_cpus({0});
     ASSERT_TRUE(w.arm(path_, 10s));
-    std::atomic<bool> stop{false};
-    std::thread prober([&] {
-        for (int i = 0; i < 70000 && !stop; ++i) {
-            now_ns += std::chrono::nanoseconds(100ms).count();
-            w.credit(0);
-        }
-    });
-    std::uint64_t last = 0;
-    for (int same = 0; same < 5;) {
-        std::this_thread::sleep_for(20ms);
-        const auto pets = w.status().pets;
-        same = pets == last ? same + 1 : 0;
-        last = pets;
-    }
+    stuck.start();
     // In a thread of its own, so that a close that waits fails the test instead of hanging it.
     std::atomic<bool> closed{false};
     const auto start = Clock::now();
@@ -322,7 +319,7 @@ TEST_F(FifoDevice, ClosingDoesNotWaitForAStuckPet) {
     });
     const bool in_time = test_support::wait_until([&] { return closed.load(); }, 1s);
     const auto waited = Clock::now() - start;
-    stop = true;
+    stuck.stop = true;
     EXPECT_TRUE(in_time) << "close_armed() waited for the stuck pet";
     EXPECT_LT(waited, 100ms);
     EXPECT_FALSE(w.status().armed);
@@ -336,7 +333,7 @@ TEST_F(FifoDevice, ClosingDoesNotWaitForAStuckPet) {
         },
         5s));
     owner.join();
-    prober.join();
+    stuck.prober.join();
     EXPECT_EQ(rest.find('V'), std::string::npos) << "closed without the magic 'V'";
     const auto pets = w.status().pets;
     w.credit(0);
