@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -34,18 +35,30 @@ std::span<const MethodAccess> method_access();
 // The entry of `method`; nullptr for a method the table does not know.
 const MethodAccess* find_method_access(std::string_view method);
 
+// Whether the group database (passwd and group, through NSS) lists `uid` in group `gid` now,
+// as its primary group or a supplementary one.
+bool listed_in_group(uid_t uid, gid_t gid);
+
 class AccessRules {
   public:
+    // How membership is looked up now (listed_in_group; tests give their own).
+    using GroupLookup = std::function<bool(uid_t, gid_t)>;
+
     // The group whose members may call Control methods besides root and the daemon's own
     // user ([access] control-group); nullopt for none.
     void set_control_group(std::optional<gid_t> gid, std::string name);
+    void set_group_lookup(GroupLookup lookup) { listed_ = std::move(lookup); }
 
     // The error reply that refuses `peer` a call of `method`, or nullopt when it may call it.
+    // Membership of the control group takes both the peer's credentials (its process's groups,
+    // fixed when its user logged in) and the group database now, looked up at each such call:
+    // a user removed from the group loses control at its next call.
     std::optional<monitor::varlink::Reply> refusal(std::string_view method, const Peer& peer) const;
 
   private:
     std::optional<gid_t> control_gid_;
     std::string control_group_;
+    GroupLookup listed_ = listed_in_group;
 };
 
 }  // namespace monitord

@@ -108,6 +108,19 @@ const std::vector<ConfigKey>& keys() {
             [](const std::string& v) {
                 return v.empty() ? Result<std::string>{} : existing_group(v);
             }),
+        key<&Config::idle_timeout, std::int64_t>("limits", "idle-timeout",
+                                                 "an integer from 0 (never) to " +
+                                                     std::to_string(kMaxIdleTimeout.count()) +
+                                                     " (seconds)",
+                                                 Applies, parse_idle_timeout),
+        key<&Config::reply_memory_per_user, std::int64_t>(
+            "limits", "reply-memory-per-user",
+            "an integer from 1 to " + std::to_string(kMaxReplyMemoryPerUser) + " (MiB)", Applies,
+            parse_reply_memory_per_user),
+        key<&Config::profiles_per_user, std::int64_t>(
+            "limits", "profiles-per-user",
+            "an integer from 0 (root only) to " + std::to_string(kMaxProfiles), Applies,
+            parse_profiles_per_user),
     };
     return table;
 }
@@ -393,6 +406,25 @@ Result<std::chrono::seconds> parse_watchdog_timeout(long long seconds) {
         return std::chrono::seconds{seconds};
     }
     return fail(Status::BadArg, std::to_string(seconds) + " is out of range");
+}
+
+Result<std::chrono::seconds> parse_idle_timeout(long long seconds) {
+    if (seconds >= 0 && seconds <= kMaxIdleTimeout.count()) return std::chrono::seconds{seconds};
+    return fail(Status::BadArg, std::to_string(seconds) + " is out of range");
+}
+
+Result<std::size_t> parse_reply_memory_per_user(long long mib) {
+    if (mib >= 1 && mib <= static_cast<long long>(kMaxReplyMemoryPerUser)) {
+        return static_cast<std::size_t>(mib);
+    }
+    return fail(Status::BadArg, std::to_string(mib) + " is out of range");
+}
+
+Result<std::size_t> parse_profiles_per_user(long long profiles) {
+    if (profiles >= 0 && profiles <= static_cast<long long>(kMaxProfiles)) {
+        return static_cast<std::size_t>(profiles);
+    }
+    return fail(Status::BadArg, std::to_string(profiles) + " is out of range");
 }
 
 Result<gid_t> group_id(const std::string& name) {

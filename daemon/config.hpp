@@ -39,6 +39,14 @@ struct StandingSessionConfig {
     }
 };
 
+inline constexpr std::chrono::seconds kDefaultIdleTimeout{300};
+inline constexpr std::chrono::seconds kMaxIdleTimeout{86400};
+inline constexpr std::size_t kDefaultReplyMemoryPerUser = 64;  // MiB
+inline constexpr std::size_t kMaxReplyMemoryPerUser = 4096;
+inline constexpr std::size_t kDefaultProfilesPerUser = 2;
+// The daemon runs at most this many at once, for everyone (ProfileServiceOptions).
+inline constexpr std::size_t kMaxProfiles = 8;
+
 struct Config {
     // [daemon]
     std::filesystem::path socket;  // empty: the default path for this user
@@ -60,6 +68,14 @@ struct Config {
     // that group exists, else the daemon's own group.
     std::optional<std::string> socket_group;
     std::string control_group;  // may start and stop counter sessions; "": root only
+    // [limits], for clients other than root
+    // A control connection with no call under way closes after this long without a byte from
+    // its client; zero: never (root's too).
+    std::chrono::seconds idle_timeout = kDefaultIdleTimeout;
+    // The replies waiting to be read by one user's connections, in MiB.
+    std::size_t reply_memory_per_user = kDefaultReplyMemoryPerUser;
+    // The profiles and watches of overflows one user may run at once.
+    std::size_t profiles_per_user = kDefaultProfilesPerUser;
     // [[counters]], in file order; a reload applies them (adds, restarts, removes sessions).
     std::vector<StandingSessionConfig> counters;
 };
@@ -155,6 +171,9 @@ monitor::Result<monitor::ProbeMode> parse_probe(const std::string& mode);
 monitor::Result<std::filesystem::path> parse_socket_path(const std::string& path);
 monitor::Result<std::filesystem::path> parse_watchdog_device(const std::string& path);
 monitor::Result<std::chrono::seconds> parse_watchdog_timeout(long long seconds);
+monitor::Result<std::chrono::seconds> parse_idle_timeout(long long seconds);
+monitor::Result<std::size_t> parse_reply_memory_per_user(long long mib);
+monitor::Result<std::size_t> parse_profiles_per_user(long long profiles);
 // The group's id; BADARG "unknown group 'x'" when this machine has no such group.
 monitor::Result<gid_t> group_id(const std::string& name);
 

@@ -133,6 +133,8 @@ Result<void> Manager::setup() {
         limits.max_connections = std::clamp<std::size_t>(nofile.rlim_cur, 128, 1 << 20) - 64;
         limits.max_connections = std::min<std::size_t>(limits.max_connections, 4096);
     }
+    limits.idle_timeout = options_.config.idle_timeout;
+    limits.max_pending_per_user = options_.config.reply_memory_per_user << 20;
     server_ = std::make_unique<VarlinkServer>(
         e, socket_->fd(),
         VarlinkServer::Info{"monitord", "monitord", MONITORD_VERSION, "man:monitord(8)"}, access_,
@@ -154,7 +156,9 @@ Result<void> Manager::setup() {
         [this] { return runtime_->engine().online_cpus(); },
         ProfileServiceOptions{.cgroup_root = options_.counters.cgroup_root,
                               .kallsyms = options_.proc_root / "kallsyms",
-                              .modules = options_.proc_root / "modules"});
+                              .modules = options_.proc_root / "modules",
+                              .max_profiles = kMaxProfiles,
+                              .max_profiles_per_user = options_.config.profiles_per_user});
     profiles_->setup();
     apply_control_group();
     server_->set_close_handler([this](std::uint64_t connection) {
@@ -511,6 +515,9 @@ void Manager::reload() {
         loading_->forget_replies();
         loading_->set_watchdog_on_stop(options_.config.watchdog_on_stop);
         apply_control_group();
+        server_->set_idle_timeout(options_.config.idle_timeout);
+        server_->set_max_pending_per_user(options_.config.reply_memory_per_user << 20);
+        profiles_->set_max_profiles_per_user(options_.config.profiles_per_user);
         counters_->configure_standing(options_.config.counters, std::chrono::steady_clock::now());
         spdlog::info("Reloaded {}", have_file ? file.string() : std::string{"the defaults"});
     }

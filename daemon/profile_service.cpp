@@ -46,6 +46,7 @@ std::uint64_t now_usec() {
 struct ProfileService::Run {
     ProfileService* service = nullptr;
     std::uint64_t connection = 0;
+    uid_t uid = 0;  // of the client that started it
     std::unique_ptr<perf::ProfileSession> session;
     // A profile's request; or, for a watch of overflows, its request and what it saw.
     protocol::ProfileRequest request;
@@ -154,6 +155,22 @@ ProfileService::Response ProfileService::start_run(std::unique_ptr<Run> run,
         // A connection reads no further calls while its run goes on; this is a safeguard.
         return perf_error_reply({Status::PrfRun, "this connection already samples"}, nullptr);
     }
+    // Root and the daemon's own user are held to the daemon's limit only.
+    if (const uid_t uid = peer.cred.uid; uid != 0 && uid != ::geteuid()) {
+        const auto own = static_cast<std::size_t>(
+            std::ranges::count_if(runs_, [uid](const auto& r) { return r.second->uid == uid; }));
+        if (own >= options_.max_profiles_per_user) {
+            return monitor::varlink::make_error(
+                "io.monitord.Monitor.LimitExceeded",
+                nlohmann::json{
+                    {"limit", "profiles-per-user"},
+                    {"message",
+                     fmt::format("uid {} runs {} profiles and watches of overflows already, the "
+                                 "most for a user other than root ([limits] profiles-per-user "
+                                 "in monitord.conf(5)); end one first",
+                                 uid, own)}});
+        }
+    }
     if (runs_.size() >= options_.max_profiles) {
         return perf_error_reply(
             {Status::Busy, fmt::format("{} profiles and watches of overflows are running "
@@ -192,6 +209,7 @@ ProfileService::Response ProfileService::start_run(std::unique_ptr<Run> run,
     run->service = this;
     run->connection = peer.connection;
     run->started_by = fmt::format("pid {} (uid {})", peer.cred.pid, peer.cred.uid);
+    run->uid = peer.cred.uid;
     run->stream = call.more;
     run->interval = call.more ? times.interval : std::nullopt;
     if (process) {

@@ -26,7 +26,9 @@ struct ProfileServiceOptions {
     std::filesystem::path cgroup_root = "/sys/fs/cgroup";
     std::filesystem::path kallsyms = "/proc/kallsyms";
     std::filesystem::path modules = "/proc/modules";  // when the kept kallsyms are stale
-    std::size_t max_profiles = 8;
+    std::size_t max_profiles = 8;                     // at once, for everyone
+    // At once, for one user other than root ([limits] profiles-per-user); 0: root only.
+    std::size_t max_profiles_per_user = 2;
 };
 
 class ProfileService {
@@ -45,6 +47,8 @@ class ProfileService {
     // A connection closed: its profile ends.
     void connection_closed(std::uint64_t connection);
     std::size_t running() const { return runs_.size(); }
+    // From now on (a reload): running profiles go on.
+    void set_max_profiles_per_user(std::size_t n) { options_.max_profiles_per_user = n; }
 
   private:
     struct Run;

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -65,6 +66,8 @@ struct VarlinkServer::Connection {
     bool closing = false;      // close once the output is sent
     bool dead = false;         // close now
     bool streaming = false;    // a "more" call is answered by send(): no further calls
+    // When the client last sent a byte, or its last call under way ended.
+    std::chrono::steady_clock::time_point last_input = std::chrono::steady_clock::now();
 
     Connection(VarlinkServer* s, std::size_t max_message) : server(s), in(max_message) {}
     std::size_t pending() const { return out.size() - out_sent; }
@@ -103,7 +106,54 @@ monitor::Result<void> VarlinkServer::start() {
     if (r < 0) return monitor::fail_errno(-r, "watch the control socket");
     accept_source_.reset(s);
     sd_event_source_set_description(s, "varlink-accept");
+    arm_idle_check();
     return {};
+}
+
+void VarlinkServer::set_idle_timeout(std::chrono::milliseconds timeout) {
+    limits_.idle_timeout = timeout;
+    if (accept_source_) arm_idle_check();
+}
+
+void VarlinkServer::arm_idle_check() {
+    if (limits_.idle_timeout <= std::chrono::milliseconds::zero()) {
+        idle_check_.reset();
+        return;
+    }
+    // A connection closes between one and one and a quarter timeouts after its last byte: one
+    // wake-up per quarter of the timeout (75 s by default), whatever the number of clients.
+    const auto period = std::max<std::chrono::microseconds>(limits_.idle_timeout / 4,
+                                                            std::chrono::milliseconds(10));
+    const auto usec = static_cast<std::uint64_t>(period.count());
+    if (idle_check_) {
+        sd_event_source_set_time_relative(idle_check_.get(), usec);
+        sd_event_source_set_enabled(idle_check_.get(), SD_EVENT_ONESHOT);
+        return;
+    }
+    sd_event_source* t = nullptr;
+    if (sd_event_add_time_relative(event_, &t, CLOCK_MONOTONIC, usec, usec / 10, on_idle_check,
+                                   this) < 0) {
+        spdlog::warn("Cannot watch for idle control connections: they stay open");
+        return;
+    }
+    idle_check_.reset(t);
+    sd_event_source_set_description(t, "varlink-idle");
+}
+
+int VarlinkServer::on_idle_check(sd_event_source*, uint64_t, void* userdata) {
+    static_cast<VarlinkServer*>(userdata)->close_idle();
+    return 0;
+}
+
+void VarlinkServer::close_idle() {
+    const auto now = std::chrono::steady_clock::now();
+    std::vector<Connection*> idle;
+    for (const auto& [id, c] : connections_) {
+        // A stream or a deferred reply is under way: the daemon is the one to speak.
+        if (!c->streaming && now - c->last_input >= limits_.idle_timeout) idle.push_back(c.get());
+    }
+    for (Connection* c : idle) close_connection(*c, "closed: idle for [limits] idle-timeout");
+    arm_idle_check();
 }
 
 int VarlinkServer::on_accept(sd_event_source*, int, uint32_t, void* userdata) {
@@ -273,6 +323,7 @@ void VarlinkServer::read_input(Connection& c) {
             return;
         }
         c.in.commit(static_cast<std::size_t>(n));
+        c.last_input = std::chrono::steady_clock::now();
         total += static_cast<std::size_t>(n);
         // A short read drained the socket: skip the recv that would only say EAGAIN.
         if (static_cast<std::size_t>(n) < space.size()) return;
@@ -307,8 +358,7 @@ void VarlinkServer::handle_message(Connection& c, std::string_view text) {
         return;
     }
     if (call->oneway) return;
-    queue(c, *reply);
-    if (reply->continues && call->more) c.streaming = true;
+    if (queue(c, *reply) && reply->continues && call->more) c.streaming = true;
 }
 
 VarlinkServer::Response VarlinkServer::dispatch(const Call& call, const Peer& peer) {
@@ -346,9 +396,47 @@ VarlinkServer::Response VarlinkServer::dispatch(const Call& call, const Peer& pe
     return handler->second(call, peer);
 }
 
-void VarlinkServer::queue(Connection& c, const Reply& reply) {
-    c.out += monitor::varlink::encode(reply);
+bool VarlinkServer::queue(Connection& c, const Reply& reply) {
+    return append(c, monitor::varlink::encode(reply));
+}
+
+bool VarlinkServer::append(Connection& c, std::string_view text) {
+    const uid_t uid = c.peer.cred.uid;
+    const std::size_t waiting = pending_of(uid);
+    bool as_is = true;
+    std::string refusal;
+    // Root and the daemon's own user are held to each connection's limit only.
+    if (uid != 0 && uid != ::geteuid() &&
+        waiting + text.size() + 1 > limits_.max_pending_per_user) {
+        refusal = monitor::varlink::encode(make_error(
+            "io.monitord.Monitor.LimitExceeded",
+            json{{"limit", "reply-memory-per-user"},
+                 {"message",
+                  fmt::format("a reply of {} bytes would take the replies waiting for uid {}'s "
+                              "connections to read them past {} bytes, the limit "
+                              "([limits] reply-memory-per-user in monitord.conf(5)); read the "
+                              "replies of its other connections, or ask for less (a shorter "
+                              "window, fewer CPUs)",
+                              text.size(), uid, limits_.max_pending_per_user)}}));
+        text = refusal;
+        as_is = false;
+    }
+    c.out.append(text);
     c.out.push_back('\0');
+    pending_per_user_[uid] = waiting + text.size() + 1;
+    return as_is;
+}
+
+void VarlinkServer::release(const Connection& c, std::size_t bytes) {
+    auto it = pending_per_user_.find(c.peer.cred.uid);
+    if (it == pending_per_user_.end()) return;
+    it->second -= std::min(it->second, bytes);
+    if (it->second == 0) pending_per_user_.erase(it);
+}
+
+std::size_t VarlinkServer::pending_of(uid_t uid) const {
+    auto it = pending_per_user_.find(uid);
+    return it == pending_per_user_.end() ? 0 : it->second;
 }
 
 bool VarlinkServer::send(std::uint64_t connection, const Response& response) {
@@ -356,35 +444,35 @@ bool VarlinkServer::send(std::uint64_t connection, const Response& response) {
     if (it == connections_.end()) return false;
     Connection& c = *it->second;
     if (c.dead || c.closing || !c.streaming) return false;
+    bool ends = !response.continues;
     // A reader that fell far behind is dropped rather than buffered without bound.
     if (c.pending() > limits_.max_pending_output * 4) {
         spdlog::debug("Control connection {}: stream reader too slow, closing", connection);
         c.dead = true;
-    } else {
-        queue(c, response);
-        flush(c);
+    } else if (!queue(c, response)) {
+        ends = true;  // LimitExceeded went instead: an error ends the stream
     }
+    if (!c.dead) flush(c);
     if (c.dead) {
         close_connection(c, "closed");
         return false;
     }
     update_events(c);
-    if (!response.continues) {
+    if (ends) {
         // The stream ended: calls the client sent meanwhile wait in the input buffer. A
         // writable socket wakes handle_io at once, which processes them.
         c.streaming = false;
+        c.last_input = std::chrono::steady_clock::now();  // its next call may come now
         sd_event_source_set_io_events(c.source.get(), EPOLLIN | EPOLLOUT);
     }
     return true;
 }
 
-void VarlinkServer::queue(Connection& c, const Response& response) {
+bool VarlinkServer::queue(Connection& c, const Response& response) {
     if (const auto* encoded = std::get_if<EncodedReply>(&response.message)) {
-        c.out += **encoded;
-        c.out.push_back('\0');
-    } else {
-        queue(c, std::get<Reply>(response.message));
+        return append(c, **encoded);
     }
+    return queue(c, std::get<Reply>(response.message));
 }
 
 bool VarlinkServer::flush(Connection& c) {
@@ -400,6 +488,7 @@ bool VarlinkServer::flush(Connection& c) {
             return false;
         }
         c.out_sent += static_cast<std::size_t>(n);
+        release(c, static_cast<std::size_t>(n));
     }
     c.out.clear();
     c.out_sent = 0;
@@ -416,6 +505,7 @@ void VarlinkServer::update_events(Connection& c) {
 void VarlinkServer::close_connection(Connection& c, const char* why) {
     spdlog::debug("Control connection {} {}", c.peer.connection, why);
     if (on_close_) on_close_(c.peer.connection);
+    release(c, c.pending());
     if (auto it = per_user_.find(c.peer.cred.uid); it != per_user_.end() && --it->second == 0) {
         per_user_.erase(it);
     }

@@ -40,6 +40,13 @@ struct ServerLimits {
                                          // take every connection
     std::size_t max_message = monitor::varlink::kMaxMessageSize;
     std::size_t max_pending_output = std::size_t{1} << 20;  // stop reading above this
+    // What the replies waiting to be read by one user's connections may take, root's and the
+    // daemon's own user's excepted ([limits] reply-memory-per-user): a reply past it is
+    // replaced by the error LimitExceeded, which ends its stream.
+    std::size_t max_pending_per_user = std::size_t{64} << 20;
+    // A connection with no call under way closes after this long without a byte from its
+    // client ([limits] idle-timeout); zero: never.
+    std::chrono::milliseconds idle_timeout = std::chrono::minutes(5);
 };
 
 class VarlinkServer {
@@ -105,12 +112,20 @@ class VarlinkServer {
 
     std::size_t connection_count() const { return connections_.size(); }
 
+    // From now on (a reload): connections idle for longer close at the next check.
+    void set_idle_timeout(std::chrono::milliseconds timeout);
+    // From now on (a reload): replies are held to it as they are queued.
+    void set_max_pending_per_user(std::size_t bytes) { limits_.max_pending_per_user = bytes; }
+    // The bytes of replies waiting for `uid`'s connections to read them.
+    std::size_t pending_of(uid_t uid) const;
+
   private:
     struct Connection;
 
     static int on_accept(sd_event_source* s, int fd, uint32_t revents, void* userdata);
     static int on_io(sd_event_source* s, int fd, uint32_t revents, void* userdata);
     static int on_accept_retry(sd_event_source* s, uint64_t usec, void* userdata);
+    static int on_idle_check(sd_event_source* s, uint64_t usec, void* userdata);
 
     void accept_all();
     void handle_io(Connection& c, uint32_t revents);
@@ -120,12 +135,19 @@ class VarlinkServer {
     void process_messages(Connection& c);
     void handle_message(Connection& c, std::string_view text);
     Response dispatch(const monitor::varlink::Call& call, const Peer& peer);
-    void queue(Connection& c, const monitor::varlink::Reply& reply);
-    void queue(Connection& c, const Response& response);
+    // Queue a reply for `c`; false when the user's budget for waiting replies had no room and
+    // the error LimitExceeded went instead.
+    bool queue(Connection& c, const monitor::varlink::Reply& reply);
+    bool queue(Connection& c, const Response& response);
+    bool append(Connection& c, std::string_view text);
+    void release(const Connection& c, std::size_t bytes);
     bool flush(Connection& c);
     void update_events(Connection& c);
     void close_connection(Connection& c, const char* why);
     void warn_refusal(const std::string& why);
+    // Closes the connections idle for the timeout, then looks again in a quarter of it.
+    void close_idle();
+    void arm_idle_check();
 
     monitor::varlink::Reply get_info() const;
     monitor::varlink::Reply get_interface_description(const monitor::varlink::Call& call) const;
@@ -137,10 +159,12 @@ class VarlinkServer {
     ServerLimits limits_;
     SourcePtr accept_source_;
     SourcePtr accept_retry_;
+    SourcePtr idle_check_;
     std::map<std::string, const monitor::varlink::Interface*, std::less<>> interfaces_;
     std::map<std::string, Handler, std::less<>> handlers_;
     std::unordered_map<std::uint64_t, std::unique_ptr<Connection>> connections_;
     std::unordered_map<uid_t, std::size_t> per_user_;
+    std::unordered_map<uid_t, std::size_t> pending_per_user_;
     std::uint64_t refused_ = 0;
     std::chrono::steady_clock::time_point last_refusal_log_{};
     // Since when accept() has failed for want of descriptors or memory, and when that was

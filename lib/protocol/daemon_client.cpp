@@ -23,7 +23,7 @@ std::optional<Status> status_of_error(std::string_view error) {
         {"NoSuchEvent", Status::NoEvent},   {"PermissionDenied", Status::Perm},
         {"NoPmu", Status::NoPmu},           {"NoSuchTarget", Status::NoDev},
         {"InvalidRequest", Status::BadArg}, {"CounterFailure", Status::IoErr},
-        {"NoSuchSession", Status::NoDev},
+        {"NoSuchSession", Status::NoDev},   {"LimitExceeded", Status::Busy},
     };
     const std::string prefix = std::string{monitor::varlink::kMonitorInterface} + ".";
     if (!error.starts_with(prefix)) return std::nullopt;

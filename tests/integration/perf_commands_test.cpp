@@ -506,6 +506,35 @@ TEST_F(PerfAccess, TheControlGroupMayCount) {
     EXPECT_NE(collect.out.find("perf::TASK-CLOCK"), std::string::npos) << collect.out;
 }
 
+TEST_F(PerfAccess, AUserRunsAtMostItsShareOfProfilesWhileRootRunsMore) {
+    auto d = start(
+        "socket-group = \"nogroup\"\ncontrol-group = \"nogroup\"\n"
+        "[limits]\nprofiles-per-user = 1\n");
+    ASSERT_TRUE(d);
+    auto first =
+        Process::start({monctl_bin(), "--socket", d->socket(), "perf", "profile", "-a", "-d", "4s"},
+                       SpawnOptions{.uid = nobody_uid()});
+    ASSERT_TRUE(first);
+    // Once nobody's first profile runs, its second is refused, naming the limit.
+    RunResult second;
+    EXPECT_TRUE(test_support::wait_until(
+        [&] {
+            second = monctl_as(nobody_uid(), *d, {"perf", "profile", "-a", "-d", "100ms"});
+            return second.exit_code != 0;
+        },
+        3s))
+        << second.out << second.err;
+    EXPECT_NE(second.err.find("[limits] profiles-per-user"), std::string::npos) << second.err;
+    // Root is held to the daemon's limit only.
+    auto root =
+        run({monctl_bin(), "--socket", d->socket(), "perf", "profile", "-a", "-d", "100ms"});
+    EXPECT_EQ(root.exit_code, 0) << root.err;
+    // Once the first ended, nobody may run one again.
+    EXPECT_EQ(first->stop(0, 10s), 0) << first->log();
+    auto again = monctl_as(nobody_uid(), *d, {"perf", "profile", "-a", "-d", "100ms"});
+    EXPECT_EQ(again.exit_code, 0) << again.err;
+}
+
 // Counting the tasks of a cgroup, named by path or by systemd unit. perf_event_open counts a
 // cgroup only given a directory of the hierarchy that holds the perf_event controller, so
 // these tests make real cgroups in the cgroup2 hierarchy rather than a scratch tree.

@@ -126,10 +126,18 @@ struct ChildResult {
     std::string out;
 };
 
-// Runs `body` in a child process that first drops root for nobody (uid kNobody, gid kNogroup,
-// no supplementary groups) when it runs as root; code 100 when it could not. The child exits
-// with what `body` returns, after handing what it put in `out` to the parent.
-inline ChildResult run_as_nobody(const std::function<int(std::string& out)>& body) {
+// A child process of start_as_nobody(), running.
+struct NobodyChild {
+    pid_t pid = -1;
+    int out = -1;  // the read end of the pipe its `out` comes through
+};
+
+// Starts `body` in a child process that first drops root for nobody (uid kNobody, gid
+// kNogroup, no supplementary groups) when it runs as root; code 100 when it could not. The
+// child exits with what `body` returns, after handing what it put in `out` to the parent.
+// Fork before starting threads of the test's own: a thread holding a lock of the allocator
+// (the sanitizers') when the child is forked would leave the child waiting for it.
+inline NobodyChild start_as_nobody(const std::function<int(std::string& out)>& body) {
     int fds[2];
     if (::pipe(fds) != 0) {
         ADD_FAILURE() << "pipe: " << std::strerror(errno);
@@ -152,17 +160,29 @@ inline ChildResult run_as_nobody(const std::function<int(std::string& out)>& bod
         ::_exit(code);
     }
     ::close(fds[1]);
+    return {child, fds[0]};
+}
+
+// Waits for the child's exit, and takes what it wrote.
+inline ChildResult wait_for(const NobodyChild& child) {
     ChildResult r;
+    if (child.out < 0) return r;
     char buf[4096];
-    for (ssize_t n; (n = ::read(fds[0], buf, sizeof buf)) > 0;) r.out.append(buf, std::size_t(n));
-    ::close(fds[0]);
+    for (ssize_t n; (n = ::read(child.out, buf, sizeof buf)) > 0;)
+        r.out.append(buf, std::size_t(n));
+    ::close(child.out);
     int status = 0;
-    if (child < 0 || ::waitpid(child, &status, 0) != child || !WIFEXITED(status)) {
+    if (child.pid < 0 || ::waitpid(child.pid, &status, 0) != child.pid || !WIFEXITED(status)) {
         ADD_FAILURE() << "the child died, status " << status;
         return r;
     }
     r.code = WEXITSTATUS(status);
     return r;
+}
+
+// start_as_nobody(), then wait_for() it.
+inline ChildResult run_as_nobody(const std::function<int(std::string& out)>& body) {
+    return wait_for(start_as_nobody(body));
 }
 
 // Polls `done` every 5 ms until it holds or `timeout` passed; returns its last value.

@@ -101,6 +101,8 @@ TEST(AccessRulesTest, ControlNeedsRootOrTheDaemonsUserAndTheRefusalSaysWhatWould
 TEST(AccessRulesTest, TheControlGroupMayControlByItsPrimaryOrASupplementaryGroup) {
     AccessRules rules;
     rules.set_control_group(kControlGroup, "counters");
+    // The group database lists the stranger in the control group.
+    rules.set_group_lookup([](uid_t u, gid_t g) { return u == kStranger && g == kControlGroup; });
     constexpr std::string_view kStop = "io.monitord.Monitor.StopCounters";
     EXPECT_FALSE(rules.refusal(kStop, peer(kStranger, kControlGroup)));
     EXPECT_FALSE(rules.refusal(kStop, peer(kStranger, kStrangersGroup, {7, kControlGroup})));
@@ -112,6 +114,41 @@ TEST(AccessRulesTest, TheControlGroupMayControlByItsPrimaryOrASupplementaryGroup
     // Taken back (a reload without control-group): root only again.
     rules.set_control_group(std::nullopt, "");
     EXPECT_TRUE(rules.refusal(kStop, peer(kStranger, kControlGroup)));
+}
+
+TEST(AccessRulesTest, AMemberRemovedFromTheGroupLosesControlAtItsNextCall) {
+    AccessRules rules;
+    rules.set_control_group(kControlGroup, "counters");
+    bool listed = true;
+    int lookups = 0;
+    rules.set_group_lookup([&](uid_t u, gid_t g) {
+        ++lookups;
+        return listed && u == kStranger && g == kControlGroup;
+    });
+    constexpr std::string_view kStop = "io.monitord.Monitor.StopCounters";
+    // Its process holds the group (from its login) on the same connection throughout.
+    const Peer member = peer(kStranger, kStrangersGroup, {kControlGroup});
+    EXPECT_FALSE(rules.refusal(kStop, member));
+    listed = false;  // gpasswd -d stranger counters
+    auto refused = rules.refusal(kStop, member);
+    ASSERT_TRUE(refused);
+    const std::string m = message_of(*refused);
+    EXPECT_NE(m.find("the group database no longer lists uid 54321 in it"), std::string::npos) << m;
+    EXPECT_EQ(lookups, 2) << "looked up at each call of a control method";
+    // Reading needs no membership, and looks nothing up.
+    EXPECT_FALSE(rules.refusal("io.monitord.Monitor.GetLoading", member));
+    EXPECT_EQ(lookups, 2);
+    // Credentials without the group are not enough either, whatever the database says.
+    listed = true;
+    EXPECT_TRUE(rules.refusal(kStop, peer(kStranger, kStrangersGroup, {7})));
+}
+
+TEST(AccessRulesTest, TheGroupDatabaseListsUsersByPrimaryAndSupplementaryGroup) {
+    // root's primary group is root (0) on every Debian system; nobody is in no group of
+    // root's; a uid without a passwd entry is in no group.
+    EXPECT_TRUE(listed_in_group(0, 0));
+    EXPECT_FALSE(listed_in_group(65534, 0));
+    EXPECT_FALSE(listed_in_group(kStranger, kStrangersGroup));
 }
 
 TEST(AccessRulesTest, AMethodWithoutAnEntryIsRefusedToEveryone) {

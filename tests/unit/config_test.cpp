@@ -188,6 +188,52 @@ TEST_F(ConfigTest, AccessGroups) {
     EXPECT_TRUE(contains(msg, "[access] socket-group: no group named")) << msg;
 }
 
+TEST_F(ConfigTest, IdleTimeout) {
+    EXPECT_EQ(Config{}.idle_timeout, std::chrono::seconds{300});
+    for (auto [text, seconds] :
+         {std::pair{"0", 0}, std::pair{"86400", 86400}, std::pair{"30", 30}}) {
+        auto p = write("idle.conf", std::string{"[limits]\nidle-timeout = "} + text + "\n");
+        auto r = load_config(p, Config{});
+        ASSERT_TRUE(r.has_value()) << r.error().to_string();
+        EXPECT_EQ(r->idle_timeout, std::chrono::seconds{seconds}) << text;
+    }
+    for (const char* bad : {"-1", "86401", "\"5m\""}) {
+        std::string msg = error_of(std::string{"[limits]\nidle-timeout = "} + bad + "\n");
+        EXPECT_TRUE(starts_with(msg, at(2))) << msg;
+        EXPECT_TRUE(contains(msg, "[limits] idle-timeout")) << msg;
+        EXPECT_TRUE(contains(msg, "an integer from 0 (never) to 86400 (seconds)")) << msg;
+    }
+    // A reload applies it.
+    Config next;
+    next.idle_timeout = std::chrono::seconds{10};
+    auto plan = plan_reload(Config{}, next);
+    EXPECT_EQ(plan.config.idle_timeout, std::chrono::seconds{10});
+    EXPECT_TRUE(plan.at_restart.empty());
+}
+
+TEST_F(ConfigTest, ReplyMemoryAndProfilesPerUser) {
+    EXPECT_EQ(Config{}.reply_memory_per_user, 64u);
+    EXPECT_EQ(Config{}.profiles_per_user, 2u);
+    auto p = write("limits.conf", "[limits]\nreply-memory-per-user = 8\nprofiles-per-user = 0\n");
+    auto r = load_config(p, Config{});
+    ASSERT_TRUE(r.has_value()) << r.error().to_string();
+    EXPECT_EQ(r->reply_memory_per_user, 8u);
+    EXPECT_EQ(r->profiles_per_user, 0u);
+    std::string msg = error_of("[limits]\nreply-memory-per-user = 0\n");
+    EXPECT_TRUE(contains(msg, "[limits] reply-memory-per-user: 0 is out of range")) << msg;
+    EXPECT_TRUE(contains(msg, "an integer from 1 to 4096 (MiB)")) << msg;
+    msg = error_of("[limits]\nprofiles-per-user = 9\n");
+    EXPECT_TRUE(contains(msg, "[limits] profiles-per-user: 9 is out of range")) << msg;
+    EXPECT_TRUE(contains(msg, "an integer from 0 (root only) to 8")) << msg;
+    Config next;
+    next.reply_memory_per_user = 1;
+    next.profiles_per_user = 1;
+    auto plan = plan_reload(Config{}, next);
+    EXPECT_EQ(plan.config.reply_memory_per_user, 1u);
+    EXPECT_EQ(plan.config.profiles_per_user, 1u);
+    EXPECT_TRUE(plan.at_restart.empty());
+}
+
 TEST_F(ConfigTest, UnknownSection) {
     std::string msg = error_of("[daemon]\nlog-level = \"info\"\n\n[network]\nport = 1\n");
     EXPECT_TRUE(starts_with(msg, at(4))) << msg;
@@ -590,7 +636,7 @@ TEST(ConfigKeys, EveryKeyHasAReloadRuleAndSaysWhatItAccepts) {
         EXPECT_TRUE(k.parse && k.same && k.copy);
         EXPECT_TRUE(seen.insert(k.label()).second) << "twice";
     }
-    EXPECT_EQ(seen.size(), 10u);
+    EXPECT_EQ(seen.size(), 13u);
 }
 
 // What the running daemon cannot change: the socket it listens on and its group, the probe
@@ -600,11 +646,13 @@ TEST(ConfigKeys, TheRestartOnlyKeysAreThoseTheDaemonCannotChangeWhileRunning) {
               (std::set<std::string>{"[daemon] socket", "[loading] probe", "[watchdog] device",
                                      "[watchdog] timeout", "[watchdog] policy",
                                      "[access] socket-group"}));
-    // Manager::reload sets the log level, the history window and the control group; on-stop
-    // is read when the daemon stops.
+    // Manager::reload sets the log level, the history window, the control group and the
+    // limits; on-stop is read when the daemon stops.
     EXPECT_EQ(labels(OnReload::Applies),
               (std::set<std::string>{"[daemon] log-level", "[loading] history-seconds",
-                                     "[watchdog] on-stop", "[access] control-group"}));
+                                     "[watchdog] on-stop", "[access] control-group",
+                                     "[limits] idle-timeout", "[limits] reply-memory-per-user",
+                                     "[limits] profiles-per-user"}));
 }
 
 // The lines of a file of the source tree, e.g. "man/monitord.conf.5".
@@ -759,6 +807,9 @@ Config every_key_changed() {
     c.watchdog_on_stop = monitor::watchdog::OnStop::KeepArmed;
     c.socket_group = "root";
     c.control_group = "root";
+    c.idle_timeout = std::chrono::seconds{30};
+    c.reply_memory_per_user = 8;
+    c.profiles_per_user = 1;
     return c;
 }
 

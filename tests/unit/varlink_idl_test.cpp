@@ -61,8 +61,9 @@ TEST(VarlinkIdlBuiltin, MonitorInterface) {
                                      "ResetCounters", "ReadCounters", "StopCounters",
                                      "GetStandingCounters", "Profile", "WatchOverflows"}));
     EXPECT_NE(iface->error("InvalidMessage"), nullptr);
-    for (auto e : {"PerfRunning", "PerfNotRunning", "NoSuchEvent", "PermissionDenied", "NoPmu",
-                   "NoSuchTarget", "InvalidRequest", "CounterFailure", "NoSuchSession"}) {
+    for (auto e :
+         {"PerfRunning", "PerfNotRunning", "NoSuchEvent", "PermissionDenied", "NoPmu",
+          "NoSuchTarget", "InvalidRequest", "CounterFailure", "NoSuchSession", "LimitExceeded"}) {
         EXPECT_NE(iface->error(e), nullptr) << e;
     }
     EXPECT_EQ(iface->method("NoSuchMethod"), nullptr);

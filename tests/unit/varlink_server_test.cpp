@@ -5,6 +5,7 @@
 // with send(): a deferred reply, a stream, and a stream whose client went away.
 #include "varlink_server.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -18,6 +19,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "daemon_components.hpp"
@@ -136,7 +138,10 @@ class VarlinkServerTest : public ::testing::Test {
         server.add_method(kMonitor + "GetLoading",
                           [this](const Call& c, const Peer& peer) -> VarlinkServer::Response {
                               ++seen_.calls[c.method];
-                              if (c.more) seen_.stream = peer.connection;
+                              if (c.more) {
+                                  seen_.stream = peer.connection;
+                                  seen_.streams.push_back(peer.connection);
+                              }
                               return reply_with({{"n", 1}}, c.more);
                           });
         server.set_close_handler([this](std::uint64_t id) { seen_.closed.push_back(id); });
@@ -156,8 +161,9 @@ class VarlinkServerTest : public ::testing::Test {
     // What the fake handlers saw; the loop's thread only.
     struct Seen {
         std::map<std::string, int> calls;
-        std::uint64_t later = 0;   // the connection of the last deferred call
-        std::uint64_t stream = 0;  // the connection of the last stream
+        std::uint64_t later = 0;             // the connection of the last deferred call
+        std::uint64_t stream = 0;            // the connection of the last stream
+        std::vector<std::uint64_t> streams;  // of every stream, in order
         std::vector<std::uint64_t> closed;
     } seen_;
     std::optional<test_support::DaemonComponents> components_;
@@ -370,6 +376,117 @@ TEST_F(VarlinkServerTest, OneUserCannotTakeMoreThanItsShareButRootMay) {
 }
 
 // --- Replies sent later ----------------------------------------------------------------------
+
+TEST_F(VarlinkServerTest, AnIdleConnectionClosesAfterTheTimeoutButNotWhileACallIsUnderWay) {
+    start();  // the default timeout: minutes
+    auto idle = components_->connect();
+    auto busy = components_->connect();
+    auto waiting = components_->connect();
+    ASSERT_TRUE(served(idle));
+    // A deferred call under way: the daemon is the one to speak, however long it takes.
+    ASSERT_TRUE(waiting.send_raw(call_text(kMonitor + "GetStatus")));
+    ASSERT_TRUE(test_support::wait_until(
+        [&] { return components_->on_loop([&] { return seen_.later; }) != 0; }, 2s));
+    const auto later = components_->on_loop([&] { return seen_.later; });
+    // As a reload that lowers [access] idle-timeout does: it applies to the open connections.
+    components_->on_loop([&] { components_->server().set_idle_timeout(400ms); });
+    // `busy` calls every 100 ms, for three timeouts.
+    for (int i = 0; i < 12; ++i) {
+        ASSERT_TRUE(served(busy)) << i;
+        std::this_thread::sleep_for(100ms);
+    }
+    EXPECT_EQ(connection_count(), 2u) << "the idle connection is still open";
+    EXPECT_FALSE(served(idle));
+    EXPECT_TRUE(served(busy));
+
+    // The deferred reply still reaches its client, which is idle from then on.
+    EXPECT_TRUE(send(later, reply_with({{"state", "late"}})));
+    EXPECT_EQ(receive(waiting).parameters["state"], "late");
+    EXPECT_TRUE(test_support::wait_until(
+        [&] {
+            return components_->on_loop([&] { return std::ranges::count(seen_.closed, later); }) ==
+                   1;
+        },
+        2s))
+        << "a connection idle since its deferred reply ended is still open";
+
+    // Zero: never.
+    components_->on_loop([&] { components_->server().set_idle_timeout(0ms); });
+    auto fresh = components_->connect();
+    ASSERT_TRUE(served(fresh));
+    std::this_thread::sleep_for(600ms);
+    EXPECT_TRUE(served(fresh));
+}
+
+TEST_F(VarlinkServerTest, OneUsersWaitingRepliesStayWithinItsBudgetButRootsDoNot) {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root: the clients must be another user";
+    start({.max_pending_per_user = std::size_t{1} << 20});
+    // More than the socket's buffer takes (about 200 KiB): most of it waits in the daemon.
+    const std::string big(900 * 1024, 'x');
+    // nobody's side: two streams, then what each receives; `b` first, while `a`'s reply waits.
+    const auto nobody = test_support::start_as_nobody([&](std::string& out) {
+        std::vector<Client> c;
+        for (int i = 0; i < 2; ++i) {
+            auto client = Client::connect(components_->socket_path());
+            if (!client) return 1;
+            client->set_timeout(10s);
+            if (!client->send_raw(call_text(kMonitor + "GetLoading", json::object(), true)) ||
+                !client->receive()) {  // the stream's first reply
+                return 2;
+            }
+            c.push_back(std::move(*client));
+        }
+        auto b = c[1].receive();
+        auto a = c[0].receive();
+        if (!a || !b) return 3;
+        out =
+            fmt::format("b: {} {}\na: {} bytes", b->error.value_or("-"),
+                        b->parameters.value("message", ""), a->parameters.value("big", "").size());
+        return 0;
+    });
+    // The daemon's side: once both of nobody's streams started, a big reply on each.
+    int sent_a = -1, sent_b = -1, after_b = -1;
+    if (test_support::wait_until(
+            [&] { return components_->on_loop([&] { return seen_.streams.size(); }) == 2; }, 5s)) {
+        const auto ids = components_->on_loop([&] { return seen_.streams; });
+        sent_a = send(ids[0], reply_with({{"big", big}}, true));
+        sent_b = send(ids[1], reply_with({{"big", big}}, true));
+        after_b = send(ids[1], reply_with({{"n", 2}}, true));
+    }
+    const auto child = test_support::wait_for(nobody);
+    ASSERT_EQ(child.code, 0) << child.out;
+    EXPECT_EQ(sent_a, 1);
+    EXPECT_EQ(sent_b, 1) << "the stream was there; its reply was replaced";
+    EXPECT_EQ(after_b, 0) << "the error ended b's stream";
+    EXPECT_NE(child.out.find("b: io.monitord.Monitor.LimitExceeded"), std::string::npos)
+        << child.out;
+    EXPECT_NE(child.out.find("[limits] reply-memory-per-user"), std::string::npos) << child.out;
+    EXPECT_NE(child.out.find("a: 921600 bytes"), std::string::npos) << child.out;
+    EXPECT_TRUE(test_support::wait_until(
+        [&] {
+            return components_->on_loop([&] { return components_->server().pending_of(65534); }) ==
+                   0;
+        },
+        2s))
+        << "what nobody's connections read is no longer counted";
+
+    // Root: two such replies on two connections, nothing refused.
+    std::vector<Client> root;
+    for (int i = 0; i < 2; ++i) {
+        root.push_back(components_->connect());
+        ASSERT_TRUE(root.back().send_raw(call_text(kMonitor + "GetLoading", json::object(), true)));
+        EXPECT_TRUE(receive(root.back()).continues);
+    }
+    const auto ids = components_->on_loop([&] { return seen_.streams; });
+    ASSERT_EQ(ids.size(), 4u);
+    EXPECT_TRUE(send(ids[2], reply_with({{"big", big}}, true)));
+    EXPECT_TRUE(send(ids[3], reply_with({{"big", big}}, true)));
+    for (auto& c : root) {
+        auto r = receive(c);
+        EXPECT_FALSE(r.error) << *r.error;
+        EXPECT_EQ(r.parameters.value("big", "").size(), big.size());
+    }
+}
 
 TEST_F(VarlinkServerTest, ADeferredCallIsAnsweredBySendAndHoldsTheCallsAfterIt) {
     start();
