@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <string>
 #include <string_view>
+#include <system_error>
 
 #include "monitor/perf/cgroup_target.hpp"
 
@@ -16,17 +17,27 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// A cgroup2 tree with a few units in two slices.
-const fs::path& tree() {
-    static const fs::path root = [] {
-        fs::path r = fs::temp_directory_path() / ("monitord-fuzz-cgroup-" + std::to_string(::getpid()));
+// A cgroup2 tree with a few units in two slices, removed at exit.
+struct Tree {
+    fs::path root =
+        fs::temp_directory_path() / ("monitord-fuzz-cgroup-" + std::to_string(::getpid()));
+    Tree() {
         for (const char* d : {"system.slice/nginx.service", "system.slice/a.b.service",
                               "user.slice/user-1000.slice/session-2.scope", "init.scope"}) {
-            fs::create_directories(r / d);
+            fs::create_directories(root / d);
         }
-        return r;
-    }();
-    return root;
+    }
+    ~Tree() {
+        std::error_code ignored;
+        fs::remove_all(root, ignored);
+    }
+    Tree(const Tree&) = delete;
+    Tree& operator=(const Tree&) = delete;
+};
+
+const fs::path& tree() {
+    static const Tree t;
+    return t.root;
 }
 
 bool inside(const fs::path& root, const fs::path& p) {
