@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <grp.h>
 #include <pwd.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -109,7 +108,7 @@ std::optional<monitor::varlink::Reply> AccessRules::refusal(std::string_view met
                                                    method)}});
     }
     if (rule->access == Access::Read) return std::nullopt;
-    if (peer.cred.uid == 0 || peer.cred.uid == ::geteuid()) return std::nullopt;
+    if (peer.privileged()) return std::nullopt;
     bool removed = false;  // the credentials say member; the group database no longer does
     if (control_gid_ && peer.in_group(*control_gid_)) {
         if (listed_(peer.cred.uid, *control_gid_)) return std::nullopt;

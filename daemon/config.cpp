@@ -408,23 +408,32 @@ Result<std::chrono::seconds> parse_watchdog_timeout(long long seconds) {
     return fail(Status::BadArg, std::to_string(seconds) + " is out of range");
 }
 
+namespace {
+
+// `value` when it is from `low` to `high`; "N is out of range" otherwise.
+Result<long long> in_range(long long value, long long low, long long high) {
+    if (value >= low && value <= high) return value;
+    return fail(Status::BadArg, std::to_string(value) + " is out of range");
+}
+
+}  // namespace
+
 Result<std::chrono::seconds> parse_idle_timeout(long long seconds) {
-    if (seconds >= 0 && seconds <= kMaxIdleTimeout.count()) return std::chrono::seconds{seconds};
-    return fail(Status::BadArg, std::to_string(seconds) + " is out of range");
+    auto v = in_range(seconds, 0, kMaxIdleTimeout.count());
+    if (!v) return std::unexpected(v.error());
+    return std::chrono::seconds{*v};
 }
 
 Result<std::size_t> parse_reply_memory_per_user(long long mib) {
-    if (mib >= 1 && mib <= static_cast<long long>(kMaxReplyMemoryPerUser)) {
-        return static_cast<std::size_t>(mib);
-    }
-    return fail(Status::BadArg, std::to_string(mib) + " is out of range");
+    auto v = in_range(mib, 1, static_cast<long long>(kMaxReplyMemoryPerUser));
+    if (!v) return std::unexpected(v.error());
+    return static_cast<std::size_t>(*v);
 }
 
 Result<std::size_t> parse_profiles_per_user(long long profiles) {
-    if (profiles >= 0 && profiles <= static_cast<long long>(kMaxProfiles)) {
-        return static_cast<std::size_t>(profiles);
-    }
-    return fail(Status::BadArg, std::to_string(profiles) + " is out of range");
+    auto v = in_range(profiles, 0, static_cast<long long>(kMaxProfiles));
+    if (!v) return std::unexpected(v.error());
+    return static_cast<std::size_t>(*v);
 }
 
 Result<gid_t> group_id(const std::string& name) {

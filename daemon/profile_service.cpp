@@ -155,8 +155,7 @@ ProfileService::Response ProfileService::start_run(std::unique_ptr<Run> run,
         // A connection reads no further calls while its run goes on; this is a safeguard.
         return perf_error_reply({Status::PrfRun, "this connection already samples"}, nullptr);
     }
-    // Root and the daemon's own user are held to the daemon's limit only.
-    if (const uid_t uid = peer.cred.uid; uid != 0 && uid != ::geteuid()) {
+    if (const uid_t uid = peer.cred.uid; !peer.privileged()) {
         const auto own = static_cast<std::size_t>(
             std::ranges::count_if(runs_, [uid](const auto& r) { return r.second->uid == uid; }));
         if (own >= options_.max_profiles_per_user) {

@@ -34,6 +34,10 @@ bool Peer::in_group(gid_t gid) const {
     return cred.gid == gid || std::find(groups.begin(), groups.end(), gid) != groups.end();
 }
 
+bool Peer::privileged() const {
+    return cred.uid == 0 || cred.uid == ::geteuid();
+}
+
 using monitor::varlink::Call;
 using monitor::varlink::make_error;
 using monitor::varlink::Reply;
@@ -66,6 +70,8 @@ struct VarlinkServer::Connection {
     bool closing = false;      // close once the output is sent
     bool dead = false;         // close now
     bool streaming = false;    // a "more" call is answered by send(): no further calls
+    // Its replies count against its user's reply-memory-per-user (not a privileged peer's).
+    bool budgeted = false;
     // When the client last sent a byte, or its last call under way ended.
     std::chrono::steady_clock::time_point last_input = std::chrono::steady_clock::now();
 
@@ -216,6 +222,7 @@ void VarlinkServer::accept_all() {
             c->peer.cred = ucred{0, static_cast<uid_t>(-1), static_cast<gid_t>(-1)};
         }
         c->peer.groups = peer_groups(fd.get());
+        c->budgeted = !c->peer.privileged();
         const uid_t uid = c->peer.cred.uid;
         if (connections_.size() >= limits_.max_connections) {
             warn_refusal(fmt::format("uid {}: {} clients are connected (the limit)", uid,
@@ -401,13 +408,16 @@ bool VarlinkServer::queue(Connection& c, const Reply& reply) {
 }
 
 bool VarlinkServer::append(Connection& c, std::string_view text) {
+    if (!c.budgeted) {  // held to each connection's limit only
+        c.out.append(text);
+        c.out.push_back('\0');
+        return true;
+    }
     const uid_t uid = c.peer.cred.uid;
     const std::size_t waiting = pending_of(uid);
     bool as_is = true;
     std::string refusal;
-    // Root and the daemon's own user are held to each connection's limit only.
-    if (uid != 0 && uid != ::geteuid() &&
-        waiting + text.size() + 1 > limits_.max_pending_per_user) {
+    if (waiting + text.size() + 1 > limits_.max_pending_per_user) {
         refusal = monitor::varlink::encode(make_error(
             "io.monitord.Monitor.LimitExceeded",
             json{{"limit", "reply-memory-per-user"},
@@ -428,6 +438,7 @@ bool VarlinkServer::append(Connection& c, std::string_view text) {
 }
 
 void VarlinkServer::release(const Connection& c, std::size_t bytes) {
+    if (!c.budgeted) return;
     auto it = pending_per_user_.find(c.peer.cred.uid);
     if (it == pending_per_user_.end()) return;
     it->second -= std::min(it->second, bytes);

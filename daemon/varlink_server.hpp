@@ -32,6 +32,8 @@ struct Peer {
     std::vector<gid_t> groups;     // supplementary groups (SO_PEERGROUPS) at accept time
     // Whether the peer's primary or a supplementary group is `gid`.
     bool in_group(gid_t gid) const;
+    // Root or the daemon's own user: held to the daemon's own limits only, and may control.
+    bool privileged() const;
 };
 
 struct ServerLimits {
