@@ -68,6 +68,12 @@ const MethodAccess* find_method_access(std::string_view method) {
     return it == kTable.end() ? nullptr : &*it;
 }
 
+monitor::perf::CallerRights perf_rights(const Peer& peer) {
+    if (peer.privileged()) return monitor::perf::CallerRights::everything();
+    return monitor::perf::CallerRights::unprivileged(peer.cred.uid, peer.cred.gid,
+                                                     monitor::perf::read_perf_sysctls());
+}
+
 bool listed_in_group(uid_t uid, gid_t gid) {
     std::vector<char> buf(16384);
     passwd pw{};

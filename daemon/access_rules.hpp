@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 
+#include "monitor/perf/caller_rights.hpp"
 #include "monitor/protocol/varlink_message.hpp"
 
 namespace monitord {
@@ -38,6 +39,11 @@ const MethodAccess* find_method_access(std::string_view method);
 // Whether the group database (passwd and group, through NSS) lists `uid` in group `gid` now,
 // as its primary group or a supplementary one.
 bool listed_in_group(uid_t uid, gid_t gid);
+
+// What `peer` may measure with perf events once it may call the method: everything for a
+// privileged peer (root, the daemon's own user), else the kernel's rules for a user without
+// privilege (monitor::perf::CallerRights), with the kernel's settings read now.
+monitor::perf::CallerRights perf_rights(const Peer& peer);
 
 class AccessRules {
   public:

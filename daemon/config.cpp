@@ -121,6 +121,10 @@ const std::vector<ConfigKey>& keys() {
             "limits", "profiles-per-user",
             "an integer from 0 (root only) to " + std::to_string(kMaxProfiles), Applies,
             parse_profiles_per_user),
+        key<&Config::profile_duration, std::int64_t>(
+            "limits", "profile-duration",
+            "an integer from 1 to " + std::to_string(kMaxProfileDuration.count()) + " (seconds)",
+            Applies, parse_profile_duration),
     };
     return table;
 }
@@ -434,6 +438,12 @@ Result<std::size_t> parse_profiles_per_user(long long profiles) {
     auto v = in_range(profiles, 0, static_cast<long long>(kMaxProfiles));
     if (!v) return std::unexpected(v.error());
     return static_cast<std::size_t>(*v);
+}
+
+Result<std::chrono::seconds> parse_profile_duration(long long seconds) {
+    auto v = in_range(seconds, 1, kMaxProfileDuration.count());
+    if (!v) return std::unexpected(v.error());
+    return std::chrono::seconds{*v};
 }
 
 Result<gid_t> group_id(const std::string& name) {

@@ -46,6 +46,8 @@ inline constexpr std::size_t kMaxReplyMemoryPerUser = 4096;
 inline constexpr std::size_t kDefaultProfilesPerUser = 2;
 // The daemon runs at most this many at once, for everyone (ProfileServiceOptions).
 inline constexpr std::size_t kMaxProfiles = 8;
+inline constexpr std::chrono::seconds kDefaultProfileDuration{3600};
+inline constexpr std::chrono::seconds kMaxProfileDuration{7 * 86400};
 
 struct Config {
     // [daemon]
@@ -76,6 +78,8 @@ struct Config {
     std::size_t reply_memory_per_user = kDefaultReplyMemoryPerUser;
     // The profiles and watches of overflows one user may run at once.
     std::size_t profiles_per_user = kDefaultProfilesPerUser;
+    // The longest one of them runs (a process sampled until it exits, too).
+    std::chrono::seconds profile_duration = kDefaultProfileDuration;
     // [[counters]], in file order; a reload applies them (adds, restarts, removes sessions).
     std::vector<StandingSessionConfig> counters;
 };
@@ -174,6 +178,7 @@ monitor::Result<std::chrono::seconds> parse_watchdog_timeout(long long seconds);
 monitor::Result<std::chrono::seconds> parse_idle_timeout(long long seconds);
 monitor::Result<std::size_t> parse_reply_memory_per_user(long long mib);
 monitor::Result<std::size_t> parse_profiles_per_user(long long profiles);
+monitor::Result<std::chrono::seconds> parse_profile_duration(long long seconds);
 // The group's id; BADARG "unknown group 'x'" when this machine has no such group.
 monitor::Result<gid_t> group_id(const std::string& name);
 

@@ -44,7 +44,8 @@ CounterService::CounterService(VarlinkServer& server, monitor::Runtime& runtime,
           [this](const protocol::CounterRequest& request)
               -> Result<std::unique_ptr<perf::PerfSession>> {
               if (!catalog_) return monitor::fail(Status::NoPmu, catalog_error_);
-              auto session_options = options_for(request);
+              // A standing session is root's configuration.
+              auto session_options = options_for(request, perf::CallerRights::everything());
               if (!session_options) return std::unexpected(session_options.error());
               return open_session(*session_options);
           },
@@ -95,7 +96,7 @@ Reply CounterService::no_such_session(const std::string& name) const {
              {"sessions", names}});
 }
 
-CounterService::Response CounterService::reset(const Call& call) {
+CounterService::Response CounterService::reset(const Call& call, const Peer& peer) {
     if (auto it = call.parameters.find("session"); it != call.parameters.end() && !it->is_null()) {
         const auto name = it->get<std::string>();
         if (!standing_.has(name)) return no_such_session(name);
@@ -113,7 +114,7 @@ CounterService::Response CounterService::reset(const Call& call) {
     spdlog::info("Counter session reset to zero ({})", active_->started_by);
     auto message = protocol::make_report(r.session().plan(), *before, active_->per_cpu,
                                          std::nullopt, false, online());
-    put_sampled_addresses(message, true);
+    put_sampled_addresses(message, true, perf_rights(peer).kernel_addresses());
     // The sampled addresses start again too.
     for (auto& a : active_->last_address_ever) a.reset();
     Reply reply;
@@ -137,8 +138,9 @@ void CounterService::setup() {
                        [this](const Call&, const Peer&) -> Response { return get_pmu_info(); });
     server_.add_method(p + "ListEvents",
                        [this](const Call& c, const Peer&) -> Response { return list_events(c); });
-    server_.add_method(p + "PlanCounters",
-                       [this](const Call& c, const Peer&) -> Response { return plan(c); });
+    server_.add_method(p + "PlanCounters", [this](const Call& c, const Peer& peer) -> Response {
+        return plan(c, peer);
+    });
     server_.add_method(p + "CollectCounters", [this](const Call& c, const Peer& peer) -> Response {
         return collect(c, peer);
     });
@@ -146,11 +148,12 @@ void CounterService::setup() {
         return start(c, peer);
     });
     server_.add_method(p + "ReadCounters",
-                       [this](const Call&, const Peer&) -> Response { return read(); });
+                       [this](const Call&, const Peer& peer) -> Response { return read(peer); });
     server_.add_method(p + "StopCounters",
-                       [this](const Call&, const Peer&) -> Response { return stop(); });
-    server_.add_method(p + "ResetCounters",
-                       [this](const Call& c, const Peer&) -> Response { return reset(c); });
+                       [this](const Call&, const Peer& peer) -> Response { return stop(peer); });
+    server_.add_method(p + "ResetCounters", [this](const Call& c, const Peer& peer) -> Response {
+        return reset(c, peer);
+    });
     server_.add_method(p + "GetStandingCounters",
                        [this](const Call& c, const Peer&) -> Response { return get_standing(c); });
 }
@@ -195,20 +198,28 @@ CounterService::Response CounterService::list_events(const Call& call) const {
     return r;
 }
 
-Result<perf::SessionOptions> CounterService::options_for(
-    const protocol::CounterRequest& request) const {
+Result<perf::SessionOptions> CounterService::options_for(const protocol::CounterRequest& request,
+                                                         const perf::CallerRights& rights) const {
     auto options = protocol::session_options(request, options_.cgroup_root);
     if (!options) return options;
+    if (auto ok = rights.may_measure(options->target, "count"); !ok) {
+        return std::unexpected(ok.error());
+    }
+    if (!rights.kernel()) options->user_only = rights.kernel_refusal();
     options->cpus = runtime_.engine().online_cpus();
     options->visit_cpus = true;  // this loop's thread reads each CPU's counters on that CPU
     return options;
 }
 
-CounterService::Response CounterService::plan(const Call& call) const {
+CounterService::Response CounterService::plan(const Call& call, const Peer& peer) const {
     if (!catalog_) return error_reply({Status::NoPmu, catalog_error_});
     auto request = protocol::counter_request_from_json(call.parameters.at("request"));
     auto options = protocol::counting_options(request);
     if (!options) return error_reply(options.error(), request.events);
+    // The events as this caller would count them (":u" when it may count user mode only).
+    if (const auto rights = perf_rights(peer); !rights.kernel()) {
+        options->user_only = rights.kernel_refusal();
+    }
     auto plan = perf::make_plan(*catalog_, *options);
     if (!plan) return error_reply(plan.error(), request.events);
     Reply r;
@@ -239,19 +250,21 @@ CounterService::Response CounterService::collect(const Call& call, const Peer& p
     s.stream = call.more && run.interval.has_value();
     s.started_by = fmt::format("a collect of {} ms by pid {} (uid {})", duration_ms, peer.cred.pid,
                                peer.cred.uid);
-    if (auto refused = begin(request, run, std::move(s))) return *refused;
+    if (auto refused = begin(request, run, std::move(s), perf_rights(peer))) return *refused;
     return Response::later();
 }
 
 std::optional<Reply> CounterService::begin(const protocol::CounterRequest& request,
-                                           monitor::CounterRunOptions run, Session s) {
+                                           monitor::CounterRunOptions run, Session s,
+                                           const perf::CallerRights& rights) {
     if (active_) {
         return error_reply({Status::PrfRun, fmt::format("already collecting: {}; `monctl "
                                                         "perf stop` ends a started session",
                                                         describe())});
     }
-    auto options = options_for(request);
+    auto options = options_for(request, rights);
     if (!options) return error_reply(options.error(), request.events);
+    s.owner_kernel_addresses = rights.kernel_addresses();
     auto session = open_session(*options);
     if (!session) return error_reply(session.error(), request.events);
     s.per_cpu = (*session)->options().target.kind == perf::TargetKind::EachCpu;
@@ -277,7 +290,7 @@ CounterService::Response CounterService::start(const Call& call, const Peer& pee
     Session s;
     s.started_by =
         fmt::format("a session started by pid {} (uid {})", peer.cred.pid, peer.cred.uid);
-    if (auto refused = begin(request, {}, std::move(s))) return *refused;
+    if (auto refused = begin(request, {}, std::move(s), perf_rights(peer))) return *refused;
     const auto& session = run().session();
     Reply r;
     r.parameters = json{{"plan", protocol::to_json(plan_message(session.plan()))}};
@@ -285,20 +298,20 @@ CounterService::Response CounterService::start(const Call& call, const Peer& pee
     return r;
 }
 
-CounterService::Response CounterService::read() {
+CounterService::Response CounterService::read(const Peer& peer) {
     if (!active_) return error_reply({Status::NotRdy, "no counter session is running"});
     auto& session = run().session();
     auto report = session.read();
     if (!report) return error_reply(report.error());
     auto message = protocol::make_report(session.plan(), *report, active_->per_cpu, std::nullopt,
                                          false, online());
-    put_sampled_addresses(message, true);
+    put_sampled_addresses(message, true, perf_rights(peer).kernel_addresses());
     Reply r;
     r.parameters = json{{"report", protocol::to_json(message)}};
     return r;
 }
 
-CounterService::Response CounterService::stop() {
+CounterService::Response CounterService::stop(const Peer& peer) {
     if (!active_) return error_reply({Status::NotRdy, "no counter session is running"});
     if (active_->owner) {
         return error_reply({Status::BadState, fmt::format("the running session is {}; it ends "
@@ -312,7 +325,7 @@ CounterService::Response CounterService::stop() {
     } else {
         auto message = protocol::make_report(r.session().plan(), r.totals(), active_->per_cpu,
                                              std::nullopt, true, online());
-        put_sampled_addresses(message, true);
+        put_sampled_addresses(message, true, perf_rights(peer).kernel_addresses());
         reply.parameters = json{{"report", protocol::to_json(message)}};
     }
     spdlog::info("Counter session stopped ({})", active_->started_by);
@@ -341,7 +354,7 @@ void CounterService::run_stepped(const monitor::Runtime::Due::RunStep& step,
     auto& r = run();
     auto message = protocol::make_report(r.session().plan(), r.totals(), active_->per_cpu,
                                          std::nullopt, true, online());
-    put_sampled_addresses(message, true);
+    put_sampled_addresses(message, true, active_->owner_kernel_addresses);
     Reply reply;
     reply.parameters = json{{"plan", protocol::to_json(plan_message(r.session().plan()))},
                             {"report", protocol::to_json(message)}};
@@ -354,13 +367,16 @@ void CounterService::run_stepped(const monitor::Runtime::Due::RunStep& step,
 std::optional<Reply> CounterService::start_sampling(const protocol::CounterRequest& request,
                                                     const perf::SessionOptions& options,
                                                     const perf::Plan& plan, Session& s) {
-    for (const auto& e : plan.events) {
+    for (std::size_t k = 0; k < plan.events.size(); ++k) {
+        // The event as requested: the plan's name has ":u" added when the caller may count
+        // user mode only, which the plan's event says.
         perf::ProfileOptions o{
-            .event = e.name,
+            .event = options.events[k].name,
             .rate = {.period = static_cast<std::uint64_t>(*request.sample_every)},
             .target = options.target,
             .cpus = options.cpus,
             .cgroup_root = options.cgroup_root,
+            .kernel = !plan.events[k].exclude_kernel,
             .profile = false};
         auto sampling = perf::ProfileSession::start(*catalog_, std::move(o));
         if (!sampling) {
@@ -376,16 +392,21 @@ std::optional<Reply> CounterService::start_sampling(const protocol::CounterReque
     return std::nullopt;
 }
 
-void CounterService::put_sampled_addresses(protocol::CounterReport& report, bool whole) {
+void CounterService::put_sampled_addresses(protocol::CounterReport& report, bool whole,
+                                           bool kernel_addresses) {
     Session& s = *active_;
     if (s.sampling.empty()) return;
     for (std::size_t k = 0; k < s.sampling.size(); ++k) {
         s.sampling[k]->drain([&](const perf::Sample& sample) {
-            s.last_address[k] = sample.ip;
-            s.last_address_ever[k] = sample.ip;
+            const SampledAddress a{.ip = sample.ip,
+                                   .kernel = sample.mode != perf::SampleMode::User};
+            s.last_address[k] = a;
+            s.last_address_ever[k] = a;
         });
         if (k < report.events.size()) {
-            report.events[k].sampled_address = whole ? s.last_address_ever[k] : s.last_address[k];
+            const auto& a = whole ? s.last_address_ever[k] : s.last_address[k];
+            report.events[k].sampled_address.reset();
+            if (a) report.events[k].sampled_address = a->kernel && !kernel_addresses ? 0 : a->ip;
         }
         if (!whole) s.last_address[k].reset();
     }
@@ -398,7 +419,7 @@ bool CounterService::send_period() {
     // (almost) nothing: only their numbers change.
     protocol::make_report(r.session().plan(), r.period(), s.per_cpu, r.periods(), false, online(),
                           s.record);
-    put_sampled_addresses(s.record, false);
+    put_sampled_addresses(s.record, false, s.owner_kernel_addresses);
     if (!protocol::update_json(s.record_json, s.record))
         s.record_json = protocol::to_json(s.record);
     Reply reply;

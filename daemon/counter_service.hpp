@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "access_rules.hpp"
 #include "monitor/perf/event_catalog.hpp"
 #include "monitor/perf/perf_session.hpp"
 #include "monitor/perf/profile_session.hpp"
@@ -66,6 +67,10 @@ class CounterService {
     const std::string& catalog_error() const { return catalog_error_; }
 
   private:
+    struct SampledAddress {
+        std::uint64_t ip = 0;
+        bool kernel = false;  // sampled in kernel mode (or any mode but user)
+    };
     // Its implicit moves reach a throw of nlohmann::json's other_error that cannot run (in
     // json_value(value_t), a null type in the case of the types that are not null).
     // NOLINTNEXTLINE(bugprone-exception-escape): see above
@@ -83,28 +88,32 @@ class CounterService {
         // With sample_every: each event sampled, and the last address seen of each since
         // the last record, and since the start.
         std::vector<std::unique_ptr<monitor::perf::ProfileSession>> sampling;
-        std::vector<std::optional<std::uint64_t>> last_address;
-        std::vector<std::optional<std::uint64_t>> last_address_ever;
+        std::vector<std::optional<SampledAddress>> last_address;
+        std::vector<std::optional<SampledAddress>> last_address_ever;
+        // Whether its owner may see kernel addresses (perf_rights): its records' addresses.
+        bool owner_kernel_addresses = true;
     };
 
     using Response = VarlinkServer::Response;
     Response get_pmu_info() const;
     Response list_events(const monitor::varlink::Call& call) const;
-    Response plan(const monitor::varlink::Call& call) const;
+    Response plan(const monitor::varlink::Call& call, const Peer& peer) const;
     Response collect(const monitor::varlink::Call& call, const Peer& peer);
     Response start(const monitor::varlink::Call& call, const Peer& peer);
-    Response read();
-    Response stop();
+    Response read(const Peer& peer);
+    Response stop(const Peer& peer);
     Response get_standing(const monitor::varlink::Call& call) const;
-    Response reset(const monitor::varlink::Call& call);
+    Response reset(const monitor::varlink::Call& call, const Peer& peer);
     // NoSuchSession for `name`, listing the sessions there are.
     monitor::varlink::Reply no_such_session(const std::string& name) const;
     // The plan as a reply carries it, with the standing sessions it shares counters with.
     monitor::protocol::CounterPlan plan_message(const monitor::perf::Plan& plan) const;
     // Opens the request's counters as the one session `s` (its client-side fields filled
     // in), paced as `run` says; the error reply when that cannot be.
+    // `rights`: what its client may count (perf_rights).
     std::optional<monitor::varlink::Reply> begin(const monitor::protocol::CounterRequest& request,
-                                                 monitor::CounterRunOptions run, Session s);
+                                                 monitor::CounterRunOptions run, Session s,
+                                                 const monitor::perf::CallerRights& rights);
     monitor::CounterRun& run() { return *runtime_.run(active_->run); }
     // The CPUs online as of the last loading tick; a report's other CPUs are offline.
     const std::vector<int>& online() const { return runtime_.engine().online_cpus(); }
@@ -116,11 +125,16 @@ class CounterService {
         const monitor::protocol::CounterRequest& request,
         const monitor::perf::SessionOptions& options, const monitor::perf::Plan& plan, Session& s);
     // Puts each event's last sampled address into `report`: since the last record, or
-    // (`whole`) since the start.
-    void put_sampled_addresses(monitor::protocol::CounterReport& report, bool whole);
+    // (`whole`) since the start. A kernel address is 0 for a reader that may not see one
+    // (`kernel_addresses` false), as the kernel shows it such readers.
+    void put_sampled_addresses(monitor::protocol::CounterReport& report, bool whole,
+                               bool kernel_addresses);
 
+    // The session's options for `request` by a client with `rights`: PERM when it may not
+    // count that target; user mode only when it may not count kernel mode.
     monitor::Result<monitor::perf::SessionOptions> options_for(
-        const monitor::protocol::CounterRequest& request) const;
+        const monitor::protocol::CounterRequest& request,
+        const monitor::perf::CallerRights& rights) const;
     monitor::Result<std::unique_ptr<monitor::perf::PerfSession>> open_session(
         const monitor::perf::SessionOptions& options) const;
     monitor::varlink::Reply error_reply(const monitor::Error& e,

@@ -158,7 +158,8 @@ Result<void> Manager::setup() {
                               .kallsyms = options_.proc_root / "kallsyms",
                               .modules = options_.proc_root / "modules",
                               .max_profiles = kMaxProfiles,
-                              .max_profiles_per_user = options_.config.profiles_per_user});
+                              .max_profiles_per_user = options_.config.profiles_per_user,
+                              .max_duration_per_user = options_.config.profile_duration});
     profiles_->setup();
     apply_control_group();
     server_->set_close_handler([this](std::uint64_t connection) {
@@ -518,6 +519,7 @@ void Manager::reload() {
         server_->set_idle_timeout(options_.config.idle_timeout);
         server_->set_max_pending_per_user(options_.config.reply_memory_per_user << 20);
         profiles_->set_max_profiles_per_user(options_.config.profiles_per_user);
+        profiles_->set_max_duration_per_user(options_.config.profile_duration);
         counters_->configure_standing(options_.config.counters, std::chrono::steady_clock::now());
         spdlog::info("Reloaded {}", have_file ? file.string() : std::string{"the defaults"});
     }

@@ -35,6 +35,12 @@ namespace {
 constexpr std::uint64_t kDrainUsec = 50'000;
 constexpr std::uint64_t kAccuracyUsec = 1'000;
 
+// The refusal of a call past one of monitord.conf's [limits] (`limit`, its key).
+Reply limit_exceeded(std::string_view limit, std::string message) {
+    return monitor::varlink::make_error("io.monitord.Monitor.LimitExceeded",
+                                        json{{"limit", limit}, {"message", std::move(message)}});
+}
+
 std::uint64_t now_usec() {
     return static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::microseconds>(Clock::now().time_since_epoch())
@@ -54,8 +60,14 @@ struct ProfileService::Run {
     std::uint64_t batch_overflows = 0;
     std::uint64_t total_overflows = 0;
     std::optional<perf::Sample> last;
-    pid_t pid = 0;           // a process target
-    std::string target;      // target_text
+    pid_t pid = 0;       // a process target
+    std::string target;  // target_text
+    // Its client may sample user mode only (perf_rights): the event is named with ":u"
+    // added, as perf names it then.
+    bool user_only = false;
+    bool kernel_addresses = true;  // its client may see kernel addresses (perf_rights)
+    // Why it ends at its duration, when that is a limit rather than the duration asked for.
+    std::string end_reason;
     std::string started_by;  // "pid 42 (uid 0)"
     bool stream = false;     // "more": the started reply, and the intervals with interval_ms
     std::optional<std::chrono::milliseconds> interval;
@@ -66,13 +78,14 @@ struct ProfileService::Run {
     std::vector<SourcePtr> rings;
     SourcePtr drain, interval_timer, end, exit;
 
+    std::string event_name() const { return session->event().name + (user_only ? ":u" : ""); }
     std::size_t top() const {
         return static_cast<std::size_t>(request.top.value_or(protocol::kDefaultProfileTop));
     }
     protocol::ProfileMessage message(const perf::Profile& profile, Clock::time_point from,
                                      Clock::time_point to) const {
         auto m = protocol::make_profile_message(profile, top(), request.range);
-        m.event = session->event().name;
+        m.event = event_name();
         m.target = target;
         m.elapsed = std::chrono::duration<double>(to - from).count();
         if (session->threads() > 0) m.threads = static_cast<int>(session->threads());
@@ -90,7 +103,10 @@ struct ProfileService::Run {
     }
     // The batch since the last one, and a new batch.
     protocol::OverflowBatch batch(Clock::time_point now) {
-        protocol::OverflowBatch b{.event = session->event().name,
+        if (last && !kernel_addresses && last->mode != perf::SampleMode::User) {
+            last->ip = 0;  // as the kernel shows a kernel address to such a reader
+        }
+        protocol::OverflowBatch b{.event = event_name(),
                                   .period = overflows->period,
                                   .overflows = std::exchange(batch_overflows, 0),
                                   .total = total_overflows,
@@ -148,6 +164,36 @@ ProfileService::Response ProfileService::watch_overflows(const Call& call, const
     return start_run(std::move(run), std::move(*options), call, peer, "batch_ms");
 }
 
+std::optional<Reply> ProfileService::limit_to_rights(Run& run, perf::ProfileOptions& options,
+                                                     const perf::CallerRights& rights) const {
+    const char* what = run.overflows ? "watching overflows of" : "profiling";
+    if (auto ok = rights.may_measure(options.target, what); !ok) {
+        return perf_error_reply(ok.error(), catalog_);
+    }
+    run.kernel_addresses = rights.kernel_addresses();
+    if (!rights.kernel()) {
+        // The event's own ":k" asks for kernel mode only, as mode kernel does.
+        auto event = catalog_->resolve(options.event);
+        const bool kernel_only = !options.user || (event && event->exclude_user);
+        if (kernel_only) {
+            auto ok = rights.may_measure_kernel(options.event, "mode user, monctl's --user");
+            return perf_error_reply(ok.error(), catalog_);
+        }
+        run.user_only = options.kernel && !(event && event->exclude_kernel);
+        options.kernel = false;
+    }
+    if (options.kernel && !run.kernel_addresses && run.request.range) {
+        return perf_error_reply(
+            {Status::Perm,
+             "an address histogram with kernel samples shows kernel addresses, "
+             "which kernel.kptr_restrict and kernel.perf_event_paranoid hide from "
+             "a user other than root here: sample user mode (mode user, monctl's "
+             "--user) for a histogram, or ask root"},
+            catalog_);
+    }
+    return std::nullopt;
+}
+
 ProfileService::Response ProfileService::start_run(std::unique_ptr<Run> run,
                                                    perf::ProfileOptions options, const Call& call,
                                                    const Peer& peer, const char* interval_key) {
@@ -159,15 +205,12 @@ ProfileService::Response ProfileService::start_run(std::unique_ptr<Run> run,
         const auto own = static_cast<std::size_t>(
             std::ranges::count_if(runs_, [uid](const auto& r) { return r.second->uid == uid; }));
         if (own >= options_.max_profiles_per_user) {
-            return monitor::varlink::make_error(
-                "io.monitord.Monitor.LimitExceeded",
-                nlohmann::json{
-                    {"limit", "profiles-per-user"},
-                    {"message",
-                     fmt::format("uid {} runs {} profiles and watches of overflows already, the "
-                                 "most for a user other than root ([limits] profiles-per-user "
-                                 "in monitord.conf(5)); end one first",
-                                 uid, own)}});
+            return limit_exceeded(
+                "profiles-per-user",
+                fmt::format("uid {} runs {} profiles and watches of overflows already, the most "
+                            "for a user other than root ([limits] profiles-per-user in "
+                            "monitord.conf(5)); end one first",
+                            uid, own));
         }
     }
     if (runs_.size() >= options_.max_profiles) {
@@ -199,6 +242,24 @@ ProfileService::Response ProfileService::start_run(std::unique_ptr<Run> run,
                                          run->target)},
             catalog_);
     }
+    if (!peer.privileged()) {
+        const auto most = options_.max_duration_per_user;
+        if (times.duration && *times.duration > most) {
+            return limit_exceeded(
+                "profile-duration",
+                fmt::format("{} ms is longer than a user other than root may sample ({} s, "
+                            "[limits] profile-duration in monitord.conf(5)): sample {} s or less, "
+                            "or ask root",
+                            times.duration->count(), most.count(), most.count()));
+        }
+        if (!times.duration) {
+            times.duration = most;
+            run->end_reason = fmt::format(
+                "process {} still ran after {} s, the most a user other "
+                "than root may sample ([limits] profile-duration)",
+                options.target.pid, most.count());
+        }
+    }
     options.cpus = online_cpus_();
     options.kallsyms = options_.kallsyms;
     if (options.profile && options.kernel)
@@ -223,6 +284,8 @@ ProfileService::Response ProfileService::start_run(std::unique_ptr<Run> run,
         }
         run->pidfd = monitor::UniqueFd(static_cast<int>(fd));
     }
+    // After the pidfd: the process checked is the one sampled, or the run ends at once.
+    if (auto refused = limit_to_rights(*run, options, perf_rights(peer))) return *refused;
     const std::string event = options.event;
     auto session = perf::ProfileSession::start(*catalog_, std::move(options));
     if (!session) return perf_error_reply(session.error(), catalog_, event);
@@ -273,7 +336,7 @@ ProfileService::Response ProfileService::start_run(std::unique_ptr<Run> run,
                                 catalog_);
     }
     spdlog::info("{} started: {} of {}{} ({})", r->overflows ? "Watch of overflows" : "Profile",
-                 r->session->event().name, r->target,
+                 r->event_name(), r->target,
                  times.duration ? fmt::format(" for {} ms", times.duration->count())
                                 : std::string{" until it exits"},
                  r->started_by);
@@ -325,8 +388,8 @@ void ProfileService::finish(Run& run, std::string ended) {
         reply.parameters = json{{"report", protocol::to_json(m)}};
     }
     spdlog::info("{} ended: {} of {}, {} samples{} ({})",
-                 run.overflows ? "Watch of overflows" : "Profile", run.session->event().name,
-                 run.target, run.session->profile().report(1).samples,
+                 run.overflows ? "Watch of overflows" : "Profile", run.event_name(), run.target,
+                 run.session->profile().report(1).samples,
                  reply.error ? fmt::format(": {}", *reply.error) : std::string{}, run.started_by);
     const auto connection = run.connection;
     runs_.erase(connection);  // `run` is gone from here
@@ -364,7 +427,7 @@ int ProfileService::on_interval(sd_event_source* s, uint64_t usec, void* userdat
 
 int ProfileService::on_end(sd_event_source*, uint64_t, void* userdata) {
     auto& run = *static_cast<Run*>(userdata);
-    run.service->finish(run, {});
+    run.service->finish(run, run.end_reason);
     return 0;
 }
 

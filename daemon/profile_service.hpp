@@ -8,13 +8,16 @@
 
 #include <systemd/sd-event.h>
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
+#include "access_rules.hpp"
 #include "monitor/perf/event_catalog.hpp"
 #include "monitor/perf/kernel_symbols.hpp"
 #include "monitor/perf/profile_session.hpp"
@@ -29,6 +32,9 @@ struct ProfileServiceOptions {
     std::size_t max_profiles = 8;                     // at once, for everyone
     // At once, for one user other than root ([limits] profiles-per-user); 0: root only.
     std::size_t max_profiles_per_user = 2;
+    // The longest one of them runs ([limits] profile-duration): a longer duration is refused,
+    // a process sampled until it exits is sampled this long at most.
+    std::chrono::seconds max_duration_per_user{3600};
 };
 
 class ProfileService {
@@ -49,6 +55,7 @@ class ProfileService {
     std::size_t running() const { return runs_.size(); }
     // From now on (a reload): running profiles go on.
     void set_max_profiles_per_user(std::size_t n) { options_.max_profiles_per_user = n; }
+    void set_max_duration_per_user(std::chrono::seconds d) { options_.max_duration_per_user = d; }
 
   private:
     struct Run;
@@ -60,6 +67,11 @@ class ProfileService {
     Response start_run(std::unique_ptr<Run> run, monitor::perf::ProfileOptions options,
                        const monitor::varlink::Call& call, const Peer& peer,
                        const char* interval_key);
+    // Holds the run to what its client may sample (perf_rights): the target, user mode only,
+    // no kernel addresses; the refusal when it may not sample what it asked for.
+    std::optional<monitor::varlink::Reply> limit_to_rights(
+        Run& run, monitor::perf::ProfileOptions& options,
+        const monitor::perf::CallerRights& rights) const;
     // Sends what the run's end calls for, and forgets it.
     void finish(Run& run, std::string ended);
     void send_interval(Run& run);

@@ -218,6 +218,16 @@ Result<Plan> make_plan(const EventCatalog& catalog, const SessionOptions& option
                 spec->counters &= first_counters(options.counter_budget);
             }
         }
+        if (!options.user_only.empty() && !spec->exclude_kernel) {
+            if (spec->exclude_user) {
+                return fail(Status::Perm,
+                            fmt::format("{} counts kernel mode only, and {}: count user mode "
+                                        "(:u), or ask root",
+                                        spec->name, options.user_only));
+            }
+            spec->exclude_kernel = spec->exclude_hv = true;
+            spec->name += ":u";
+        }
         plan.events.push_back(std::move(*spec));
         plan.requested_groups.push_back(req.group);
     }

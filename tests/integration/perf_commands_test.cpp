@@ -24,6 +24,7 @@
 
 #include "cgroups.hpp"
 #include "daemon_process.hpp"
+#include "monitor/perf/caller_rights.hpp"
 #include "test_support.hpp"
 
 namespace itest {
@@ -500,10 +501,129 @@ TEST_F(PerfAccess, TheSocketGroupMayLookButNotCount) {
 TEST_F(PerfAccess, TheControlGroupMayCount) {
     auto d = start("socket-group = \"nogroup\"\ncontrol-group = \"nogroup\"\n");
     ASSERT_TRUE(d);
-    auto collect =
-        monctl_as(nobody_uid(), *d, {"perf", "collect", "-e", "perf::TASK-CLOCK", "-d", "100ms"});
+    // A process of the member's own.
+    auto own = Process::start({"/bin/sleep", "30"}, SpawnOptions{.uid = nobody_uid()});
+    ASSERT_TRUE(own);
+    auto collect = monctl_as(nobody_uid(), *d,
+                             {"perf", "collect", "-e", "perf::TASK-CLOCK", "-p",
+                              std::to_string(own->pid()), "-d", "100ms"});
     EXPECT_EQ(collect.exit_code, 0) << collect.err;
     EXPECT_NE(collect.out.find("perf::TASK-CLOCK"), std::string::npos) << collect.out;
+    own->stop(SIGKILL, 5s);
+}
+
+// The kernel's perf_event_paranoid, as the daemon reads it for a member's calls.
+int paranoid_level() {
+    return monitor::perf::read_perf_sysctls().paranoid;
+}
+
+// What a member of the control group measures is what the kernel would let it measure with
+// its own perf_event_open: its own processes, CPUs and cgroups by perf_event_paranoid, user
+// mode only at 2 and above. Root measures anything.
+TEST_F(PerfAccess, AMemberMeasuresWhatTheKernelWouldLetItMeasure) {
+    auto d = start("socket-group = \"nogroup\"\ncontrol-group = \"nogroup\"\n");
+    ASSERT_TRUE(d);
+    auto own = Process::start({"/bin/sleep", "30"}, SpawnOptions{.uid = nobody_uid()});
+    ASSERT_TRUE(own);
+    const std::string pid = std::to_string(own->pid());
+    const int paranoid = paranoid_level();
+
+    // Root's process: never, whatever the level (init is root's).
+    for (const auto& what : {std::vector<std::string>{"perf", "collect", "-e", "perf::TASK-CLOCK",
+                                                      "-p", "1", "-d", "100ms"},
+                             std::vector<std::string>{"perf", "profile", "-p", "1", "-d", "100ms"},
+                             std::vector<std::string>{"perf", "overflows", "-e", "perf::CPU-CLOCK",
+                                                      "-c", "1000000", "-p", "1", "-d", "100ms"}}) {
+        auto r = monctl_as(nobody_uid(), *d, what);
+        EXPECT_EQ(r.exit_code, 1) << what[1] << ": " << r.out;
+        EXPECT_NE(r.err.find("process 1 is not yours"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("ptrace"), std::string::npos) << r.err;
+    }
+    // Its own process: always; in user mode only above 1, said by the ":u" in the names.
+    auto counted =
+        monctl_as(nobody_uid(), *d,
+                  {"perf", "collect", "-e", "perf::CPU-CLOCK", "-p", pid, "-d", "100ms", "--json"});
+    ASSERT_EQ(counted.exit_code, 0) << counted.err;
+    const auto counts = nlohmann::json::parse(counted.out);
+    EXPECT_EQ(counts["report"]["events"][0]["name"],
+              paranoid >= 2 ? "perf::CPU-CLOCK:u" : "perf::CPU-CLOCK")
+        << counted.out;
+    auto profiled =
+        monctl_as(nobody_uid(), *d, {"perf", "profile", "-p", pid, "-d", "200ms", "--json"});
+    ASSERT_EQ(profiled.exit_code, 0) << profiled.err;
+    const auto profile = nlohmann::json::parse(profiled.out);
+    EXPECT_EQ(profile["report"]["event"].get<std::string>().ends_with(":u"), paranoid >= 2)
+        << profiled.out;
+    // Every CPU, and a CPU: at level 0 or below only.
+    for (const auto& what :
+         {std::vector<std::string>{"perf", "collect", "-e", "perf::TASK-CLOCK", "-a", "-d",
+                                   "100ms"},
+          std::vector<std::string>{"perf", "profile", "-C", "0", "-d", "100ms"}}) {
+        auto r = monctl_as(nobody_uid(), *d, what);
+        if (paranoid <= 0) {
+            EXPECT_EQ(r.exit_code, 0) << r.err;
+        } else {
+            EXPECT_EQ(r.exit_code, 1) << what[1] << ": " << r.out;
+            EXPECT_NE(r.err.find("kernel.perf_event_paranoid 0 or below"), std::string::npos)
+                << r.err;
+        }
+    }
+    // Kernel mode: at level 1 or below only.
+    auto kernel =
+        monctl_as(nobody_uid(), *d, {"perf", "profile", "--kernel", "-p", pid, "-d", "100ms"});
+    if (paranoid <= 1) {
+        EXPECT_EQ(kernel.exit_code, 0) << kernel.err;
+    } else {
+        EXPECT_EQ(kernel.exit_code, 1) << kernel.out;
+        EXPECT_NE(kernel.err.find("kernel mode needs kernel.perf_event_paranoid 1 or below"),
+                  std::string::npos)
+            << kernel.err;
+    }
+    // Root: anything.
+    auto root = run({monctl_bin(), "--socket", d->socket(), "perf", "profile", "--kernel", "-p",
+                     "1", "-d", "100ms"});
+    EXPECT_EQ(root.exit_code, 0) << root.err;
+    own->stop(SIGKILL, 5s);
+}
+
+// A kernel address is shown to a reader only when kallsyms would show it one: a session that
+// samples every CPU, read by root and by a member of the socket's group at once.
+TEST_F(PerfAccess, KernelAddressesAreHiddenFromAReaderTheKernelHidesThemFrom) {
+    if (monitor::perf::CallerRights::unprivileged(nobody_uid(), 0,
+                                                  monitor::perf::read_perf_sysctls())
+            .kernel_addresses()) {
+        GTEST_SKIP() << "kernel.kptr_restrict 0 and perf_event_paranoid 1 or below here: every "
+                        "user sees kernel addresses";
+    }
+    auto d = start("socket-group = \"nogroup\"\n");
+    ASSERT_TRUE(d);
+    auto started = run({monctl_bin(), "--socket", d->socket(), "perf", "start", "-e",
+                        "perf::CPU-CLOCK", "-a", "--sample-every", "100000"});
+    ASSERT_EQ(started.exit_code, 0) << started.err;
+    auto address = [&](std::optional<uid_t> uid) {
+        std::vector<std::string> args{monctl_bin(), "--socket", d->socket(),
+                                      "perf",       "read",     "--json"};
+        auto r = run(args, SpawnOptions{.uid = uid});
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+        const auto j = nlohmann::json::parse(r.out, nullptr, false);
+        const auto& e = j["report"]["events"][0];
+        return e.contains("sampled_address") && !e["sampled_address"].is_null()
+                   ? std::stoull(e["sampled_address"].get<std::string>(), nullptr, 16)
+                   : std::uint64_t{1};
+    };
+    // An idle machine's CPUs are sampled in the kernel mostly (the idle task).
+    constexpr std::uint64_t kKernelHalf = std::uint64_t{1} << 63;
+    bool root_saw_kernel = false, member_saw_hidden = false;
+    for (int i = 0; i < 20 && !(root_saw_kernel && member_saw_hidden); ++i) {
+        std::this_thread::sleep_for(100ms);
+        root_saw_kernel = root_saw_kernel || address(std::nullopt) >= kKernelHalf;
+        const auto member = address(nobody_uid());
+        EXPECT_LT(member, kKernelHalf) << "a kernel address shown to uid " << nobody_uid();
+        member_saw_hidden = member_saw_hidden || member == 0;
+    }
+    EXPECT_TRUE(root_saw_kernel) << "root never read a kernel address in 2 s";
+    EXPECT_TRUE(member_saw_hidden) << "the member never read a hidden (0x0) address in 2 s";
+    EXPECT_EQ(run({monctl_bin(), "--socket", d->socket(), "perf", "stop"}).exit_code, 0);
 }
 
 TEST_F(PerfAccess, AUserRunsAtMostItsShareOfProfilesWhileRootRunsMore) {
@@ -514,9 +634,9 @@ TEST_F(PerfAccess, AUserRunsAtMostItsShareOfProfilesWhileRootRunsMore) {
     // Two of nobody's at once: whichever comes second is refused at once, naming the limit.
     std::vector<std::unique_ptr<Process>> nobody;
     for (int i = 0; i < 2; ++i) {
-        nobody.push_back(Process::start(
-            {monctl_bin(), "--socket", d->socket(), "perf", "profile", "-a", "-d", "4s"},
-            SpawnOptions{.uid = nobody_uid()}));
+        nobody.push_back(Process::start({monctl_bin(), "--socket", d->socket(), "perf", "profile",
+                                         "-d", "4s", "--", "/bin/sleep", "5"},
+                                        SpawnOptions{.uid = nobody_uid()}));
         ASSERT_TRUE(nobody.back());
     }
     std::size_t refused = 2;
@@ -540,8 +660,35 @@ TEST_F(PerfAccess, AUserRunsAtMostItsShareOfProfilesWhileRootRunsMore) {
     EXPECT_EQ(root.exit_code, 0) << root.err;
     // Once the first ended, nobody may run one again.
     EXPECT_EQ(running.stop(0, 10s), 0) << running.log();
-    auto again = monctl_as(nobody_uid(), *d, {"perf", "profile", "-a", "-d", "100ms"});
+    auto again = monctl_as(nobody_uid(), *d, {"perf", "profile", "-d", "100ms", "--", "/bin/true"});
     EXPECT_EQ(again.exit_code, 0) << again.err;
+}
+
+// [limits] profile-duration: a member's longer duration is refused, and its command sampled
+// until it exits is sampled that long at most; root's are not limited.
+TEST_F(PerfAccess, AUsersProfileRunsAtMostTheLimitsDuration) {
+    auto d = start(
+        "socket-group = \"nogroup\"\ncontrol-group = \"nogroup\"\n"
+        "[limits]\nprofile-duration = 1\n");
+    ASSERT_TRUE(d);
+    auto longer = monctl_as(nobody_uid(), *d, {"perf", "profile", "-d", "2s", "--", "/bin/true"});
+    EXPECT_EQ(longer.exit_code, 1) << longer.out;
+    EXPECT_NE(longer.err.find("[limits] profile-duration"), std::string::npos) << longer.err;
+    // The command's profile (on stderr) ends at the limit, and says so; the command goes on.
+    auto capped =
+        monctl_as(nobody_uid(), *d, {"--json", "perf", "profile", "--", "/bin/sleep", "3"});
+    EXPECT_EQ(capped.exit_code, 0) << capped.err;
+    const auto last = capped.err.substr(capped.err.rfind("{\"report\""));
+    const auto report = nlohmann::json::parse(last, nullptr, false)["report"];
+    EXPECT_LT(report["elapsed"].get<double>(), 2.0) << last;
+    EXPECT_NE(report["ended"].get<std::string>().find("[limits] profile-duration"),
+              std::string::npos)
+        << last;
+    auto root = run({monctl_bin(), "--socket", d->socket(), "--json", "perf", "profile", "--",
+                     "/bin/sleep", "2"});
+    EXPECT_EQ(root.exit_code, 0) << root.err;
+    EXPECT_EQ(root.err.find("profile-duration"), std::string::npos) << root.err;
+    EXPECT_NE(root.err.find("exited"), std::string::npos) << root.err;
 }
 
 // Counting the tasks of a cgroup, named by path or by systemd unit. perf_event_open counts a

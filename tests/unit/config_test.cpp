@@ -234,6 +234,28 @@ TEST_F(ConfigTest, ReplyMemoryAndProfilesPerUser) {
     EXPECT_TRUE(plan.at_restart.empty());
 }
 
+TEST_F(ConfigTest, ProfileDuration) {
+    EXPECT_EQ(Config{}.profile_duration, std::chrono::seconds{3600});
+    auto p = write("duration.conf", "[limits]\nprofile-duration = 60\n");
+    auto r = load_config(p, Config{});
+    ASSERT_TRUE(r.has_value()) << r.error().to_string();
+    EXPECT_EQ(r->profile_duration, std::chrono::seconds{60});
+    for (const char* bad : {"0", "604801", "-1"}) {
+        std::string msg = error_of(std::string{"[limits]\nprofile-duration = "} + bad + "\n");
+        EXPECT_TRUE(
+            contains(msg, std::string{"[limits] profile-duration: "} + bad + " is out of range"))
+            << msg;
+        EXPECT_TRUE(contains(msg, "an integer from 1 to 604800 (seconds)")) << msg;
+    }
+    std::string msg = error_of("[limits]\nprofile-duration = \"1h\"\n");
+    EXPECT_TRUE(contains(msg, "[limits] profile-duration")) << msg;
+    Config next;
+    next.profile_duration = std::chrono::seconds{5};
+    auto plan = plan_reload(Config{}, next);
+    EXPECT_EQ(plan.config.profile_duration, std::chrono::seconds{5});
+    EXPECT_TRUE(plan.at_restart.empty());
+}
+
 TEST_F(ConfigTest, UnknownSection) {
     std::string msg = error_of("[daemon]\nlog-level = \"info\"\n\n[network]\nport = 1\n");
     EXPECT_TRUE(starts_with(msg, at(4))) << msg;
@@ -636,7 +658,7 @@ TEST(ConfigKeys, EveryKeyHasAReloadRuleAndSaysWhatItAccepts) {
         EXPECT_TRUE(k.parse && k.same && k.copy);
         EXPECT_TRUE(seen.insert(k.label()).second) << "twice";
     }
-    EXPECT_EQ(seen.size(), 13u);
+    EXPECT_EQ(seen.size(), 14u);
 }
 
 // What the running daemon cannot change: the socket it listens on and its group, the probe
@@ -652,7 +674,7 @@ TEST(ConfigKeys, TheRestartOnlyKeysAreThoseTheDaemonCannotChangeWhileRunning) {
               (std::set<std::string>{"[daemon] log-level", "[loading] history-seconds",
                                      "[watchdog] on-stop", "[access] control-group",
                                      "[limits] idle-timeout", "[limits] reply-memory-per-user",
-                                     "[limits] profiles-per-user"}));
+                                     "[limits] profiles-per-user", "[limits] profile-duration"}));
 }
 
 // The lines of a file of the source tree, e.g. "man/monitord.conf.5".
@@ -810,6 +832,7 @@ Config every_key_changed() {
     c.idle_timeout = std::chrono::seconds{30};
     c.reply_memory_per_user = 8;
     c.profiles_per_user = 1;
+    c.profile_duration = std::chrono::seconds{60};
     return c;
 }
 

@@ -21,8 +21,8 @@
 #include "monitor/perf/derived_metrics.hpp"
 #include "monitor/perf/event_catalog.hpp"
 #include "monitor/perf/perf_session.hpp"
-#include "test_support.hpp"
 #include "perf_events_probe.hpp"
+#include "test_support.hpp"
 
 namespace monitor::perf {
 namespace {
@@ -101,6 +101,40 @@ TEST(EventCatalog, ModifiersSelectUserOrKernel) {
     ASSERT_FALSE(bad);
     EXPECT_EQ(bad.error().status, Status::BadArg);
     EXPECT_NE(bad.error().message.find(":x"), std::string::npos) << bad.error().message;
+}
+
+// A caller allowed user mode only (CallerRights::kernel() false): events that count both
+// modes count user mode, named with ":u" added as perf names them; kernel-only ones are PERM.
+TEST(EventCatalog, APlanForUserModeOnly) {
+    auto c = catalog();
+    auto o = this_thread("perf::TASK-CLOCK,ppc750::CYCLES:u,{ppc750::INSTRUCTIONS_COMPLETED}");
+    o.user_only = "kernel mode is not for you";
+    auto plan = make_plan(c, o);
+    ASSERT_TRUE(plan) << plan.error().to_string();
+    ASSERT_EQ(plan->events.size(), 3u);
+    EXPECT_EQ(plan->events[0].name, "perf::TASK-CLOCK:u");
+    EXPECT_EQ(plan->events[1].name, "ppc750::CYCLES:u");
+    EXPECT_EQ(plan->events[2].name, "ppc750::INSTRUCTIONS_COMPLETED:u");
+    for (const auto& e : plan->events) {
+        EXPECT_TRUE(e.exclude_kernel) << e.name;
+        EXPECT_FALSE(e.exclude_user) << e.name;
+    }
+    EXPECT_TRUE(plan->events[0].exclude_hv);  // as perf's fallback to :u sets it
+    o = this_thread("perf::TASK-CLOCK,ppc750::CYCLES:k");
+    o.user_only = "kernel mode is not for you";
+    auto kernel = make_plan(c, o);
+    ASSERT_FALSE(kernel);
+    EXPECT_EQ(kernel.error().status, Status::Perm);
+    EXPECT_NE(kernel.error().message.find("ppc750::CYCLES:k counts kernel mode only, and kernel "
+                                          "mode is not for you"),
+              std::string::npos)
+        << kernel.error().message;
+    // Without it, the names and modes are as asked.
+    o.user_only.clear();
+    auto both = make_plan(c, o);
+    ASSERT_TRUE(both) << both.error().to_string();
+    EXPECT_EQ(both->events[0].name, "perf::TASK-CLOCK");
+    EXPECT_FALSE(both->events[0].exclude_kernel);
 }
 
 TEST(EventCatalog, HardwareEventsArePinnedAndNeedACounter) {

@@ -156,17 +156,31 @@ cat >>/etc/monitord/monitord.conf <<'CONF'
 control-group = "monitor"
 CONF
 before_pid=$(show MainPID)
-check "systemctl reload" systemctl reload monitord.service
-wait_for 10 as alice monctl perf collect -e perf::TASK-CLOCK -d 1s ||
-    say "ERROR alice still cannot count 10 s after systemctl reload"
-[ "$(show MainPID)" = "$before_pid" ] || say "ERROR the reload restarted the daemon"
-# Another user's process: the daemon (root, CAP_SYS_PTRACE) counts one of alice's.
-as alice sh -c 'echo $$ >/tmp/alice-sleep.pid; exec sleep 30' &
+# A process of alice's own: the daemon (root, CAP_SYS_PTRACE) counts it for her, which her own
+# perf could not at level 3.
+as alice sh -c 'echo $$ >/tmp/alice-sleep.pid; exec sleep 120' &
 sleeper=$!
 wait_for 5 test -s /tmp/alice-sleep.pid
+alice_pid=$(cat /tmp/alice-sleep.pid)
+check "systemctl reload" systemctl reload monitord.service
+wait_for 10 as alice monctl perf collect -e perf::TASK-CLOCK --pid "$alice_pid" -d 1s ||
+    say "ERROR alice still cannot count 10 s after systemctl reload"
+[ "$(show MainPID)" = "$before_pid" ] || say "ERROR the reload restarted the daemon"
 check "the daemon counts alice's process" as alice monctl perf collect \
-    -e perf::TASK-CLOCK,perf::CONTEXT-SWITCHES --pid "$(cat /tmp/alice-sleep.pid)" -d 1s
-kill "$(cat /tmp/alice-sleep.pid)" $sleeper 2>/dev/null
+    -e perf::TASK-CLOCK,perf::CONTEXT-SWITCHES --pid "$alice_pid" -d 1s
+# But no more than her own perf could at this level: not root's process, not every CPU
+# (perf_event_paranoid above 0), and user mode only (above 1).
+out=$(as alice monctl perf collect -e perf::TASK-CLOCK --pid 1 -d 100ms 2>&1) &&
+    say "ERROR alice counted root's process"
+echo "$out" | grep -q "not yours" || say "ERROR alice's refusal for pid 1 says: $out"
+out=$(as alice monctl perf profile -a -d 100ms 2>&1) &&
+    say "ERROR alice profiled every CPU at perf_event_paranoid $(cat /proc/sys/kernel/perf_event_paranoid)"
+echo "$out" | grep -q "perf_event_paranoid 0 or below" || say "ERROR alice's refusal for -a says: $out"
+out=$(as alice monctl --json perf profile --pid "$alice_pid" -d 200ms 2>&1) ||
+    say "ERROR alice could not profile her own process: $out"
+echo "$out" | grep -q '"event": *"perf::CPU-CLOCK:u"' ||
+    say "ERROR alice's profile is not of user mode only: $out"
+say "MEMBER_RULES"
 # Her own command, counted by monctl itself with her privileges: at level 3 the kernel
 # refuses, and the message must say what would do.
 if [ "$(cat /proc/sys/kernel/perf_event_paranoid)" -ge 3 ]; then
@@ -182,7 +196,9 @@ echo 'socket-group = "no-such-group"' >>/etc/monitord/monitord.conf
 systemctl reload monitord.service
 sleep 2
 check "still running after a bad reload" systemctl is-active --quiet monitord.service
-check "the old settings after a bad reload" as alice monctl perf collect -e perf::TASK-CLOCK -d 1s
+check "the old settings after a bad reload" as alice monctl perf collect -e perf::TASK-CLOCK \
+    --pid "$alice_pid" -d 1s
+kill "$alice_pid" $sleeper 2>/dev/null
 journalctl -b -u monitord.service --no-pager | grep -q "monitord.conf:" ||
     say "ERROR the journal does not name the bad file"
 cp /root/monitord.conf.good /etc/monitord/monitord.conf

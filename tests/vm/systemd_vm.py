@@ -47,9 +47,9 @@ MODULES = ["virtio_ring", "virtio", "virtio_pci_modern_dev", "virtio_pci_legacy_
            "virtio_pci", "netfs", "fscache", "9pnet", "9pnet_virtio", "9p", "overlay",
            "watchdog", "i6300esb"]
 # The marks the checks print, in order; the VM must still be up at each.
-MARKS = ["BOOTED", "INSTALLED", "READY", "IDLE", "SPIN_FAIR", "ARMED", "ACCESS", "EXPORTER", "RELOADED",
-         "BAD_RELOAD_KEPT_SETTINGS", "STOPPED", "SURVIVED_STOP", "SOCKET_ACTIVATED", "KILLED",
-         "RESTARTED", "SURVIVED_KILL", "ALL_CHECKS_PASSED", "STARVED"]
+MARKS = ["BOOTED", "INSTALLED", "READY", "IDLE", "SPIN_FAIR", "ARMED", "ACCESS", "EXPORTER",
+         "MEMBER_RULES", "RELOADED", "BAD_RELOAD_KEPT_SETTINGS", "STOPPED", "SURVIVED_STOP",
+         "SOCKET_ACTIVATED", "KILLED", "RESTARTED", "SURVIVED_KILL", "ALL_CHECKS_PASSED", "STARVED"]
 TIMEOUT_S = 10  # monitord's default watchdog timeout
 # After the starvation began: a tick or two for the last pet, the timeout, and the driver's
 # rounding and a slow guest.

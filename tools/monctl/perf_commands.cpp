@@ -546,10 +546,12 @@ int perf_profile(const PerfOptions& o) {
     }
     int exec_error = 0;
     bool shown = false;
+    bool went = false;  // the command was let go to its exec
     auto r = c->stream("Profile", params, [&](const json& reply) {
         if (auto it = reply.find("started"); it != reply.end() && it->is_boolean()) {
             // A command that cannot be run exits at once, which ends its profile.
             if (cmd) exec_error = cmd->go();
+            went = true;
             return true;
         }
         if (exec_error != 0) return true;  // nothing ran: nothing to show
@@ -573,7 +575,9 @@ int perf_profile(const PerfOptions& o) {
     });
     int status = 0;
     if (cmd) {
-        status = cmd->wait();
+        // A command never let go (the daemon refused the profile) is killed as it waits,
+        // when `cmd` ends.
+        if (went) status = cmd->wait();
         ::sigaction(SIGINT, &old_int, nullptr);
         ::sigaction(SIGQUIT, &old_quit, nullptr);
     }

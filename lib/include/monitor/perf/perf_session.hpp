@@ -76,6 +76,11 @@ struct SessionOptions {
     // > 0: each PMU gets at most this many counters, and events that take no counter take
     // one too, so that multiplexing can be exercised (and compared) with software events.
     int counter_budget = 0;
+    // Not empty: count user mode only, for a caller whom the kernel's rules allow no more
+    // (CallerRights::kernel()), and why (CallerRights::kernel_refusal()). An event that
+    // counts both modes is counted in user mode and named with ":u" added, as perf does then;
+    // one that counts kernel mode only is PERM, saying this.
+    std::string user_only;
     std::vector<int> cpus;  // the online CPUs, for CPU and cgroup targets
     std::string cgroup_root = "/sys/fs/cgroup";
     // Move the calling thread onto each CPU in turn to read, enable and disable that CPU's
