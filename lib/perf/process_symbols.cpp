@@ -450,6 +450,17 @@ AddressNames::Name AddressNames::name(pid_t pid, std::uint64_t ip, int depth) {
         }
         return name(recorded->parent, ip, depth + 1);
     };
+    // Mapped since the map was read (the libraries of a program read just after its exec, a
+    // dlopen): read again when the kernel said so, or else at most once a second. A sample
+    // taken in an exec between the kernel's telling of it and of the new program's code (the
+    // system call's user frames) finds nothing to read yet: the code comes with the records.
+    const bool told = records != p->records_at_read;
+    if (!p->modules && told) {
+        p->read_at = now;
+        p->records_at_read = records;
+        p->missing.clear();
+        p->from_records = read(p->modules, p->ranges, p->missing);
+    }
     if (!p->modules) return parents({.object = p->missing.empty() ? "[unknown]" : p->missing});
     // Code without an ELF file behind it (the vDSO, code generated at run time) is named by
     // its mapping: libdwfl may take it for the end of the module mapped before it.
@@ -457,9 +468,6 @@ AddressNames::Name AddressNames::name(pid_t pid, std::uint64_t ip, int depth) {
         if (ip >= r.start && ip < r.end && r.name.starts_with('[')) return {.object = r.name};
     }
     auto n = p->modules->at(ip);
-    // Mapped since the map was read (the libraries of a program read just after its exec, a
-    // dlopen): read again when the kernel said so, or else at most once a second.
-    const bool told = records != p->records_at_read;
     if (!n && (told || (!p->from_records && now - p->read_at >= std::chrono::seconds(1)))) {
         p->read_at = now;
         p->records_at_read = records;

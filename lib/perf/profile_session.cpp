@@ -189,7 +189,15 @@ void ProfileSession::add(const Sample& sample) {
 const std::string& ProfileSession::frame(const Sample& sample, SampleMode mode, std::uint64_t ip) {
     const pid_t who = mode == SampleMode::Kernel ? -1 : sample.pid;
     auto [it, added] = frames_.try_emplace(key(who, ip));
-    if (added) it->second = Profile::label(sample.pid, mode, ip, *names_).frame;
+    if (!added) return it->second;
+    auto label = Profile::label(sample.pid, mode, ip, *names_);
+    // As add(): code not yet known is named again once it is.
+    if (label.object == "[unknown]") {
+        frames_.erase(it);
+        unknown_frame_ = std::move(label.frame);
+        return unknown_frame_;
+    }
+    it->second = std::move(label.frame);
     return it->second;
 }
 

@@ -157,6 +157,8 @@ void sample_twice(Daemon& daemon, const ScratchDir& dir, std::vector<std::string
     ASSERT_TRUE(burner);
     out.pid = burner->pid();
     const std::string pid = std::to_string(out.pid);
+    // Held after its exec: a process stopped before it is AProcessThatExecsIsNamedAfterIt's.
+    ASSERT_TRUE(BurnerCode::of(out.pid)) << "process " << pid << " did not run the burner";
     ::kill(out.pid, SIGSTOP);
     ASSERT_TRUE(test_support::wait_until([&] { return process_state(out.pid) == 'T'; }, 5s));
     out.perf = find_in_path("perf");
@@ -345,6 +347,42 @@ TEST_F(PerfProfile, CallChainsFoldAsPerfRecordFindsThem) {
         "%.1f %% and %.1f %% of %llu\n",
         three, one, static_cast<unsigned long long>(ours.samples), perf_three, perf_one,
         static_cast<unsigned long long>(perfs.samples));
+}
+
+// A process profiled before its exec is named as the program it becomes: held (SIGSTOP) in a
+// shell that then execs the burner, its stacks after the exec are the burner's, 3:1. (A
+// sample in the exec itself, between the kernel's telling of it and of the new program's
+// code, once left the program unnamed for the rest of the profile: AddressNames' unit test.)
+TEST_F(PerfProfile, AProcessThatExecsIsNamedAfterIt) {
+    ScratchDir dir{"profile-exec"};
+    const std::string folded = (dir / "stacks.folded").string();
+    auto shell = Process::start(
+        {find_in_path("sh"), "-c", "kill -STOP $$; exec \"$0\" 2", profile_burner_bin()});
+    ASSERT_TRUE(shell);
+    const pid_t pid = shell->pid();
+    ASSERT_TRUE(test_support::wait_until([&] { return process_state(pid) == 'T'; }, 5s));
+    const std::size_t started = count_of(daemon_->log(), "Profile started");
+    auto profiler =
+        Process::start({monctl_bin(), "--socket", daemon_->socket(), "perf", "profile", "-p",
+                        std::to_string(pid), "-d", "30s", "-g", "-F", "1000", "--folded", folded});
+    ASSERT_TRUE(test_support::wait_until(
+        [&] { return count_of(daemon_->log(), "Profile started") > started; }, 10s))
+        << daemon_->log();
+    ::kill(pid, SIGCONT);
+    ASSERT_TRUE(test_support::wait_until([&] { return !profiler->alive(); }, 30s))
+        << "the profile ends when the process exits";
+    ASSERT_EQ(profiler->stop(SIGKILL).value_or(-1), 0) << profiler->log();
+    auto text = monitor::read_text_file(folded);
+    ASSERT_TRUE(text) << text.error().to_string();
+    const auto stacks = Stacks::folded(*text);
+    EXPECT_GT(stacks.samples, 1500u) << "2 s of CPU at 1000 Hz";
+    std::uint64_t burner = 0;
+    for (const auto& [frames, n] : stacks.stacks) {
+        if (!frames.empty() && frames.front() == "bench-profile-b") burner += n;
+    }
+    EXPECT_GT(burner, stacks.samples * 9 / 10) << "named by its new name after the exec\n" << *text;
+    EXPECT_NEAR(stacks.share("profile_burner_three", "main"), 75, 5) << *text;
+    EXPECT_NEAR(stacks.share("profile_burner_one", "main"), 25, 5) << *text;
 }
 
 // -A: each CPU's own profile. The burner, held to the last CPU, is in that CPU's profile and

@@ -577,6 +577,17 @@ TEST(AddressNames, AProcessGoneIsNamedByItsRecords) {
         names.exec(child);
         EXPECT_EQ(names.name(child, ip).object, "[unknown]")
             << "an exec: another program, whose code nothing told of";
+        // The kernel tells of the exec, then of the new program's code: a sample between the
+        // two (the system call's own) does not leave the program unnamed once it is told.
+        for (auto [record, path] : own_code()) {
+            record.pid = child;
+            record.name = path;
+            names.mapped(record);
+        }
+        EXPECT_EQ(names.name(child, ip).object, exe) << "named by the records that came after";
+        if (reads_symbols()) {
+            EXPECT_EQ(names.name(child, ip).function, "monitord_profile_burn_one");
+        }
     }
 }
 

@@ -105,6 +105,7 @@ class ProfileSession {
     std::unordered_map<pid_t, std::uint32_t> generations_;
     // With call chains: each frame's name by (process, address), each process's name.
     std::unordered_map<LabelKey, std::string, LabelHash> frames_;
+    std::string unknown_frame_;  // frame()'s name for code not known yet, kept out of frames_
     std::unordered_map<pid_t, std::string> commands_;
     std::vector<int> ring_cpus_;  // the CPU of each ring
     bool callchain_ = false;
