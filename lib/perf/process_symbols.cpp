@@ -13,10 +13,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <optional>
 #include <vector>
 
+#include "monitor/perf/mapped_files.hpp"
 #include "monitor/status.hpp"
 #include "monitor/text_file.hpp"
 
@@ -24,26 +26,79 @@ namespace monitor::perf {
 namespace {
 
 #if MONITOR_HAVE_LIBDW
-// A running process: its modules as /proc/PID/maps maps them, their files found there.
-const Dwfl_Callbacks kProcessCallbacks = {
-    .find_elf = dwfl_linux_proc_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
-    .section_address = nullptr,
-    .debuginfo_path = nullptr,
+// Separate debugging information only where the system's packages put it, by build ID: not
+// next to the object (a directory its owner writes), nor from a debuginfod server.
+char kDebugPath[] = "/usr/lib/debug";
+char* debug_path = kDebugPath;
+
+// The files of one process's map, for find_object: every module's userdata points at it.
+struct ObjectSource {
+    pid_t pid = -1;  // -1: the process is gone
+    std::vector<MappedFile> files;
 };
 
-// A file that is not running.
+// libdwfl's find_elf: the module's file opened as its process sees it (mapped_files.hpp),
+// read by libelf without mmap, so that a file truncated while it is read is an error and not
+// a SIGBUS. No file name is left behind on failure: libdwfl would open that path itself.
+int find_object(Dwfl_Module* module, void** userdata, const char* name, Dwarf_Addr,
+                char** file_name, Elf** elfp) {
+    const auto* source = static_cast<const ObjectSource*>(*userdata);
+    if (source == nullptr || name == nullptr || name[0] != '/') return -1;
+    Dwarf_Addr start = 0;
+    Dwarf_Addr end = 0;
+    dwfl_module_info(module, nullptr, &start, &end, nullptr, nullptr, nullptr, nullptr);
+    for (const auto& f : source->files) {
+        if (f.path != name || f.end <= start || f.start >= end) continue;
+        auto fd = open_mapped_file(source->pid, f);
+        if (!fd) continue;  // this mapping is gone: another of the same file may do
+        Elf* elf = elf_begin(fd->get(), ELF_C_READ, nullptr);
+        if (elf == nullptr) return -1;
+        char* copy = ::strdup(name);
+        if (copy == nullptr) {
+            elf_end(elf);
+            return -1;
+        }
+        *file_name = copy;
+        *elfp = elf;
+        return fd->release();
+    }
+    return -1;
+}
+
+// A process's modules as its map places them, their files from find_object.
+const Dwfl_Callbacks kProcessCallbacks = {
+    .find_elf = find_object,
+    .find_debuginfo = dwfl_build_id_find_debuginfo,
+    .section_address = nullptr,
+    .debuginfo_path = &debug_path,
+};
+
+// A file that is not running, reported from memory.
 const Dwfl_Callbacks kFileCallbacks = {
     .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .find_debuginfo = dwfl_build_id_find_debuginfo,
     .section_address = dwfl_offline_section_address,
-    .debuginfo_path = nullptr,
+    .debuginfo_path = &debug_path,
 };
+
+// A program about to run is read whole to find a symbol in it: at most this much.
+constexpr std::size_t kMaxProgramBytes = std::size_t{256} << 20;
 
 struct DwflEnd {
     void operator()(Dwfl* d) const { dwfl_end(d); }
 };
 using DwflPtr = std::unique_ptr<Dwfl, DwflEnd>;
+
+// Points every module of `dwfl` at `source`, for find_object.
+void attach_source(Dwfl* dwfl, ObjectSource* source) {
+    dwfl_getmodules(
+        dwfl,
+        [](Dwfl_Module*, void** userdata, const char*, Dwarf_Addr, void* arg) -> int {
+            *userdata = arg;
+            return DWARF_CB_OK;
+        },
+        source, 0);
+}
 
 // A function or a variable (what a breakpoint can be placed on), defined in its module.
 bool placeable(const GElf_Sym& sym) {
@@ -166,9 +221,12 @@ int read_process_map(pid_t pid, std::string& out) {
 }
 
 #if MONITOR_HAVE_LIBDW
-// Reports the modules of a memory map's text to `dwfl`: 0, or an errno value.
-int report_maps(Dwfl* dwfl, std::string_view maps, std::vector<MapRange>* ranges) {
+// Reports the modules of a memory map's text to `dwfl`, with their files into `source`: 0, or
+// an errno value.
+int report_maps(Dwfl* dwfl, std::string_view maps, std::vector<MapRange>* ranges,
+                ObjectSource& source) {
     std::string kept = module_lines(maps, ranges);
+    source.files = mapped_files(kept);
     if (kept.empty()) return 0;
     FILE* f = ::fmemopen(kept.data(), kept.size(), "r");
     if (f == nullptr) return errno;
@@ -178,10 +236,12 @@ int report_maps(Dwfl* dwfl, std::string_view maps, std::vector<MapRange>* ranges
 }
 
 // Reports the modules of process `pid` to `dwfl`, from its memory map: 0, or an errno value.
-int report_process(Dwfl* dwfl, pid_t pid, std::vector<MapRange>* ranges = nullptr) {
+int report_process(Dwfl* dwfl, pid_t pid, ObjectSource& source,
+                   std::vector<MapRange>* ranges = nullptr) {
     std::string maps;
     if (int r = read_process_map(pid, maps); r != 0) return r;
-    return report_maps(dwfl, maps, ranges);
+    source.pid = pid;
+    return report_maps(dwfl, maps, ranges, source);
 }
 
 // A C++ symbol as its source names it ("(anonymous namespace)::burn(long)"); others as they
@@ -209,11 +269,13 @@ bool reads_symbols() noexcept {
 
 #if MONITOR_HAVE_LIBDW
 Result<SymbolAddress> find_process_symbol(pid_t pid, std::string_view name) {
+    ObjectSource source;
     DwflPtr dwfl{dwfl_begin(&kProcessCallbacks)};
     if (!dwfl) return fail(Status::AllocMem, fmt::format("libdwfl: {}", dwfl_errmsg(-1)));
     dwfl_report_begin(dwfl.get());
-    const int r = report_process(dwfl.get(), pid);
+    const int r = report_process(dwfl.get(), pid, source);
     dwfl_report_end(dwfl.get(), nullptr, nullptr);
+    attach_source(dwfl.get(), &source);
     if (r == ENOENT || r == ESRCH) {
         return fail(Status::NoDev, fmt::format("symbol '{}': no such process {}", name, pid));
     }
@@ -250,10 +312,28 @@ Result<SymbolAddress> find_process_symbol(pid_t pid, std::string_view name) {
 
 Result<SymbolAddress> find_program_symbol(const std::filesystem::path& program,
                                           std::string_view name) {
+    // Read whole and reported from memory: the file is the caller's to name, so it is opened
+    // without blocking and not mapped (a file truncated while it is read is not a SIGBUS).
+    auto fd = open_regular_file(program.string(), kMaxProgramBytes);
+    if (!fd) {
+        if (fd.error().status == Status::BadArg) {
+            return fail(Status::BadArg, fmt::format("symbol '{}': {}", name, fd.error().message));
+        }
+        std::string_view why = fd.error().message;  // "PATH: what the system call said"
+        if (why.starts_with(program.string() + ": "))
+            why.remove_prefix(program.string().size() + 2);
+        return fail(Status::BadArg,
+                    fmt::format("symbol '{}': {} cannot be read: {}", name, program.string(), why));
+    }
+    std::string bytes;
+    if (auto read = pread_whole(fd->get(), bytes, program, kMaxProgramBytes); !read) {
+        return fail(Status::IoErr, fmt::format("symbol '{}': {}", name, read.error().message));
+    }
     DwflPtr dwfl{dwfl_begin(&kFileCallbacks)};
     if (!dwfl) return fail(Status::AllocMem, fmt::format("libdwfl: {}", dwfl_errmsg(-1)));
     dwfl_report_begin(dwfl.get());
-    Dwfl_Module* module = dwfl_report_offline(dwfl.get(), program.c_str(), program.c_str(), -1);
+    Dwfl_Module* module = dwfl_report_offline_memory(dwfl.get(), program.c_str(), program.c_str(),
+                                                     bytes.data(), bytes.size());
     dwfl_report_end(dwfl.get(), nullptr, nullptr);
     if (module == nullptr) {
         return fail(Status::BadArg, fmt::format("symbol '{}': {} cannot be read as an ELF "
@@ -317,6 +397,7 @@ class CodeModules {
 
   private:
 #if MONITOR_HAVE_LIBDW
+    ObjectSource source_;  // before dwfl_, which points at it
     DwflPtr dwfl_;
 #else
     std::vector<MapRange> files_;  // the executable mappings of files
@@ -328,11 +409,22 @@ int CodeModules::read(pid_t pid, const std::string* recorded, std::vector<MapRan
     DwflPtr dwfl{dwfl_begin(&kProcessCallbacks)};
     if (!dwfl) return ENOMEM;
     dwfl_report_begin(dwfl.get());
-    const int r = recorded != nullptr ? report_maps(dwfl.get(), *recorded, &ranges)
-                                      : report_process(dwfl.get(), pid, &ranges);
+    ObjectSource source;
+    int r = 0;
+    if (recorded != nullptr) {
+        // The records of a process that may be gone: its files through it while it runs.
+        source.pid = pid;
+        r = report_maps(dwfl.get(), *recorded, &ranges, source);
+    } else {
+        r = report_process(dwfl.get(), pid, source, &ranges);
+    }
     dwfl_report_end(dwfl.get(), nullptr, nullptr);
-    if (r == 0) dwfl_ = std::move(dwfl);
-    return r;
+    if (r != 0) return r;
+    dwfl_.reset();
+    source_ = std::move(source);
+    dwfl_ = std::move(dwfl);
+    attach_source(dwfl_.get(), &source_);
+    return 0;
 }
 
 std::optional<AddressNames::Name> CodeModules::at(std::uint64_t ip) const {

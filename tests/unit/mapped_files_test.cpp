@@ -1,0 +1,249 @@
+// The files of a process's map opened as that process sees them, and named right: a path
+// that names another file (or a FIFO) in this mount namespace, a file truncated while it is
+// read, a FIFO or an oversized file handed in.
+#include "monitor/perf/mapped_files.hpp"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "monitor/perf/process_symbols.hpp"
+#include "monitor/text_file.hpp"
+
+extern "C" {
+[[gnu::noinline, gnu::used]] int monitord_mapped_files_probe(int x);
+}
+int monitord_mapped_files_probe(int x) {
+    return x * 3 + 1;
+}
+
+namespace {
+
+using monitor::Status;
+using namespace monitor::perf;
+namespace fs = std::filesystem;
+
+struct ScratchDir {
+    fs::path path;
+    ScratchDir() {
+        std::string t = (fs::temp_directory_path() / "monitord-mapped-XXXXXX").string();
+        path = ::mkdtemp(t.data());
+    }
+    ~ScratchDir() {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+};
+
+// Where `address` of this program is in a copy of its file mapped whole from offset 0.
+std::uint64_t offset_in_file(std::uint64_t address) {
+    auto maps = monitor::read_text_file("/proc/self/maps");
+    const std::string exe = fs::read_symlink("/proc/self/exe").string();
+    for (const auto& f : mapped_files(*maps)) {
+        if (f.path == exe) return address - f.start;  // the first: the file's offset 0
+    }
+    return 0;
+}
+
+// A child that maps `file` (readable and executable, as code is) and says where, then waits;
+// with `own_mount` its copy is put first at `file` in a tmpfs of a mount namespace of its own.
+struct MappingChild {
+    pid_t pid = -1;
+    std::uint64_t start = 0;
+
+    MappingChild(const fs::path& file, bool own_mount = false) {
+        int fds[2];
+        if (::pipe2(fds, O_CLOEXEC) < 0) return;
+        const std::string self = fs::read_symlink("/proc/self/exe").string();
+        pid = ::fork();
+        if (pid == 0) {
+            ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a test that crashes leaves no child behind
+            if (own_mount) {
+                if (::unshare(CLONE_NEWNS) < 0 ||
+                    ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0 ||
+                    ::mount("none", file.parent_path().c_str(), "tmpfs", 0, nullptr) < 0) {
+                    ::_exit(2);
+                }
+                std::error_code ec;
+                fs::copy_file(self, file, ec);
+                if (ec) ::_exit(3);
+            }
+            const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+            struct stat st {};
+            if (fd < 0 || ::fstat(fd, &st) < 0) ::_exit(4);
+            void* at = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ | PROT_EXEC,
+                              MAP_PRIVATE, fd, 0);
+            if (at == MAP_FAILED) ::_exit(5);
+            const auto where = reinterpret_cast<std::uint64_t>(at);
+            if (::write(fds[1], &where, sizeof where) != sizeof where) ::_exit(6);
+            ::pause();
+            ::_exit(0);
+        }
+        ::close(fds[1]);
+        if (::read(fds[0], &start, sizeof start) != sizeof start) start = 0;
+        ::close(fds[0]);
+    }
+    ~MappingChild() {
+        if (pid > 0) {
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, nullptr, 0);
+        }
+    }
+};
+
+TEST(MappedFiles, AMapsFilesAreItsPathsWithDeviceAndInode) {
+    const auto files = mapped_files(
+        "7f0000000000-7f0000001000 r--p 00000000 08:01 1234 /usr/lib/x.so\n"
+        "7f0000001000-7f0000002000 r-xp 00001000 fe:1a 99 /tmp/a b (deleted)\n"
+        "7f0000003000-7f0000004000 rw-p 00000000 00:00 0 \n"
+        "7fff00000000-7fff00001000 r-xp 00000000 00:00 0 [vdso]\n"
+        "garbage\n"
+        "zz-7f r-xp 0 08:01 1 /bad/range\n");
+    ASSERT_EQ(files.size(), 2u);
+    EXPECT_EQ(files[0].path, "/usr/lib/x.so");
+    EXPECT_EQ(files[0].start, 0x7f0000000000u);
+    EXPECT_EQ(files[0].end, 0x7f0000001000u);
+    EXPECT_EQ(files[0].major, 8u);
+    EXPECT_EQ(files[0].minor, 1u);
+    EXPECT_EQ(files[0].inode, 1234u);
+    EXPECT_EQ(files[1].path, "/tmp/a b (deleted)") << "the rest of the line, spaces and all";
+    EXPECT_EQ(files[1].major, 0xfeu);
+    EXPECT_EQ(files[1].minor, 0x1au);
+}
+
+// Handed a FIFO (no writer: a blocking open would never return), a directory or a file
+// over the size limit, the open refuses at once and names the file.
+TEST(MappedFiles, OnlyARegularFileWithinTheLimitIsOpened) {
+    ScratchDir dir;
+    const fs::path fifo = dir.path / "fifo";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    const auto before = std::chrono::steady_clock::now();
+    auto r = open_regular_file(fifo.string());
+    EXPECT_LT(std::chrono::steady_clock::now() - before, std::chrono::seconds(1));
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().status, Status::BadArg);
+    EXPECT_NE(r.error().message.find(fifo.string() + " is not a regular file"), std::string::npos)
+        << r.error().message;
+    EXPECT_FALSE(open_regular_file(dir.path.string()));
+    const fs::path big = dir.path / "big";
+    std::ofstream(big) << std::string(4096, 'x');
+    auto over = open_regular_file(big.string(), 1024);
+    ASSERT_FALSE(over);
+    EXPECT_EQ(over.error().status, Status::BadArg);
+    EXPECT_TRUE(open_regular_file(big.string(), 4096));
+    auto none = open_regular_file((dir.path / "none").string());
+    ASSERT_FALSE(none);
+    EXPECT_EQ(none.error().status, Status::NoDev);
+}
+
+// A process gone: its file by its path only while the path holds the inode it mapped.
+TEST(MappedFiles, AGoneProcesssFileIsTheInodeItMapped) {
+    ScratchDir dir;
+    const fs::path file = dir.path / "code";
+    std::ofstream(file) << "code";
+    struct stat st {};
+    ASSERT_EQ(::stat(file.c_str(), &st), 0);
+    MappedFile mapped{.major = major(st.st_dev),
+                      .minor = minor(st.st_dev),
+                      .inode = st.st_ino,
+                      .path = file.string()};
+    EXPECT_TRUE(open_mapped_file(-1, mapped));
+    fs::rename(file, dir.path / "kept");  // kept: its inode is not given again
+    std::ofstream(file) << "another file at the same path";
+    auto r = open_mapped_file(-1, mapped);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().status, Status::NoDev);
+    EXPECT_NE(r.error().message.find("no longer the file"), std::string::npos) << r.error().message;
+}
+
+// A process in a mount namespace of its own maps a file at a path that names something else
+// here: a FIFO, then another program. Its code is named from its own file, through
+// /proc/PID/map_files; the path here is never opened (a FIFO there would block the open,
+// another program there would give wrong names).
+TEST(MappedFiles, AProcessInItsOwnMountNamespaceIsNamedFromItsOwnFile) {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root: a mount namespace and map_files";
+    if (!reads_symbols()) GTEST_SKIP() << "built without libdw: no symbols to compare";
+    ScratchDir dir;
+    const fs::path file = dir.path / "program";
+    MappingChild child(file, true);
+    ASSERT_GT(child.pid, 0);
+    ASSERT_NE(child.start, 0u) << "the child could not map its own copy (a mount namespace)";
+    const std::uint64_t ip =
+        child.start + offset_in_file(reinterpret_cast<std::uint64_t>(&monitord_mapped_files_probe));
+    ASSERT_EQ(::mkfifo(file.c_str(), 0600), 0) << "here, the path is a FIFO";
+    {
+        AddressNames names;
+        const auto n = names.name(child.pid, ip);
+        EXPECT_EQ(n.function, "monitord_mapped_files_probe") << n.object;
+        EXPECT_EQ(n.object, file.string());
+    }
+    fs::remove(file);
+    fs::copy_file("/bin/true", file);  // here, another program: its names would be wrong
+    {
+        AddressNames names;
+        EXPECT_EQ(names.name(child.pid, ip).function, "monitord_mapped_files_probe");
+    }
+}
+
+// A file truncated after its symbols were first read (a SIGBUS, were libelf reading it
+// through mmap): the names read stay, and the daemon does not die.
+TEST(MappedFiles, AFileTruncatedWhileItIsReadIsNoCrash) {
+    if (!reads_symbols()) GTEST_SKIP() << "built without libdw: no symbols read";
+    ScratchDir dir;
+    const fs::path file = dir.path / "program";
+    fs::copy_file(fs::read_symlink("/proc/self/exe"), file);
+    MappingChild child(file);
+    ASSERT_GT(child.pid, 0);
+    ASSERT_NE(child.start, 0u);
+    const std::uint64_t ip =
+        child.start + offset_in_file(reinterpret_cast<std::uint64_t>(&monitord_mapped_files_probe));
+    AddressNames names;
+    EXPECT_EQ(names.name(child.pid, ip).function, "monitord_mapped_files_probe");
+    fs::resize_file(file, 64);  // the child does not touch its mapping again
+    const std::uint64_t other =
+        child.start + offset_in_file(reinterpret_cast<std::uint64_t>(&offset_in_file));
+    const auto n = names.name(child.pid, other);  // the symbols read before, from memory
+    EXPECT_EQ(n.object, file.string());
+    EXPECT_NE(n.function.find("offset_in_file"), std::string::npos) << n.function;
+}
+
+// A corrupt file mapped as code (its section headers pointing past its end): named by its
+// object alone.
+TEST(MappedFiles, ACorruptFileIsNamedByItsObject) {
+    ScratchDir dir;
+    const fs::path file = dir.path / "corrupt";
+    fs::copy_file(fs::read_symlink("/proc/self/exe"), file);
+    {
+        // e_shoff (64-bit ELF: at byte 40) far beyond the file, e_shnum (60) many.
+        std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+        const std::uint64_t shoff = std::uint64_t{1} << 40;
+        const std::uint16_t shnum = 0xfff0;
+        f.seekp(40);
+        f.write(reinterpret_cast<const char*>(&shoff), sizeof shoff);
+        f.seekp(60);
+        f.write(reinterpret_cast<const char*>(&shnum), sizeof shnum);
+    }
+    MappingChild child(file);
+    ASSERT_GT(child.pid, 0);
+    ASSERT_NE(child.start, 0u);
+    AddressNames names;
+    const auto n = names.name(child.pid, child.start + 0x100);
+    EXPECT_EQ(n.object, file.string());
+    EXPECT_EQ(n.function, "");
+}
+
+}  // namespace
