@@ -1,6 +1,7 @@
 #include "monitor/perf/process_symbols.hpp"
 
 #include <fmt/format.h>
+#include <signal.h>
 #include <unistd.h>
 #if MONITOR_HAVE_LIBDW
 #include <cxxabi.h>
@@ -35,6 +36,16 @@ char* debug_path = kDebugPath;
 struct ObjectSource {
     pid_t pid = -1;  // -1: the process is gone
     std::vector<MappedFile> files;
+    // The object files open, of all the sources that share the budget, and this one's.
+    std::shared_ptr<int> budget;
+    int opened = 0;
+
+    ObjectSource() = default;
+    ObjectSource(const ObjectSource&) = delete;
+    ObjectSource& operator=(const ObjectSource&) = delete;
+    ~ObjectSource() {
+        if (budget) *budget -= opened;
+    }
 };
 
 // libdwfl's find_elf: the module's file opened as its process sees it (mapped_files.hpp),
@@ -42,8 +53,9 @@ struct ObjectSource {
 // a SIGBUS. No file name is left behind on failure: libdwfl would open that path itself.
 int find_object(Dwfl_Module* module, void** userdata, const char* name, Dwarf_Addr,
                 char** file_name, Elf** elfp) {
-    const auto* source = static_cast<const ObjectSource*>(*userdata);
+    auto* source = static_cast<ObjectSource*>(*userdata);
     if (source == nullptr || name == nullptr || name[0] != '/') return -1;
+    if (source->budget && *source->budget >= AddressNames::kMaxObjectFiles) return -1;
     Dwarf_Addr start = 0;
     Dwarf_Addr end = 0;
     dwfl_module_info(module, nullptr, &start, &end, nullptr, nullptr, nullptr, nullptr);
@@ -60,6 +72,8 @@ int find_object(Dwfl_Module* module, void** userdata, const char* name, Dwarf_Ad
         }
         *file_name = copy;
         *elfp = elf;
+        ++source->opened;
+        if (source->budget) ++*source->budget;
         return fd->release();
     }
     return -1;
@@ -390,14 +404,16 @@ namespace {
 class CodeModules {
   public:
     // Reads process `pid`'s map as it is now, or the map lines `recorded` when given, with its
-    // executable mappings into `ranges`: 0, or an errno value.
-    int read(pid_t pid, const std::string* recorded, std::vector<MapRange>& ranges);
+    // executable mappings into `ranges`: 0, or an errno value. The object files it opens count
+    // in `budget`.
+    int read(pid_t pid, const std::string* recorded, std::vector<MapRange>& ranges,
+             const std::shared_ptr<int>& budget);
     // The object and function at `ip`; nullopt when no module covers it.
     std::optional<AddressNames::Name> at(std::uint64_t ip) const;
 
   private:
 #if MONITOR_HAVE_LIBDW
-    ObjectSource source_;  // before dwfl_, which points at it
+    std::unique_ptr<ObjectSource> source_;  // before dwfl_, which points at it
     DwflPtr dwfl_;
 #else
     std::vector<MapRange> files_;  // the executable mappings of files
@@ -405,25 +421,27 @@ class CodeModules {
 };
 
 #if MONITOR_HAVE_LIBDW
-int CodeModules::read(pid_t pid, const std::string* recorded, std::vector<MapRange>& ranges) {
+int CodeModules::read(pid_t pid, const std::string* recorded, std::vector<MapRange>& ranges,
+                      const std::shared_ptr<int>& budget) {
+    auto source = std::make_unique<ObjectSource>();
+    source->budget = budget;
     DwflPtr dwfl{dwfl_begin(&kProcessCallbacks)};
     if (!dwfl) return ENOMEM;
     dwfl_report_begin(dwfl.get());
-    ObjectSource source;
     int r = 0;
     if (recorded != nullptr) {
         // The records of a process that may be gone: its files through it while it runs.
-        source.pid = pid;
-        r = report_maps(dwfl.get(), *recorded, &ranges, source);
+        source->pid = pid;
+        r = report_maps(dwfl.get(), *recorded, &ranges, *source);
     } else {
-        r = report_process(dwfl.get(), pid, source, &ranges);
+        r = report_process(dwfl.get(), pid, *source, &ranges);
     }
     dwfl_report_end(dwfl.get(), nullptr, nullptr);
     if (r != 0) return r;
-    dwfl_.reset();
+    dwfl_.reset();  // its files closed before its source gives back their count
     source_ = std::move(source);
     dwfl_ = std::move(dwfl);
-    attach_source(dwfl_.get(), &source_);
+    attach_source(dwfl_.get(), source_.get());
     return 0;
 }
 
@@ -443,7 +461,8 @@ std::optional<AddressNames::Name> CodeModules::at(std::uint64_t ip) const {
     return n;
 }
 #else
-int CodeModules::read(pid_t pid, const std::string* recorded, std::vector<MapRange>& ranges) {
+int CodeModules::read(pid_t pid, const std::string* recorded, std::vector<MapRange>& ranges,
+                      const std::shared_ptr<int>&) {
     std::string maps;
     if (recorded == nullptr) {
         if (int r = read_process_map(pid, maps); r != 0) return r;
@@ -473,6 +492,7 @@ struct AddressNames::Process {
     std::chrono::steady_clock::time_point read_at;
     bool from_records = false;        // made from the kernel's records: the process had gone
     std::size_t records_at_read = 0;  // the size of its recorded maps when it was read
+    std::uint64_t last_use = 0;       // AddressNames::uses_ when it was last named
 };
 
 struct AddressNames::Recorded {
@@ -488,11 +508,12 @@ namespace {
 
 // The modules of process `pid`'s map as it is now (or as `recorded` says it was, when given),
 // or the object to name its addresses with when the map cannot be read.
-void read_map(pid_t pid, std::unique_ptr<CodeModules>& out, std::vector<MapRange>& ranges,
-              std::string& missing, const std::string* recorded = nullptr) {
+void read_map(pid_t pid, const std::shared_ptr<int>& budget, std::unique_ptr<CodeModules>& out,
+              std::vector<MapRange>& ranges, std::string& missing,
+              const std::string* recorded = nullptr) {
     auto modules = std::make_unique<CodeModules>();
     std::vector<MapRange> read;
-    const int r = modules->read(pid, recorded, read);
+    const int r = modules->read(pid, recorded, read, budget);
     if (r == 0) {
         out = std::move(modules);
         ranges = std::move(read);
@@ -523,17 +544,20 @@ AddressNames::Name AddressNames::name(pid_t pid, std::uint64_t ip, int depth) {
     // Reads its map into `modules`: whether from the records.
     auto read = [&](std::unique_ptr<CodeModules>& modules, std::vector<MapRange>& ranges,
                     std::string& missing) {
-        if (!whole) read_map(pid, modules, ranges, missing);
+        make_room(pid);
+        if (!whole) read_map(pid, object_files_, modules, ranges, missing);
         if (modules || records == 0) return false;
-        read_map(pid, modules, ranges, missing, &recorded->maps);
+        read_map(pid, object_files_, modules, ranges, missing, &recorded->maps);
         return modules != nullptr;
     };
     if (!p) {
         p = std::make_unique<Process>();
+        p->last_use = ++uses_;
         p->read_at = now;
         p->records_at_read = records;
         p->from_records = read(p->modules, p->ranges, p->missing);
     }
+    p->last_use = ++uses_;
     // A forked process has its parent's code where its own records do not say.
     auto parents = [&](Name n) -> Name {  // NOLINT(misc-no-recursion): as name()
         if (recorded == nullptr || recorded->parent <= 0 || depth >= 8 ||
@@ -579,6 +603,52 @@ AddressNames::Name AddressNames::name(pid_t pid, std::uint64_t ip, int depth) {
         if (ip >= r.start && ip < r.end) return {.object = r.name};
     }
     return parents({.object = "[unknown]"});
+}
+
+void AddressNames::make_room(pid_t keep) {
+    for (;;) {
+        std::size_t read = 0;
+        auto oldest = processes_.end();
+        for (auto it = processes_.begin(); it != processes_.end(); ++it) {
+            if (!it->second || !it->second->modules) continue;
+            ++read;
+            if (it->first != keep &&
+                (oldest == processes_.end() || it->second->last_use < oldest->second->last_use)) {
+                oldest = it;
+            }
+        }
+        // Room for one more, and for its files (a process maps a few dozen).
+        const bool full = read >= kMaxProcessesRead || *object_files_ > kMaxObjectFiles * 3 / 4;
+        if (!full || oldest == processes_.end()) return;
+        processes_.erase(oldest);  // its files closed
+    }
+}
+
+void AddressNames::forget_gone() {
+    std::set<pid_t> gone;
+    auto check = [&](pid_t pid) {
+        if (pid > 0 && ::kill(pid, 0) < 0 && errno == ESRCH) gone.insert(pid);
+    };
+    for (const auto& [pid, _] : processes_) check(pid);
+    for (const auto& [pid, _] : recorded_) check(pid);
+    // A parent gone still has the code of the children it forked that run on.
+    std::set<pid_t> parents;
+    for (const auto& [pid, r] : recorded_) {
+        if (r.parent > 0 && !gone.contains(pid)) parents.insert(r.parent);
+    }
+    for (pid_t pid : gone) {
+        if (!gone_.contains(pid) || parents.contains(pid)) continue;
+        processes_.erase(pid);
+        recorded_.erase(pid);
+    }
+    gone_ = std::move(gone);
+}
+
+std::size_t AddressNames::processes() const {
+    std::set<pid_t> all;
+    for (const auto& [pid, _] : processes_) all.insert(pid);
+    for (const auto& [pid, _] : recorded_) all.insert(pid);
+    return all.size();
 }
 
 void AddressNames::mapped(const TaskRecord& r) {

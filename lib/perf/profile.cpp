@@ -81,7 +81,7 @@ ProfileReport Profile::Tally::report(std::size_t top) const {
 void Profile::add(const Sample& s, const SampleLabel& label, const std::string& stack) {
     all_.add(s, label);
     if (by_cpu_) cpus_[s.cpu].add(s, label);
-    addresses_[s.ip] += 1;
+    if (s.ip >= kept_.start && s.ip < kept_.end) addresses_[s.ip] += 1;
     if (!stack.empty()) {
         if (auto it = stacks_.find(stack); it != stacks_.end()) {
             ++it->second;

@@ -29,7 +29,7 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::start(const EventCatalog
     s->names_ = std::make_unique<AddressNames>(options.kallsyms);
     s->profiling_ = options.profile;
     s->callchain_ = options.callchain && options.profile;
-    if (t.kind == TargetKind::EachCpu) s->profile_ = s->interval_ = Profile(true);
+    s->profile_ = s->interval_ = Profile(t.kind == TargetKind::EachCpu, options.kept_addresses);
     if (options.kernel_symbols) {
         s->names_->use_kernel(std::move(options.kernel_symbols));
     } else if (options.kernel && options.profile) {
@@ -124,6 +124,7 @@ void ProfileSession::drain(const std::function<void(const Sample&)>& observer) {
         profile_.add(stats, ring_cpus_[i]);
         interval_.add(stats, ring_cpus_[i]);
     }
+    forget();
     // Each ring is in time order already; the rings are merged.
     if (rings_.size() > 1) std::ranges::stable_sort(pending_, {}, &Pending::time_ns);
     for (const auto& p : pending_) {
@@ -137,6 +138,27 @@ void ProfileSession::drain(const std::function<void(const Sample&)>& observer) {
         s.sample.callchain = std::span(chains_).subspan(s.chain_at, s.sample.callchain.size());
         if (observer) observer(s.sample);
         add(s.sample);
+    }
+}
+
+void ProfileSession::forget() {
+    // What is named is kept within bounds: the names of addresses (each process's own) and of
+    // frames are dropped when they grow past kMaxNamesKept, and named again as they come.
+    if (labels_.size() + frames_.size() > kMaxNamesKept) {
+        labels_.clear();
+        frames_.clear();
+    }
+    // Processes gone: once a second, what was known of them goes (AddressNames::forget_gone).
+    const auto now = std::chrono::steady_clock::now();
+    if (now - forgot_at_ < std::chrono::seconds(1)) return;
+    forgot_at_ = now;
+    names_->forget_gone();
+    if (generations_.size() > kMaxNamesKept || commands_.size() > kMaxNamesKept) {
+        // Every name is keyed by a pid's generation: they go together.
+        labels_.clear();
+        frames_.clear();
+        generations_.clear();
+        commands_.clear();
     }
 }
 
@@ -247,7 +269,7 @@ std::string ProfileSession::fold(const Sample& sample) {
 }
 
 Profile ProfileSession::take_interval() {
-    return std::exchange(interval_, Profile(profile_.by_cpu()));
+    return std::exchange(interval_, Profile(profile_.by_cpu(), profile_.kept_addresses()));
 }
 
 Result<void> ProfileSession::stop(const std::function<void(const Sample&)>& observer) {

@@ -199,6 +199,7 @@ Result<perf::ProfileOptions> profile_options(const ProfileRequest& r,
     }
     if (r.range) {
         if (auto ok = check_range(*r.range); !ok) return std::unexpected(ok.error());
+        o.kept_addresses = {.start = r.range->start, .end = r.range->end};
     }
     auto target = count_target(r.target, cgroup_root);
     if (!target) return std::unexpected(target.error());

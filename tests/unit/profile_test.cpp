@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <numeric>
@@ -589,6 +590,75 @@ TEST(AddressNames, AProcessGoneIsNamedByItsRecords) {
             EXPECT_EQ(names.name(child, ip).function, "monitord_profile_burn_one");
         }
     }
+}
+
+// Many processes named at once (more than AddressNames keeps read, each in several objects):
+// every name right, at most kMaxObjectFiles files open at any time.
+TEST(AddressNames, ManyProcessesAreNamedWithinTheirBounds) {
+    if (!reads_symbols()) GTEST_SKIP() << "built without libdw: no object files opened";
+    constexpr std::size_t kChildren = AddressNames::kMaxProcessesRead + 22;
+    std::vector<pid_t> children;
+    for (std::size_t i = 0; i < kChildren; ++i) {
+        const pid_t child = ::fork();
+        if (child == 0) {
+            ::pause();
+            ::_exit(0);
+        }
+        ASSERT_GT(child, 0);
+        children.push_back(child);
+    }
+    // Code in this program, in libc, in libstdc++ and in libmonitor: four objects each.
+    const std::uint64_t ips[] = {
+        reinterpret_cast<std::uint64_t>(&monitord_profile_burn_one),
+        reinterpret_cast<std::uint64_t>(&::getpid),
+        reinterpret_cast<std::uint64_t>(&std::terminate),
+        reinterpret_cast<std::uint64_t>(&monitor::errno_message),
+    };
+    std::vector<std::string> expected;
+    {
+        AddressNames self;
+        for (auto ip : ips) expected.push_back(self.name(::getpid(), ip).function);
+    }
+    ASSERT_EQ(expected[0], "monitord_profile_burn_one");
+    AddressNames names;
+    int most = 0;
+    for (int round = 0; round < 2; ++round) {  // the second: read again once forgotten
+        for (pid_t child : children) {
+            for (std::size_t i = 0; i < std::size(ips); ++i) {
+                EXPECT_EQ(names.name(child, ips[i]).function, expected[i])
+                    << "process " << child << ", object " << i;
+                most = std::max(most, names.object_files());
+            }
+        }
+    }
+    EXPECT_LE(most, AddressNames::kMaxObjectFiles);
+    EXPECT_GT(most, 0);
+    std::printf("%zu processes named in 4 objects each, twice: at most %d object files open\n",
+                kChildren, most);
+    for (pid_t child : children) ::kill(child, SIGKILL);
+    for (pid_t child : children) ::waitpid(child, nullptr, 0);
+    // Gone: forgotten at the second look (the first leaves the samples still in a ring).
+    names.forget_gone();
+    EXPECT_GT(names.processes(), 0u);
+    names.forget_gone();
+    EXPECT_EQ(names.processes(), 0u);
+    EXPECT_EQ(names.object_files(), 0);
+}
+
+// A profile keeps the addresses of its histogram's range one by one, and no others.
+TEST(Profile, OnlyTheHistogramsAddressesAreKept) {
+    Profile p(false, {.start = 0x1000, .end = 0x2000});
+    AddressNames names;
+    for (std::uint64_t ip : {0x1004u, 0x1004u, 0x1ffcu, 0x5000u}) {
+        p.add(Sample{.ip = ip, .pid = 0}, names);
+    }
+    auto in = p.histogram(0x1000, 0x2000);
+    ASSERT_TRUE(in);
+    EXPECT_EQ(in->samples, 3u);
+    auto out = p.histogram(0x4000, 0x6000);
+    ASSERT_TRUE(out);
+    EXPECT_EQ(out->samples, 0u) << "outside the range: not kept";
+    EXPECT_EQ(p.report().samples, 4u) << "yet counted";
 }
 
 // Frames as flame graphs take them: the function; kernel code marked _[k]; code without a

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -81,13 +82,31 @@ class AddressNames {
     // Names kernel addresses with `symbols`, read already, instead of reading `kallsyms`.
     void use_kernel(std::shared_ptr<const KernelSymbols> symbols) { kernel_ = std::move(symbols); }
 
+    // What is kept is bounded: the maps of at most kMaxProcessesRead processes at once (the
+    // least recently named one forgotten first, read again when it is named again), and at
+    // most kMaxObjectFiles object files open (past it, code is named by its object alone).
+    static constexpr std::size_t kMaxProcessesRead = 128;
+    static constexpr int kMaxObjectFiles = 256;
+    // Forgets the processes found gone at the call before and still gone now (two calls
+    // apart, so that samples a ring still held when they exited are named first).
+    void forget_gone();
+    // The processes known (named or told of), and the object files open now.
+    std::size_t processes() const;
+    int object_files() const { return *object_files_; }
+
   private:
     struct Process;
     struct Recorded;
     // `depth`: parents asked so far.
     Name name(pid_t pid, std::uint64_t ip, int depth);
+    // Makes room for one more process with its map read.
+    void make_room(pid_t keep);
     std::map<pid_t, std::unique_ptr<Process>> processes_;
     std::map<pid_t, Recorded> recorded_;
+    std::set<pid_t> gone_;  // found gone by the last forget_gone()
+    std::uint64_t uses_ = 0;
+    // Shared with the modules' file sources, which outlive no AddressNames.
+    std::shared_ptr<int> object_files_ = std::make_shared<int>(0);
     std::filesystem::path kallsyms_;
     std::shared_ptr<const KernelSymbols> kernel_;
 };

@@ -75,6 +75,12 @@ struct SampleLabel {
 // Distinct stacks kept by a profile; the samples of any further stack are counted under
 // kMoreStacks, so that a profile's memory stays bounded.
 inline constexpr std::size_t kMaxStacks = 50'000;
+
+// Addresses [start, end): by default all of them.
+struct AddressWindow {
+    std::uint64_t start = 0;
+    std::uint64_t end = ~std::uint64_t{0};
+};
 inline constexpr const char* kMoreStacks = "[more stacks than 50000]";
 
 // The number of buckets of `bucket_size` bytes that cover [start, end): BADARG for an empty
@@ -86,7 +92,9 @@ Result<std::size_t> histogram_buckets(std::uint64_t start, std::uint64_t end,
 class Profile {
   public:
     // `by_cpu`: each CPU's samples are added up on their own as well.
-    explicit Profile(bool by_cpu = false) : by_cpu_(by_cpu) {}
+    // `kept`: the addresses whose samples are counted one by one, for histogram(); others
+    // only by function and object (a profile asked for no histogram keeps none).
+    explicit Profile(bool by_cpu = false, AddressWindow kept = {}) : by_cpu_(by_cpu), kept_(kept) {}
 
     // The function and object of a sample, named now through `names` (so that the process
     // is still there to be asked).
@@ -106,6 +114,7 @@ class Profile {
     // stack; each CPU's own top `top`.
     ProfileReport report(std::size_t top = 0) const;
     bool by_cpu() const { return by_cpu_; }
+    AddressWindow kept_addresses() const { return kept_; }
 
     // The samples in [start, end) in buckets of `bucket_size` bytes; histogram_buckets()'s
     // errors.
@@ -129,9 +138,10 @@ class Profile {
     };
 
     bool by_cpu_ = false;
+    AddressWindow kept_;
     Tally all_;
     std::map<int, Tally> cpus_;
-    std::map<std::uint64_t, std::uint64_t> addresses_;  // ip -> samples
+    std::map<std::uint64_t, std::uint64_t> addresses_;  // ip -> samples, within kept_
     std::map<std::string, std::uint64_t> stacks_;
 };
 

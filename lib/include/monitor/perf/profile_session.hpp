@@ -9,6 +9,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <cstddef>
 #include <filesystem>
 #include <functional>
@@ -51,6 +52,8 @@ struct ProfileOptions {
     // chains follow frame pointers, as perf record -g does: code built without them (most of
     // Debian's libraries) ends its chain early or with a wrong caller.
     bool callchain = false;
+    // The addresses whose samples are kept one by one (a histogram's range): none unless asked.
+    AddressWindow kept_addresses{.start = 0, .end = 0};
 };
 
 class ProfileSession {
@@ -106,6 +109,7 @@ class ProfileSession {
     // With call chains: each frame's name by (process, address), each process's name.
     std::unordered_map<LabelKey, std::string, LabelHash> frames_;
     std::string unknown_frame_;  // frame()'s name for code not known yet, kept out of frames_
+    std::chrono::steady_clock::time_point forgot_at_{};
     std::unordered_map<pid_t, std::string> commands_;
     std::vector<int> ring_cpus_;  // the CPU of each ring
     bool callchain_ = false;
@@ -126,6 +130,9 @@ class ProfileSession {
     std::vector<std::uint64_t> chains_;
     std::vector<std::pair<TaskRecord, std::string>> tasks_;
     void on_task(const TaskRecord& record);
+    // Keeps what is known of names and processes within bounds (see its definition).
+    void forget();
+    static constexpr std::size_t kMaxNamesKept = std::size_t{1} << 16;
     void add(const Sample& sample);
     // The folded stack of `sample`: its process's name, then its frames outermost first.
     std::string fold(const Sample& sample);
