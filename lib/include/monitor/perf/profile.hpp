@@ -75,13 +75,13 @@ struct SampleLabel {
 // Distinct stacks kept by a profile; the samples of any further stack are counted under
 // kMoreStacks, so that a profile's memory stays bounded.
 inline constexpr std::size_t kMaxStacks = 50'000;
+inline constexpr const char* kMoreStacks = "[more stacks than 50000]";
 
 // Addresses [start, end): by default all of them.
 struct AddressWindow {
     std::uint64_t start = 0;
     std::uint64_t end = ~std::uint64_t{0};
 };
-inline constexpr const char* kMoreStacks = "[more stacks than 50000]";
 
 // The number of buckets of `bucket_size` bytes that cover [start, end): BADARG for an empty
 // range, a bucket size of 0, or more than `max_buckets` buckets (saying how to ask for fewer).
