@@ -78,17 +78,42 @@ namespace {
 }  // namespace
 
 Result<std::unique_ptr<HttpServer>> HttpServer::start(sd_event* event, UniqueFd listener,
-                                                      Handler handler, Logger log, Limits limits) {
-    std::unique_ptr<HttpServer> s{new HttpServer(std::move(handler), std::move(log))};
+                                                      Handler handler, Logger log,
+                                                      Options options) {
+    std::unique_ptr<HttpServer> s{
+        new HttpServer(std::move(handler), std::move(log), std::move(options))};
+    const auto& o = s->options_;
+    if (o.tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+        return fail(Status::NoDev,
+                    "this libmicrohttpd was built without TLS: serve plain HTTP "
+                    "(no tls_server_config) or install one with GnuTLS");
+    }
     const int fd = listener.release();
-    s->daemon_ = MHD_start_daemon(
-        MHD_USE_EPOLL | MHD_USE_ERROR_LOG, 0, nullptr, nullptr, &HttpServer::on_request, s.get(),
-        MHD_OPTION_EXTERNAL_LOGGER, &mhd_log, &s->log_, MHD_OPTION_LISTEN_SOCKET, fd,
-        MHD_OPTION_CONNECTION_LIMIT, limits.connections, MHD_OPTION_CONNECTION_TIMEOUT,
-        limits.idle_timeout_s, MHD_OPTION_END);
+    std::vector<MHD_OptionItem> items{
+        {MHD_OPTION_EXTERNAL_LOGGER, reinterpret_cast<intptr_t>(&mhd_log), &s->log_},
+        {MHD_OPTION_LISTEN_SOCKET, fd, nullptr},
+        {MHD_OPTION_CONNECTION_LIMIT, o.limits.connections, nullptr},
+        {MHD_OPTION_PER_IP_CONNECTION_LIMIT, o.limits.per_address, nullptr},
+        {MHD_OPTION_CONNECTION_TIMEOUT, o.limits.idle_timeout_s, nullptr},
+    };
+    unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+    if (o.tls) {
+        flags |= MHD_USE_TLS;
+        // libmicrohttpd keeps the pointers: the strings live in options_ as long as the daemon.
+        items.push_back({MHD_OPTION_HTTPS_MEM_CERT, 0, const_cast<char*>(o.tls->cert_pem.c_str())});
+        items.push_back({MHD_OPTION_HTTPS_MEM_KEY, 0, const_cast<char*>(o.tls->key_pem.c_str())});
+        items.push_back(
+            {MHD_OPTION_HTTPS_PRIORITIES, 0, const_cast<char*>(o.tls->priorities.c_str())});
+    }
+    items.push_back({MHD_OPTION_END, 0, nullptr});
+    s->daemon_ = MHD_start_daemon(flags, 0, nullptr, nullptr, &HttpServer::on_request, s.get(),
+                                  MHD_OPTION_ARRAY, items.data(), MHD_OPTION_END);
     if (s->daemon_ == nullptr) {
         ::close(fd);
-        return fail(Status::IoErr, "libmicrohttpd could not start on the listening socket");
+        return fail(Status::IoErr,
+                    o.tls ? "libmicrohttpd could not start TLS with the web config's certificate "
+                            "and key (its reason is logged above)"
+                          : "libmicrohttpd could not start on the listening socket");
     }
     if (auto r = s->attach(event); !r) return std::unexpected(r.error());
     return s;
@@ -150,17 +175,40 @@ MHD_Result HttpServer::on_request(void* self, MHD_Connection* connection, const 
         const char* v = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, name);
         return std::string{v != nullptr ? v : ""};
     };
+    if (server->options_.authorize) {
+        char* password = nullptr;
+        char* user = MHD_basic_auth_get_username_password(connection, &password);
+        const bool allowed =
+            user != nullptr && password != nullptr && server->options_.authorize(user, password);
+        if (password != nullptr) MHD_free(password);
+        if (user != nullptr) MHD_free(user);
+        if (!allowed) {
+            HttpResponse denied;
+            denied.status = MHD_HTTP_UNAUTHORIZED;
+            denied.body = "Unauthorized: this exporter asks for a user and password.\n";
+            return server->queue(connection, denied);
+        }
+    }
     HttpRequest req{method, url, header(MHD_HTTP_HEADER_ACCEPT),
                     header(MHD_HTTP_HEADER_ACCEPT_ENCODING)};
-    HttpResponse res = server->handler_(req);
-    MHD_Response* response =
-        MHD_create_response_from_buffer(res.body.size(), res.body.data(), MHD_RESPMEM_MUST_COPY);
+    return server->queue(connection, server->handler_(req));
+}
+
+MHD_Result HttpServer::queue(MHD_Connection* connection, const HttpResponse& res) const {
+    MHD_Response* response = MHD_create_response_from_buffer(
+        res.body.size(), const_cast<char*>(res.body.data()), MHD_RESPMEM_MUST_COPY);
     if (response == nullptr) return MHD_NO;
     MHD_add_response_header(response, MHD_HTTP_HEADER_CONTENT_TYPE, res.content_type.c_str());
+    for (const auto& [name, value] : options_.headers) {
+        MHD_add_response_header(response, name.c_str(), value.c_str());
+    }
     for (const auto& [name, value] : res.headers) {
         MHD_add_response_header(response, name.c_str(), value.c_str());
     }
-    const MHD_Result queued = MHD_queue_response(connection, res.status, response);
+    const MHD_Result queued =
+        res.status == MHD_HTTP_UNAUTHORIZED
+            ? MHD_queue_basic_auth_fail_response(connection, "monitord-exporter", response)
+            : MHD_queue_response(connection, res.status, response);
     MHD_destroy_response(response);
     return queued;
 }

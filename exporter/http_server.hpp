@@ -1,6 +1,7 @@
 // The exporter's HTTP server: libmicrohttpd on the exporter's sd-event loop (its epoll fd is
 // one event source, its timeouts a timer), serving a listening socket that the exporter
-// made or systemd passed. Requests are answered one at a time on the loop.
+// made or systemd passed, over TLS when configured, with basic authentication when configured.
+// Requests are answered one at a time on the loop.
 #pragma once
 
 #include <microhttpd.h>
@@ -8,6 +9,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,6 +17,7 @@
 #include "monitor/status.hpp"
 #include "monitor/unique_fd.hpp"
 #include "sd_event_ptr.hpp"
+#include "web_config.hpp"
 
 namespace exporter {
 
@@ -41,28 +44,41 @@ class HttpServer {
     using Handler = std::function<HttpResponse(const HttpRequest&)>;
     using Logger = std::function<void(const std::string&)>;
 
+    // Whether `password` is `user`'s; both empty when the request carried no credentials.
+    using Authorizer = std::function<bool(const std::string& user, const std::string& password)>;
+
     struct Limits {
         unsigned connections = 4096;   // open at a time; more wait in the listen backlog
+        unsigned per_address = 64;     // open at a time from one IP address; more are closed
         unsigned idle_timeout_s = 10;  // a connection that sends nothing for this long is closed
     };
 
+    struct Options {
+        Limits limits;
+        std::optional<TlsSettings> tls;                            // none: plain HTTP
+        Authorizer authorize;                                      // none: every request is let in
+        std::vector<std::pair<std::string, std::string>> headers;  // on every response
+    };
+
     // Serves `listener` (libmicrohttpd closes it when the server stops) on `event`. `log` gets
-    // libmicrohttpd's error messages.
+    // libmicrohttpd's error messages. IOERR when libmicrohttpd cannot start (with TLS, most
+    // often a key that does not belong to the certificate: its own words are logged).
     static monitor::Result<std::unique_ptr<HttpServer>> start(sd_event* event,
                                                               monitor::UniqueFd listener,
                                                               Handler handler, Logger log,
-                                                              Limits limits);
+                                                              Options options);
     static monitor::Result<std::unique_ptr<HttpServer>> start(sd_event* event,
                                                               monitor::UniqueFd listener,
                                                               Handler handler, Logger log) {
-        return start(event, std::move(listener), std::move(handler), std::move(log), Limits{});
+        return start(event, std::move(listener), std::move(handler), std::move(log), Options{});
     }
     ~HttpServer();
     HttpServer(const HttpServer&) = delete;
     HttpServer& operator=(const HttpServer&) = delete;
 
   private:
-    HttpServer(Handler handler, Logger log) : handler_(std::move(handler)), log_(std::move(log)) {}
+    HttpServer(Handler handler, Logger log, Options options)
+        : handler_(std::move(handler)), log_(std::move(log)), options_(std::move(options)) {}
     monitor::Result<void> attach(sd_event* event);
     // Runs libmicrohttpd for what is ready, then arms the timer for its next timeout.
     void run();
@@ -70,8 +86,12 @@ class HttpServer {
                                  const char* method, const char* version, const char* upload_data,
                                  size_t* upload_data_size, void** request_state);
 
+    // Queues `res` on `connection`, with the configured headers; a 401 asks for credentials.
+    MHD_Result queue(MHD_Connection* connection, const HttpResponse& res) const;
+
     Handler handler_;
     Logger log_;
+    Options options_;
     MHD_Daemon* daemon_ = nullptr;
     monitord::SourcePtr io_;
     monitord::SourcePtr timer_;

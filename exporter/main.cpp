@@ -12,6 +12,7 @@
 #include <exception>
 #include <string>
 
+#include "basic_auth.hpp"
 #include "exposition.hpp"
 #include "http_server.hpp"
 #include "logging.hpp"
@@ -20,6 +21,7 @@
 #include "monitor/status.hpp"
 #include "monitord-config.h"
 #include "monitord_scraper.hpp"
+#include "web_config.hpp"
 
 namespace {
 
@@ -107,6 +109,8 @@ int run(int argc, char** argv) {
     std::string socket;
     double timeout_s = 5;
     std::string log_level = "info";
+    std::string web_config_file;
+    exporter::HttpServer::Limits limits;
     app.set_version_flag("--version", "monitord-exporter " MONITORD_VERSION);
     app.add_option("-l,--listen", listen,
                    std::string{"Address and port to serve /metrics on: ADDR:PORT, [ADDR6]:PORT or "
@@ -119,6 +123,13 @@ int run(int argc, char** argv) {
                    "Seconds monitord may take to answer a scrape before it counts as down "
                    "(default 5)")
         ->check(CLI::Range(0.1, 60.0));
+    app.add_option("--web.config.file", web_config_file,
+                   "TLS and basic authentication, in the YAML of Prometheus's exporter-toolkit "
+                   "(the file node_exporter reads; monitord-exporter(8) says which keys)");
+    app.add_option("--web.max-connections-per-address", limits.per_address,
+                   "Connections one IP address may hold open at a time; more are closed at "
+                   "once (default 64)")
+        ->check(CLI::Range(1U, 4096U));
     app.add_option("--log-level", log_level, "trace, debug, info, warning or error (default info)");
     try {
         app.parse(argc, argv);
@@ -136,6 +147,22 @@ int run(int argc, char** argv) {
     }
     monitord::setup_logging(*level);
     raise_descriptor_limit();
+
+    exporter::WebConfig web;
+    if (!web_config_file.empty()) {
+        auto read = exporter::read_web_config(web_config_file);
+        if (!read) {
+            spdlog::error("--web.config.file: {}", read.error().message);
+            return 1;
+        }
+        web = std::move(*read);
+        if (!web.users.empty() && !web.tls) {
+            spdlog::warn(
+                "{}: basic_auth_users without tls_server_config: passwords cross the "
+                "network in the clear",
+                web_config_file);
+        }
+    }
 
     // systemd's socket unit, or a socket of our own.
     monitor::UniqueFd listener;
@@ -175,15 +202,24 @@ int run(int argc, char** argv) {
 
     Exporter routes{exporter::MonitordScraper{
         socket, std::chrono::milliseconds{static_cast<long>(timeout_s * 1000)}}};
+    exporter::BasicAuth auth{web.users};
+    exporter::HttpServer::Options options{
+        .limits = limits, .tls = web.tls, .authorize = {}, .headers = web.headers};
+    if (auth.required()) {
+        options.authorize = [&auth](const std::string& user, const std::string& password) {
+            return auth.allows(user, password);
+        };
+    }
     auto server = exporter::HttpServer::start(
         event.get(), std::move(listener),
         [&](const exporter::HttpRequest& req) { return routes.handle(req); },
-        [](const std::string& m) { spdlog::warn("http: {}", m); });
+        [](const std::string& m) { spdlog::warn("http: {}", m); }, std::move(options));
     if (!server) {
         spdlog::error("{}", server.error().message);
         return 1;
     }
-    spdlog::info("serving /metrics on {}", where);
+    spdlog::info("serving /metrics on {}{}{}", where, web.tls ? " over TLS" : "",
+                 auth.required() ? " to the web config's users" : "");
     sd_notifyf(0, "READY=1\nSTATUS=Serving /metrics on %s", where.c_str());
     const int r = sd_event_loop(event.get());
     sd_notify(0, "STOPPING=1");
