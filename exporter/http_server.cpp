@@ -8,6 +8,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 
 namespace exporter {
 
@@ -95,8 +96,9 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(sd_event* event, UniqueFd 
         {MHD_OPTION_CONNECTION_LIMIT, o.limits.connections, nullptr},
         {MHD_OPTION_PER_IP_CONNECTION_LIMIT, o.limits.per_address, nullptr},
         {MHD_OPTION_CONNECTION_TIMEOUT, o.limits.idle_timeout_s, nullptr},
+        {MHD_OPTION_NOTIFY_COMPLETED, reinterpret_cast<intptr_t>(&HttpServer::completed), nullptr},
     };
-    unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
+    unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
     if (o.tls) {
         flags |= MHD_USE_TLS;
         // libmicrohttpd keeps the pointers: the strings live in options_ as long as the daemon.
@@ -122,6 +124,15 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(sd_event* event, UniqueFd 
 HttpServer::~HttpServer() {
     io_.reset();
     timer_.reset();
+    // libmicrohttpd must not stop with a connection suspended: those left are resumed without
+    // an answer, and closed by the stop.
+    for (const auto& weak : suspended_) {
+        if (auto p = weak.lock(); p && p->suspended) {
+            p->suspended = false;
+            MHD_resume_connection(p->connection);
+        }
+        if (auto p = weak.lock()) p->server = nullptr;
+    }
     if (daemon_ != nullptr) MHD_stop_daemon(daemon_);
 }
 
@@ -167,10 +178,16 @@ void HttpServer::run() {
 
 MHD_Result HttpServer::on_request(void* self, MHD_Connection* connection, const char* url,
                                   const char* method, const char*, const char*,
-                                  size_t* upload_data_size, void**) {
+                                  size_t* upload_data_size, void** request_state) {
     auto* server = static_cast<HttpServer*>(self);
     // Answered on the first call, which has the headers: a body, if any, is not read.
     *upload_data_size = 0;
+    if (*request_state != nullptr) {
+        // Called again once resumed: the answer has come.
+        const auto& pending = *static_cast<std::shared_ptr<Pending>*>(*request_state);
+        if (!pending->response) return MHD_YES;
+        return server->queue(connection, *pending->response);
+    }
     auto header = [&](const char* name) {
         const char* v = MHD_lookup_connection_value(connection, MHD_HEADER_KIND, name);
         return std::string{v != nullptr ? v : ""};
@@ -189,9 +206,34 @@ MHD_Result HttpServer::on_request(void* self, MHD_Connection* connection, const 
             return server->queue(connection, denied);
         }
     }
+    auto pending = std::make_shared<Pending>(Pending{server, connection, std::nullopt});
+    *request_state = new std::shared_ptr<Pending>(pending);
     HttpRequest req{method, url, header(MHD_HTTP_HEADER_ACCEPT),
                     header(MHD_HTTP_HEADER_ACCEPT_ENCODING)};
-    return server->queue(connection, server->handler_(req));
+    server->handler_(req, [pending](HttpResponse res) { answer(pending, std::move(res)); });
+    if (pending->response) return server->queue(connection, *pending->response);
+    // Later: the connection waits, and the loop serves the others.
+    MHD_suspend_connection(connection);
+    pending->suspended = true;
+    std::erase_if(server->suspended_, [](const auto& w) { return w.expired(); });
+    server->suspended_.push_back(pending);
+    return MHD_YES;
+}
+
+void HttpServer::answer(const std::shared_ptr<Pending>& pending, HttpResponse response) {
+    if (pending->response) return;  // answered already
+    pending->response = std::move(response);
+    if (pending->suspended && pending->server != nullptr) {
+        pending->suspended = false;
+        MHD_resume_connection(pending->connection);
+        pending->server->run();  // as libmicrohttpd asks after a resume
+    }
+}
+
+void HttpServer::completed(void*, MHD_Connection*, void** request_state,
+                           MHD_RequestTerminationCode) {
+    delete static_cast<std::shared_ptr<Pending>*>(*request_state);
+    *request_state = nullptr;
 }
 
 MHD_Result HttpServer::queue(MHD_Connection* connection, const HttpResponse& res) const {

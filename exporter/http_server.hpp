@@ -1,7 +1,8 @@
 // The exporter's HTTP server: libmicrohttpd on the exporter's sd-event loop (its epoll fd is
 // one event source, its timeouts a timer), serving a listening socket that the exporter
 // made or systemd passed, over TLS when configured, with basic authentication when configured.
-// Requests are answered one at a time on the loop.
+// A handler answers at once or later (the connection waits, suspended, while the loop serves
+// the others).
 #pragma once
 
 #include <microhttpd.h>
@@ -41,7 +42,9 @@ monitor::Result<monitor::UniqueFd> listen_on(const std::string& address);
 
 class HttpServer {
   public:
-    using Handler = std::function<HttpResponse(const HttpRequest&)>;
+    // Answers a request, once: within the handler, or later on the loop.
+    using Respond = std::function<void(HttpResponse)>;
+    using Handler = std::function<void(const HttpRequest&, Respond)>;
     using Logger = std::function<void(const std::string&)>;
 
     // Whether `password` is `user`'s; both empty when the request carried no credentials.
@@ -77,6 +80,18 @@ class HttpServer {
     HttpServer& operator=(const HttpServer&) = delete;
 
   private:
+    // A request between its headers and its answer, shared by the connection (its request
+    // state, freed when libmicrohttpd completes it) and the Respond given to the handler.
+    struct Pending {
+        HttpServer* server;  // null once the server stops
+        MHD_Connection* connection;
+        std::optional<HttpResponse> response;
+        bool suspended = false;
+    };
+    static void answer(const std::shared_ptr<Pending>& pending, HttpResponse response);
+    static void completed(void* self, MHD_Connection* connection, void** request_state,
+                          MHD_RequestTerminationCode why);
+
     HttpServer(Handler handler, Logger log, Options options)
         : handler_(std::move(handler)), log_(std::move(log)), options_(std::move(options)) {}
     monitor::Result<void> attach(sd_event* event);
@@ -92,6 +107,7 @@ class HttpServer {
     Handler handler_;
     Logger log_;
     Options options_;
+    std::vector<std::weak_ptr<Pending>> suspended_;  // to resume before libmicrohttpd stops
     MHD_Daemon* daemon_ = nullptr;
     monitord::SourcePtr io_;
     monitord::SourcePtr timer_;

@@ -21,6 +21,7 @@
 #include "monitor/status.hpp"
 #include "monitord-config.h"
 #include "monitord_scraper.hpp"
+#include "scrape_worker.hpp"
 #include "web_config.hpp"
 
 namespace {
@@ -35,44 +36,48 @@ const char* const kIndexPage =
     "(monitord-exporter(8)).</p>\n"
     "</body></html>\n";
 
-// Routes a request: /metrics, the index page, 404 and 405.
+// Routes a request: /metrics, the index page, 404 and 405. /metrics is answered when the
+// scrape worker has asked monitord; the others at once.
 class Exporter {
   public:
-    explicit Exporter(exporter::MonitordScraper scraper) : scraper_(std::move(scraper)) {}
+    explicit Exporter(std::unique_ptr<exporter::ScrapeWorker> worker)
+        : worker_(std::move(worker)) {}
 
-    exporter::HttpResponse handle(const exporter::HttpRequest& req) {
+    void handle(const exporter::HttpRequest& req, const exporter::HttpServer::Respond& respond) {
         exporter::HttpResponse res;
         if (req.method != "GET" && req.method != "HEAD") {
             res.status = 405;
             res.headers.emplace_back("Allow", "GET, HEAD");
             res.body = "Method " + req.method + " is not allowed: use GET or HEAD.\n";
-            return res;
+            return respond(std::move(res));
         }
         if (req.path == "/") {
             res.content_type = "text/html; charset=utf-8";
             res.body = kIndexPage;
-            return res;
+            return respond(std::move(res));
         }
         if (req.path != "/metrics") {
             res.status = 404;
             res.body = "Not found: " + req.path + ". The metrics are at /metrics.\n";
-            return res;
+            return respond(std::move(res));
         }
-        return metrics(req);
+        worker_->request([this, req, respond](const exporter::Scrape& scrape,
+                                              const std::optional<monitor::Error>& error) {
+            respond(metrics(req, scrape, error));
+        });
     }
 
   private:
-    exporter::HttpResponse metrics(const exporter::HttpRequest& req) {
-        monitor::Error error;
-        auto scrape = scraper_.scrape(&error);
+    exporter::HttpResponse metrics(const exporter::HttpRequest& req, const exporter::Scrape& scrape,
+                                   const std::optional<monitor::Error>& error) {
         facts_.scrapes++;
-        if (!scrape.status) {
+        if (error) {
             facts_.errors++;
-            if (monitord_up_) spdlog::warn("monitord does not answer: {}", error.message);
+            if (monitord_up_) spdlog::warn("monitord does not answer: {}", error->message);
         } else if (!monitord_up_) {
             spdlog::info("monitord answers");
         }
-        monitord_up_ = scrape.status.has_value();
+        monitord_up_ = !error;
 
         const auto format = exporter::negotiate(req.accept);
         exporter::HttpResponse res;
@@ -88,7 +93,7 @@ class Exporter {
         return res;
     }
 
-    exporter::MonitordScraper scraper_;
+    std::unique_ptr<exporter::ScrapeWorker> worker_;
     exporter::ExporterFacts facts_{MONITORD_VERSION, 0, 0};
     bool monitord_up_ = true;  // so that a first failure is logged
 };
@@ -200,8 +205,14 @@ int run(int argc, char** argv) {
     sd_event_add_signal(event.get(), nullptr, SIGTERM, nullptr, nullptr);
     sd_event_add_signal(event.get(), nullptr, SIGINT, nullptr, nullptr);
 
-    Exporter routes{exporter::MonitordScraper{
-        socket, std::chrono::milliseconds{static_cast<long>(timeout_s * 1000)}}};
+    auto worker = exporter::ScrapeWorker::start(
+        event.get(), exporter::MonitordScraper{
+                         socket, std::chrono::milliseconds{static_cast<long>(timeout_s * 1000)}});
+    if (!worker) {
+        spdlog::error("{}", worker.error().message);
+        return 1;
+    }
+    Exporter routes{std::move(*worker)};
     exporter::BasicAuth auth{web.users};
     exporter::HttpServer::Options options{
         .limits = limits, .tls = web.tls, .authorize = {}, .headers = web.headers};
@@ -212,7 +223,9 @@ int run(int argc, char** argv) {
     }
     auto server = exporter::HttpServer::start(
         event.get(), std::move(listener),
-        [&](const exporter::HttpRequest& req) { return routes.handle(req); },
+        [&](const exporter::HttpRequest& req, const exporter::HttpServer::Respond& respond) {
+            routes.handle(req, respond);
+        },
         [](const std::string& m) { spdlog::warn("http: {}", m); }, std::move(options));
     if (!server) {
         spdlog::error("{}", server.error().message);

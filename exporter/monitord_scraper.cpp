@@ -19,9 +19,14 @@ Scrape MonitordScraper::scrape(monitor::Error* error) {
         return s;
     };
     // A connection kept from the previous scrape may have been closed by a monitord that
-    // restarted since: then one new connection is tried before monitord counts as down.
+    // restarted since: then one new connection is tried before monitord counts as down. Not
+    // after a timeout (NOTRDY): a monitord that is stopped or busy would make the scrape wait
+    // twice as long.
     std::optional<monitor::Result<nlohmann::json>> status;
     if (client_) status = client_->call("GetStatus");
+    if (status && !*status && status->error().status == monitor::Status::NotRdy) {
+        return finish(&status->error());
+    }
     if (!status || !*status) {
         auto c = monitor::protocol::DaemonClient::connect(socket_);
         if (!c) return finish(&c.error());

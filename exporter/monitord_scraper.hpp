@@ -1,6 +1,6 @@
 // Asks monitord, afresh on every scrape, for its status, its loading (per CPU, with the time
 // by state) and its standing counter sessions, over one connection kept between scrapes and made
-// again when it broke.
+// again when it broke. It blocks: the exporter runs it on its ScrapeWorker's thread.
 #pragma once
 
 #include <chrono>

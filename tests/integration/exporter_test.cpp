@@ -264,6 +264,53 @@ TEST_F(ExporterTest, MonitordDownIsUpZeroAndItsReturnIsSeen) {
     EXPECT_TRUE(up.contains(cpu_seconds(0, "idle")));
 }
 
+// monitord stopped (SIGSTOP): each scrape waits for --timeout, and nothing else waits for
+// it. Three scrapes at once end together, after one timeout; the index page is answered
+// meanwhile.
+TEST(ExporterStalledMonitord, HoldsUpNoOtherRequest) {
+    if (!std::filesystem::exists(exporter_bin())) GTEST_SKIP() << "MONITORD_EXPORTER_BIN unset";
+    auto d = Daemon::start();
+    ASSERT_TRUE(d);
+    auto e = start_exporter(d->socket(), {"--timeout", "3"});
+    ASSERT_EQ(get(e.url()).code, 200) << e.process->log();  // connected to monitord
+    ASSERT_EQ(::kill(d->pid(), SIGSTOP), 0);
+    using Clock = std::chrono::steady_clock;
+    const auto started = Clock::now();
+    std::vector<std::thread> scrapers;
+    std::vector<Http> scraped(3);
+    std::vector<double> took(3);
+    for (std::size_t i = 0; i < scraped.size(); ++i) {
+        scrapers.emplace_back([&, i] {
+            scraped[i] = get(e.url());
+            took[i] = std::chrono::duration<double>(Clock::now() - started).count();
+        });
+    }
+    std::this_thread::sleep_for(300ms);  // the scrapes are waiting
+    const auto asked = Clock::now();
+    auto index = get(e.url("/"));
+    const double index_took = std::chrono::duration<double>(Clock::now() - asked).count();
+    for (auto& t : scrapers) t.join();
+    ::kill(d->pid(), SIGCONT);
+    EXPECT_EQ(index.code, 200);
+    EXPECT_LT(index_took, 1.0) << "the index page waited for monitord";
+    for (std::size_t i = 0; i < scraped.size(); ++i) {
+        EXPECT_EQ(scraped[i].code, 200) << e.process->log();
+        EXPECT_EQ(samples(scraped[i].body)["monitord_up"], 0);
+        EXPECT_LT(took[i], 5.5) << "scrape " << i << " waited for another's timeout";
+    }
+    std::printf("monitord stopped: the index page in %.3f s; three scrapes in %.2f, %.2f and "
+                "%.2f s (--timeout 3)\n",
+                index_took, took[0], took[1], took[2]);
+    // And monitord back: answered again.
+    Http h;
+    for (int i = 0; i < 20 && samples(h.body)["monitord_up"] != 1; ++i) {
+        h = get(e.url());
+        if (samples(h.body)["monitord_up"] != 1) std::this_thread::sleep_for(200ms);
+    }
+    EXPECT_EQ(samples(h.body)["monitord_up"], 1) << e.process->log();
+    EXPECT_EQ(e.process->stop(SIGTERM), 0) << e.process->log();
+}
+
 // Connections that send half a request and then nothing, 4,096 of them from one address (as
 // many as the exporter holds at a time): all but 64 are closed at once, and a scraper at
 // another address is answered within a second.
