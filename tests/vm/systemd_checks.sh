@@ -211,8 +211,20 @@ say "STOPPED"
 sleep $((TIMEOUT * 5 / 2))
 say "SURVIVED_STOP"
 
-# Socket activation: the first client starts the daemon.
+# Stopped means stopped: the socket went with the service, so neither a client nor the
+# exporter's scrape starts the daemon (and re-arms the watchdog); the exporter says it is down.
 [ "$(show ActiveState)" = inactive ] || say "ERROR monitord.service is $(show ActiveState)"
+[ "$(systemctl show monitord.socket -p ActiveState --value)" = inactive ] ||
+    say "ERROR monitord.socket is $(systemctl show monitord.socket -p ActiveState --value) after the stop"
+out=$(as alice monctl status 2>&1) && say "ERROR monctl status reached a stopped monitord: $out"
+scrape=$(as bob curl -sS --max-time 20 http://localhost:10750/metrics 2>&1)
+echo "$scrape" | grep -q '^monitord_up 0$' ||
+    say "ERROR the scrape of a stopped monitord lacks monitord_up 0: $(echo "$scrape" | head -3)"
+sleep 1
+[ "$(show ActiveState)" = inactive ] || say "ERROR a client started the stopped monitord"
+
+# Socket activation: once the socket is started, the first client starts the daemon.
+check "systemctl start monitord.socket" systemctl start monitord.socket
 check "monctl status starts the daemon through the socket" as alice monctl status
 check "the daemon is active after the first client" systemctl is-active --quiet monitord.service
 say "SOCKET_ACTIVATED"

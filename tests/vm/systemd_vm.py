@@ -16,8 +16,10 @@ overlay, with systemd as PID 1 and an i6300esb watchdog (-watchdog-action powero
              unit's systemd-analyze security exposure is at most 2.0
   reload     `systemctl reload` applies a changed control-group (the member may then count,
              also her own command: CAP_SYS_PTRACE); a bad file keeps the old settings
-  stop       `systemctl stop` disarms the watchdog: the VM survives 2.5x the timeout
-  socket     the first `monctl` after the stop starts the daemon through the socket
+  stop       `systemctl stop` disarms the watchdog: the VM survives 2.5x the timeout; the
+             socket stopped with the service, so neither monctl nor the exporter's scrape
+             (monitord_up 0) starts the daemon again
+  socket     once monitord.socket is started, the first `monctl` starts the daemon
   kill       `systemctl kill -s KILL`: systemd restarts the daemon, which pets the watchdog
              before it fires: the VM survives 2.5x the timeout
   starve     a busy unit with CPUWeight= pinned to cpu1: the pets stop, and the watchdog ends
