@@ -68,8 +68,9 @@ struct ProfileService::Run {
     bool kernel_addresses = true;  // its client may see kernel addresses (perf_rights)
     // Why it ends at its duration, when that is a limit rather than the duration asked for.
     std::string end_reason;
-    std::string started_by;  // "pid 42 (uid 0)"
-    bool stream = false;     // "more": the started reply, and the intervals with interval_ms
+    std::string started_by;      // "pid 42 (uid 0)"
+    std::string kernel_unnamed;  // why kernel functions go unnamed; empty when they are named
+    bool stream = false;         // "more": the started reply, and the intervals with interval_ms
     std::optional<std::chrono::milliseconds> interval;
     Clock::time_point started;
     Clock::time_point interval_started;
@@ -89,6 +90,7 @@ struct ProfileService::Run {
         m.target = target;
         m.elapsed = std::chrono::duration<double>(to - from).count();
         if (session->threads() > 0) m.threads = static_cast<int>(session->threads());
+        m.kernel_symbols = kernel_unnamed;
         return m;
     }
     // The drain's observer of a watch of overflows.
@@ -262,8 +264,10 @@ ProfileService::Response ProfileService::start_run(std::unique_ptr<Run> run,
     }
     options.cpus = online_cpus_();
     options.kallsyms = options_.kallsyms;
-    if (options.profile && options.kernel)
+    if (options.profile && options.kernel) {
         options.kernel_symbols = kernel_symbols_.get(Clock::now());
+        if (options.kernel_symbols) run->kernel_unnamed = options.kernel_symbols->unavailable();
+    }
     run->pid = options.target.pid;
 
     run->service = this;

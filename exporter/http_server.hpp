@@ -47,7 +47,7 @@ class HttpServer {
     using Handler = std::function<void(const HttpRequest&, Respond)>;
     using Logger = std::function<void(const std::string&)>;
 
-    // Whether `password` is `user`'s; both empty when the request carried no credentials.
+    // Whether `password` is `user`'s: asked for requests that carry both (the others get 401).
     using Authorizer = std::function<bool(const std::string& user, const std::string& password)>;
 
     struct Limits {

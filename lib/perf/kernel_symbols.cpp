@@ -51,8 +51,9 @@ KernelSymbols KernelSymbols::load(const std::filesystem::path& path) {
         k.symbols_.clear();
         k.names_.clear();
         k.unavailable_ = fmt::format(
-            "{} shows no addresses to this user (kernel.kptr_restrict): kernel samples are "
-            "named [kernel] only",
+            "{} shows no addresses to this reader (kernel.kptr_restrict): kernel code is "
+            "counted as [kernel]; CAP_SYSLOG (or kptr_restrict 0 with perf_event_paranoid 1 "
+            "or lower) shows them",
             path.string());
         return k;
     }

@@ -245,6 +245,7 @@ json to_json(const ProfileMessage& m) {
     j["final"] = m.final;
     if (m.threads) j["threads"] = *m.threads;
     if (!m.ended.empty()) j["ended"] = m.ended;
+    if (!m.kernel_symbols.empty()) j["kernel_symbols"] = m.kernel_symbols;
     put_counts(j, r);
     if (!r.stacks.empty()) j["stacks"] = lines_json(r.stacks);
     if (!r.cpus.empty()) {
@@ -280,6 +281,7 @@ ProfileMessage profile_message_from_json(const json& j) {
     m.final = j.at("final").get<bool>();
     m.threads = optional_of<int>(j, "threads");
     m.ended = optional_of<std::string>(j, "ended").value_or("");
+    m.kernel_symbols = optional_of<std::string>(j, "kernel_symbols").value_or("");
     auto& r = m.report;
     get_counts(j, r);
     if (auto it = j.find("stacks"); it != j.end() && !it->is_null()) {

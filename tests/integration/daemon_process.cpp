@@ -253,7 +253,8 @@ std::unique_ptr<Daemon> Daemon::start(Options opts) {
     }
     ::chmod(notify_path.c_str(), 0666);
 
-    std::vector<std::string> argv{monitord_bin()};
+    std::vector<std::string> argv = opts.wrapper;
+    argv.push_back(monitord_bin());
     if (opts.pass_socket) {
         argv.push_back("--socket");
         argv.push_back(d->socket_);

@@ -101,6 +101,9 @@ class Daemon {
         bool wait_ready = true;         // wait for READY=1 (fails the test if it never comes)
         // Add --watchdog none, so that a test daemon never arms the machine's own watchdog.
         bool no_watchdog = true;
+        // A program and its arguments that runs the daemon by exec ({"setpriv",
+        // "--bounding-set=-syslog"}: a daemon without CAP_SYSLOG).
+        std::vector<std::string> wrapper;
         SpawnOptions spawn;
     };
 

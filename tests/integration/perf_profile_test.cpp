@@ -471,6 +471,37 @@ TEST_F(PerfProfile, AManyThreadedProcessIsSampledInEveryThread) {
     std::printf("%zu threads, %.2f s of CPU: %.0f samples at 500 Hz\n", held, cpu, samples);
 }
 
+// A daemon that cannot read the kernel's addresses (no CAP_SYSLOG at kptr_restrict 0 and
+// perf_event_paranoid 2, Debian's defaults, or kptr_restrict 1 or 2) says so where kernel code
+// is counted under [kernel]; one that can names the kernel's functions and says nothing.
+TEST_F(PerfProfile, KernelFunctionsUnnamedAreSaidWhy) {
+    const std::string setpriv = find_in_path("setpriv");
+    if (setpriv.empty()) GTEST_SKIP() << "setpriv (util-linux) is not installed";
+    const std::vector<std::string> copy{
+        "perf",         "profile", "--",         "/bin/dd", "if=/dev/zero",
+        "of=/dev/null", "bs=64k",  "count=40000"};  // most of its time in the kernel's copies
+    auto named = daemon_->monctl(copy);
+    ASSERT_EQ(named.exit_code, 0) << named.err;
+    EXPECT_EQ(named.err.find("kernel functions unnamed"), std::string::npos) << named.err;
+    EXPECT_NE(named.err.find("[kernel.kallsyms])"), std::string::npos) << named.err;
+
+    auto blind =
+        Daemon::start({.args = {"--probe", "off"}, .wrapper = {setpriv, "--bounding-set=-syslog"}});
+    ASSERT_TRUE(blind);
+    auto r = blind->monctl(copy);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("kernel functions unnamed: /proc/kallsyms shows no addresses to this "
+                         "reader (kernel.kptr_restrict): kernel code is counted as [kernel]; "
+                         "CAP_SYSLOG"),
+              std::string::npos)
+        << r.err;
+    auto json = blind->monctl({"--json", "perf", "profile", "-d", "300ms", "-a"});
+    ASSERT_EQ(json.exit_code, 0) << json.err;
+    EXPECT_NE(json.out.find("\"kernel_symbols\":\"/proc/kallsyms shows no addresses"),
+              std::string::npos)
+        << json.out.substr(0, 2000);
+}
+
 // A command is sampled from its exec to its exit: its exit code is monctl's, the profile goes
 // to stderr, and its functions are named although it is gone when the profile ends.
 TEST_F(PerfProfile, ACommandIsSampledUntilItExits) {

@@ -469,6 +469,16 @@ TEST(FormatProfile, ShowsModesLossesTopLinesAndBuckets) {
               std::string::npos)
         << out;
     EXPECT_NE(out.find("0x0000000000001010           5"), std::string::npos) << out;
+    EXPECT_EQ(out.find("kernel functions unnamed"), std::string::npos) << out;
+
+    // The kernel's symbols unreadable: said under the modes, where the kernel's share is.
+    m.kernel_symbols = "/proc/kallsyms shows no addresses to this reader";
+    EXPECT_NE(format_profile(m).find(
+                  "  800 samples: user 75.0%, kernel 25.0%, idle 0.0%\n"
+                  "  kernel functions unnamed: /proc/kallsyms shows no addresses to this reader\n"),
+              std::string::npos)
+        << format_profile(m);
+    m.kernel_symbols.clear();
 
     m.interval = 3;
     m.final = false;

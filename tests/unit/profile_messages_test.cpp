@@ -189,7 +189,15 @@ TEST(ProfileMessage, CarriesTheProfileAndMatchesTheInterface) {
     EXPECT_TRUE(back.final);
     EXPECT_FALSE(j.contains("stacks")) << "no chains asked for";
     EXPECT_FALSE(j.contains("cpus")) << "not a profile of each CPU";
+    EXPECT_FALSE(j.contains("kernel_symbols")) << "the kernel's functions were named";
     EXPECT_EQ(test_support::check_reply("Profile", nlohmann::json{{"started", true}}), "");
+
+    // Kernel functions unnamed: the reason travels with the report.
+    m.kernel_symbols = "/proc/kallsyms shows no addresses to this reader";
+    const auto blind = protocol::to_json(m);
+    EXPECT_EQ(test_support::check_reply("Profile", nlohmann::json{{"report", blind}}), "")
+        << blind.dump();
+    EXPECT_EQ(protocol::profile_message_from_json(blind).kernel_symbols, m.kernel_symbols);
 }
 
 // With call chains and by CPU: the stacks, and each CPU's own counts, travel whole.

@@ -238,6 +238,9 @@ std::string format_profile(const monitor::protocol::ProfileMessage& m) {
                            m.ended.empty() ? std::string{} : fmt::format(" ({})", m.ended));
     }
     out += "  " + mode_split(r) + '\n';
+    if (!m.kernel_symbols.empty() && r.modes.kernel > 0) {
+        out += "  kernel functions unnamed: " + m.kernel_symbols + '\n';
+    }
     out += "  " + lost_and_throttled(r) + '\n';
     append_lines(out, "function", r.functions);
     append_lines(out, "object", r.objects);

@@ -78,6 +78,9 @@ struct ProfileMessage {
     bool final = false;
     std::optional<int> threads;  // of a process, opened at the start
     std::string ended;           // why the run ended before its duration ("process 42 exited")
+    // Why kernel functions are not named (kernel code counted under its object alone), when
+    // the profile samples kernel mode and the kernel's symbols could not be read.
+    std::string kernel_symbols;
     perf::ProfileReport report;
     std::optional<HistogramMessage> histogram;
 };
