@@ -45,9 +45,15 @@ CounterService::CounterService(VarlinkServer& server, monitor::Runtime& runtime,
               -> Result<std::unique_ptr<perf::PerfSession>> {
               if (!catalog_) return monitor::fail(Status::NoPmu, catalog_error_);
               // A standing session is root's configuration.
-              auto session_options = options_for(request, perf::CallerRights::everything());
+              std::optional<perf::PinnedProcess> pinned;
+              auto session_options = options_for(request, perf::CallerRights::everything(), pinned);
               if (!session_options) return std::unexpected(session_options.error());
-              return open_session(*session_options);
+              auto session = open_session(*session_options);
+              if (!session) return session;
+              if (auto ok = opened_on_checked(pinned, *session_options); !ok) {
+                  return std::unexpected(ok.error());
+              }
+              return session;
           },
           [this] { schedule_changed_(); }) {}
 
@@ -198,10 +204,18 @@ CounterService::Response CounterService::list_events(const Call& call) const {
     return r;
 }
 
-Result<perf::SessionOptions> CounterService::options_for(const protocol::CounterRequest& request,
-                                                         const perf::CallerRights& rights) const {
+Result<perf::SessionOptions> CounterService::options_for(
+    const protocol::CounterRequest& request, const perf::CallerRights& rights,
+    std::optional<perf::PinnedProcess>& pinned) const {
     auto options = protocol::session_options(request, options_.cgroup_root);
     if (!options) return options;
+    // Pinned before the check, so that the process checked is the one counted. A thread (its
+    // tid) has no pidfd on this kernel: it is not pinned.
+    if (options->target.kind == perf::TargetKind::Process) {
+        auto pin = perf::PinnedProcess::pin(options->target.pid);
+        if (!pin) return std::unexpected(pin.error());
+        pinned.emplace(std::move(*pin));
+    }
     if (auto ok = rights.may_measure(options->target, "count"); !ok) {
         return std::unexpected(ok.error());
     }
@@ -209,6 +223,15 @@ Result<perf::SessionOptions> CounterService::options_for(const protocol::Counter
     options->cpus = runtime_.engine().online_cpus();
     options->visit_cpus = true;  // this loop's thread reads each CPU's counters on that CPU
     return options;
+}
+
+Result<void> CounterService::opened_on_checked(const std::optional<perf::PinnedProcess>& pinned,
+                                               const perf::SessionOptions& options) {
+    if (!pinned || !pinned->exited()) return {};
+    return monitor::fail(Status::NoDev,
+                         fmt::format("process {} exited while its counters were opened: "
+                                     "nothing was counted",
+                                     options.target.pid));
 }
 
 CounterService::Response CounterService::plan(const Call& call, const Peer& peer) const {
@@ -262,11 +285,15 @@ std::optional<Reply> CounterService::begin(const protocol::CounterRequest& reque
                                                         "perf stop` ends a started session",
                                                         describe())});
     }
-    auto options = options_for(request, rights);
+    std::optional<perf::PinnedProcess> pinned;
+    auto options = options_for(request, rights, pinned);
     if (!options) return error_reply(options.error(), request.events);
     s.owner_kernel_addresses = rights.kernel_addresses();
     auto session = open_session(*options);
     if (!session) return error_reply(session.error(), request.events);
+    if (auto ok = opened_on_checked(pinned, *options); !ok) {
+        return error_reply(ok.error(), request.events);
+    }
     s.per_cpu = (*session)->options().target.kind == perf::TargetKind::EachCpu;
     if (request.sample_every) {
         if (auto refused = start_sampling(request, *options, (*session)->plan(), s)) {

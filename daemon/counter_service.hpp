@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "access_rules.hpp"
+#include "monitor/perf/caller_rights.hpp"
 #include "monitor/perf/event_catalog.hpp"
 #include "monitor/perf/perf_session.hpp"
 #include "monitor/perf/profile_session.hpp"
@@ -131,10 +132,16 @@ class CounterService {
                                bool kernel_addresses);
 
     // The session's options for `request` by a client with `rights`: PERM when it may not
-    // count that target; user mode only when it may not count kernel mode.
+    // count that target; user mode only when it may not count kernel mode. A process target
+    // is pinned in `pinned` before its check (opened_on_checked() after the open).
     monitor::Result<monitor::perf::SessionOptions> options_for(
-        const monitor::protocol::CounterRequest& request,
-        const monitor::perf::CallerRights& rights) const;
+        const monitor::protocol::CounterRequest& request, const monitor::perf::CallerRights& rights,
+        std::optional<monitor::perf::PinnedProcess>& pinned) const;
+    // NODEV when the pinned process exited before its counters were open: they may be on
+    // another process that took its pid.
+    static monitor::Result<void> opened_on_checked(
+        const std::optional<monitor::perf::PinnedProcess>& pinned,
+        const monitor::perf::SessionOptions& options);
     monitor::Result<std::unique_ptr<monitor::perf::PerfSession>> open_session(
         const monitor::perf::SessionOptions& options) const;
     monitor::varlink::Reply error_reply(const monitor::Error& e,

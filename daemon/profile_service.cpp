@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -276,23 +275,27 @@ ProfileService::Response ProfileService::start_run(std::unique_ptr<Run> run,
     run->uid = peer.cred.uid;
     run->stream = call.more;
     run->interval = call.more ? times.interval : std::nullopt;
+    std::optional<perf::PinnedProcess> pinned;
     if (process) {
         // Opened before the rings: a pid reused after the process ended is then not followed.
-        const long fd = ::syscall(SYS_pidfd_open, options.target.pid, 0);
-        if (fd < 0) {
-            return perf_error_reply(
-                {errno == ESRCH ? Status::NoDev : Status::IoErr,
-                 fmt::format("process {}: {}", options.target.pid,
-                             errno == ESRCH ? "no such process" : monitor::errno_message(errno))},
-                catalog_);
-        }
-        run->pidfd = monitor::UniqueFd(static_cast<int>(fd));
+        auto pin = perf::PinnedProcess::pin(options.target.pid);
+        if (!pin) return perf_error_reply(pin.error(), catalog_);
+        pinned.emplace(std::move(*pin));
     }
-    // After the pidfd: the process checked is the one sampled, or the run ends at once.
+    // After the pin: the process checked is the one sampled.
     if (auto refused = limit_to_rights(*run, options, perf_rights(peer))) return *refused;
     const std::string event = options.event;
+    const pid_t pid = options.target.pid;
     auto session = perf::ProfileSession::start(*catalog_, std::move(options));
     if (!session) return perf_error_reply(session.error(), catalog_, event);
+    if (pinned && pinned->exited()) {
+        // Its pid may be another process's by now: the rings would sample that one.
+        return perf_error_reply({Status::NoDev, fmt::format("process {} exited while its sampling "
+                                                            "was set up: nothing was sampled",
+                                                            pid)},
+                                catalog_);
+    }
+    if (pinned) run->pidfd = pinned->release();
     run->session = std::move(*session);
     run->started = run->interval_started = Clock::now();
 

@@ -1,9 +1,13 @@
 #include "monitor/perf/caller_rights.hpp"
 
 #include <fmt/format.h>
+#include <poll.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <charconv>
 #include <optional>
 #include <string_view>
@@ -147,6 +151,26 @@ Result<void> CallerRights::may_measure_kernel(std::string_view what,
     return fail(Status::Perm, fmt::format("{} in kernel mode: {}; measure user mode only ({}), "
                                           "or ask root",
                                           what, kernel_refusal(), user_only));
+}
+
+Result<PinnedProcess> PinnedProcess::pin(pid_t pid) {
+    const long fd = ::syscall(SYS_pidfd_open, pid, 0);
+    if (fd < 0) {
+        const int err = errno;
+        if (err == ESRCH || err == EINVAL) {
+            return fail(Status::NoDev,
+                        fmt::format("process {}: no such process; name a running process (ps -e "
+                                    "lists them)",
+                                    pid));
+        }
+        return fail_errno(err, fmt::format("pidfd_open of process {}", pid));
+    }
+    return PinnedProcess{UniqueFd(static_cast<int>(fd))};
+}
+
+bool PinnedProcess::exited() const {
+    pollfd p{.fd = fd_.get(), .events = POLLIN, .revents = 0};
+    return ::poll(&p, 1, 0) > 0;
 }
 
 }  // namespace monitor::perf

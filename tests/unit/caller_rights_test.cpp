@@ -5,7 +5,9 @@
 #include "monitor/perf/caller_rights.hpp"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <string>
@@ -18,6 +20,7 @@ using monitor::Status;
 using monitor::perf::CallerRights;
 using monitor::perf::CountTarget;
 using monitor::perf::PerfSysctls;
+using monitor::perf::PinnedProcess;
 using monitor::perf::TargetKind;
 using test_support::ScratchDir;
 using test_support::write_file;
@@ -165,6 +168,33 @@ TEST(CallerRights, ThisMachinesProcesses) {
     auto refused = other.may_measure(process(::getpid()), "count");
     ASSERT_FALSE(refused.has_value());
     EXPECT_EQ(refused.error().status, Status::Perm);
+}
+
+// A pinned process tells when it has exited, whatever has its pid since.
+TEST(PinnedProcess, SaysWhenItsProcessExited) {
+    auto self = PinnedProcess::pin(::getpid());
+    ASSERT_TRUE(self) << self.error().message;
+    EXPECT_FALSE(self->exited());
+
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        ::pause();
+        ::_exit(0);
+    }
+    auto pinned = PinnedProcess::pin(child);
+    ASSERT_TRUE(pinned) << pinned.error().message;
+    EXPECT_FALSE(pinned->exited());
+    ::kill(child, SIGKILL);
+    ::waitpid(child, nullptr, 0);  // reaped: the pid is free for another
+    EXPECT_TRUE(pinned->exited());
+
+    auto none = PinnedProcess::pin(child);
+    ASSERT_FALSE(none);
+    EXPECT_EQ(none.error().status, Status::NoDev);
+    EXPECT_EQ(none.error().message, "process " + std::to_string(child) +
+                                        ": no such process; name a running process (ps -e lists "
+                                        "them)");
 }
 
 }  // namespace

@@ -6,10 +6,15 @@
 #include "counter_service.hpp"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <fstream>
 #include <memory>
 #include <optional>
 #include <regex>
@@ -108,6 +113,7 @@ class CounterServiceTest : public ::testing::Test {
         // A FAKE for perf_event_open: a simulated 750 PMU per session, made on the loop's
         // thread, which alone touches it.
         counters.device = [this] {
+            if (on_device_) on_device_();
             auto pmu = std::make_unique<SimulatedPpc750Pmu>(kCpus);
             for (const auto& e : kPlanned) {
                 EXPECT_TRUE(pmu->set_rate(e.name.substr(e.name.find("::") + 2), e.rate));
@@ -155,6 +161,7 @@ class CounterServiceTest : public ::testing::Test {
     }
 
     // The loop's thread only.
+    std::function<void()> on_device_;  // called as a session's PMU is made
     SimulatedPpc750Pmu* pmu_ = nullptr;
     int devices_ = 0;
     std::optional<std::chrono::nanoseconds> advance_on_timer_;
@@ -162,6 +169,64 @@ class CounterServiceTest : public ::testing::Test {
     std::optional<test_support::DaemonComponents> components_;
     std::optional<monitor::varlink::Client> client_;
 };
+
+// A child that waits to be killed, killed with the test if it is not.
+pid_t sleeping_child() {
+    const pid_t child = ::fork();
+    if (child == 0) {
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        ::pause();
+        ::_exit(0);
+    }
+    return child;
+}
+
+// A process that exits between the check of its counters' target and their opening, its pid
+// taken by another process meanwhile (made so through the kernel's ns_last_pid, as CRIU
+// restores pids), is not counted: the counters would be on the other process.
+TEST_F(CounterServiceTest, APidReusedWhileItsCountersOpenIsNotCounted) {
+    if (::geteuid() != 0) GTEST_SKIP() << "choosing the next pid (ns_last_pid) needs root";
+    const pid_t child = sleeping_child();
+    ASSERT_GT(child, 1);
+    pid_t successor = -1;
+    components_->on_loop([&] {
+        on_device_ = [&, child] {
+            ::kill(child, SIGKILL);
+            ::waitpid(child, nullptr, 0);
+            // Another process takes the pid (a few tries: other forks on the machine race).
+            for (int i = 0; i < 20 && successor != child; ++i) {
+                if (successor > 0) {
+                    ::kill(successor, SIGKILL);
+                    ::waitpid(successor, nullptr, 0);
+                }
+                std::ofstream("/proc/sys/kernel/ns_last_pid") << child - 1;
+                successor = sleeping_child();
+            }
+        };
+    });
+    json request = kRequest;
+    request["target"] = {{"kind", "process"}, {"pid", child}};
+    auto r = call("StartCounters", {{"request", request}});
+    components_->on_loop([&] { on_device_ = nullptr; });
+    if (successor != child) {
+        if (successor > 0) ::kill(successor, SIGKILL);
+        GTEST_SKIP() << "no process could be given pid " << child << " again";
+    }
+    EXPECT_EQ(r.error, kMonitor + "NoSuchTarget") << r.parameters.dump();
+    EXPECT_NE(r.parameters.dump().find("process " + std::to_string(child) +
+                                       " exited while its counters were opened"),
+              std::string::npos)
+        << r.parameters.dump();
+    EXPECT_FALSE(running()) << "counting pid " << child << ", another process now";
+    ::kill(successor, SIGKILL);
+    ::waitpid(successor, nullptr, 0);
+
+    // A process that lives on is counted.
+    request["target"]["pid"] = ::getpid();
+    r = call("StartCounters", {{"request", request}});
+    EXPECT_FALSE(r.error) << *r.error << r.parameters.dump();
+    EXPECT_TRUE(running());
+}
 
 TEST_F(CounterServiceTest, TheCatalogSeesA750) {
     json info = call_checked(*client_, "GetPmuInfo");

@@ -24,6 +24,7 @@
 
 #include "monitor/perf/perf_session.hpp"
 #include "monitor/status.hpp"
+#include "monitor/unique_fd.hpp"
 
 namespace monitor::perf {
 
@@ -73,6 +74,26 @@ class CallerRights {
     gid_t gid_ = 0;
     PerfSysctls sysctls_;
     std::filesystem::path proc_root_ = "/proc";
+};
+
+// A process held by a pidfd from before its rights are checked until its counters or rings
+// are open. A pid is not reused while its process lives: if the process is still running once
+// they are open, they are on the process that was checked; if it has exited, they may be on
+// another that took its pid since, and must be closed.
+class PinnedProcess {
+  public:
+    // NODEV "process N: no such process; ..." when there is none.
+    static Result<PinnedProcess> pin(pid_t pid);
+
+    // Whether the process has exited (its pidfd is readable).
+    bool exited() const;
+    // The pidfd, readable once the process has exited: for an event loop to watch.
+    int fd() const { return fd_.get(); }
+    UniqueFd release() { return std::move(fd_); }
+
+  private:
+    explicit PinnedProcess(UniqueFd fd) : fd_(std::move(fd)) {}
+    UniqueFd fd_;
 };
 
 }  // namespace monitor::perf
