@@ -81,8 +81,6 @@ class Reader {
         return b;
     }
 
-    const std::string& file() const { return file_; }
-
   private:
     std::string file_;
 };

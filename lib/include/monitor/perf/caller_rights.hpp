@@ -88,7 +88,6 @@ class PinnedProcess {
     // Whether the process has exited (its pidfd is readable).
     bool exited() const;
     // The pidfd, readable once the process has exited: for an event loop to watch.
-    int fd() const { return fd_.get(); }
     UniqueFd release() { return std::move(fd_); }
 
   private:
