@@ -211,6 +211,38 @@ int visit(Dwfl_Module* module, void**, const char* object, Dwarf_Addr, void* arg
     return DWARF_CB_OK;
 }
 
+// How far below an executable mapping of the object in `fd`, made from file offset `offset`,
+// libdwfl puts the object's start: the first loadable segment's address (p_vaddr & -p_align,
+// as libdwfl takes it) in the same placement as the executable segment that holds `offset`.
+// bfd and gold give that segment its file offset for an address (code at 0x1000 from 0x1000),
+// so the offset alone would do; lld puts it a page or more above (code at 0x21f0 from 0x11f0,
+// mapped from offset 0x1000), and the offset alone is a page short.
+std::optional<std::uint64_t> start_below_code(int fd, std::uint64_t offset) {
+    elf_version(EV_CURRENT);  // libelf's start, which libdwfl makes too: maybe not yet
+    Elf* elf = elf_begin(fd, ELF_C_READ, nullptr);
+    if (elf == nullptr) return std::nullopt;
+    std::optional<std::uint64_t> first;  // the first loadable segment's address, aligned
+    std::optional<std::uint64_t> code;   // the address the mapping's offset has
+    std::size_t headers = 0;
+    if (elf_kind(elf) == ELF_K_ELF && elf_getphdrnum(elf, &headers) == 0) {
+        const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+        for (std::size_t i = 0; i < headers && !code; ++i) {
+            GElf_Phdr h;
+            if (gelf_getphdr(elf, static_cast<int>(i), &h) == nullptr) break;
+            if (h.p_type != PT_LOAD) continue;
+            if (!first) first = h.p_vaddr & -h.p_align;
+            // The kernel maps a segment from its offset rounded down to a page.
+            if ((h.p_flags & PF_X) != 0 && offset >= (h.p_offset & -page) &&
+                offset < h.p_offset + h.p_filesz) {
+                code = h.p_vaddr - h.p_offset + offset;
+            }
+        }
+    }
+    elf_end(elf);
+    if (!first || !code || *code < *first) return std::nullopt;
+    return *code - *first;
+}
+
 #endif  // MONITOR_HAVE_LIBDW
 
 // A mapping of a process's map: what names the code libdwfl has no module for ([vdso],
@@ -703,16 +735,37 @@ std::size_t AddressNames::processes() const {
     return all.size();
 }
 
+std::uint64_t AddressNames::below_code(const TaskRecord& r) {
+#if MONITOR_HAVE_LIBDW
+    const std::tuple key{r.major, r.minor, r.inode, r.offset};
+    if (const auto known = below_code_.find(key); known != below_code_.end()) return known->second;
+    std::optional<std::uint64_t> below;
+    const MappedFile file{.start = r.start,
+                          .end = r.start + r.length,
+                          .major = r.major,
+                          .minor = r.minor,
+                          .inode = r.inode,
+                          .path = std::string(r.name)};
+    if (auto fd = open_mapped_file(r.pid, file)) below = start_below_code(fd->get(), r.offset);
+    if (below_code_.size() >= std::size_t{kMaxObjectFiles} * 4) below_code_.clear();
+    // A file that cannot be read is taken to have its code at its offset, as bfd puts it.
+    return below_code_[key] = below.value_or(r.offset);
+#else
+    return r.offset;
+#endif
+}
+
 void AddressNames::mapped(const TaskRecord& r) {
     if (r.kind != TaskRecord::Kind::Mapped || r.length == 0) return;
     auto& maps = recorded_[r.pid].maps;
     if (maps.size() > (std::size_t{1} << 20)) return;  // a process mapping code without end
     std::string_view file = r.name;
     if (file == "//anon" || file.empty()) file = {};
-    if (file.starts_with('/') && r.offset > 0 && r.offset <= r.start) {
+    const std::uint64_t below = file.starts_with('/') ? below_code(r) : 0;
+    if (below > 0 && below <= r.start) {
         // The file's start, where its first segment is: libdwfl places a module by where its
         // first mapping begins, and the kernel tells only of the executable one.
-        maps += fmt::format("{:x}-{:x} r--p 00000000 {:02x}:{:02x} {} {}\n", r.start - r.offset,
+        maps += fmt::format("{:x}-{:x} r--p 00000000 {:02x}:{:02x} {} {}\n", r.start - below,
                             r.start, r.major, r.minor, r.inode, file);
     }
     maps += fmt::format("{:x}-{:x} r-xp {:08x} {:02x}:{:02x} {} {}\n", r.start, r.start + r.length,

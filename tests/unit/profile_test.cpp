@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <sys/auxv.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -511,10 +512,10 @@ TEST(AddressNames, TheVdsoIsNamedByItsMapping) {
     EXPECT_EQ(label.frame, "[vdso]");
 }
 
-// This process's executable mappings as the kernel tells of them (PERF_RECORD_MMAP2).
-std::vector<std::pair<TaskRecord, std::string>> own_code() {
+// A process's executable mappings as the kernel tells of them (PERF_RECORD_MMAP2).
+std::vector<std::pair<TaskRecord, std::string>> own_code(pid_t pid = ::getpid()) {
     std::vector<std::pair<TaskRecord, std::string>> out;
-    auto maps = read_text_file("/proc/self/maps");
+    auto maps = read_text_file(fmt::format("/proc/{}/maps", pid));
     EXPECT_TRUE(maps);
     std::istringstream in(*maps);
     for (std::string line; std::getline(in, line);) {
@@ -590,6 +591,53 @@ TEST(AddressNames, AProcessGoneIsNamedByItsRecords) {
             EXPECT_EQ(names.name(child, ip).function, "monitord_profile_burn_one");
         }
     }
+}
+
+// A program linked by lld, gone before its samples are named, is placed by its program
+// headers: lld puts its code a page above its file offset (`readelf -lW`: R E at offset 0x5e0,
+// address 0x15e0), so the kernel tells of code at offset 0 a page into the program, where bfd
+// and gold have code at offset 0x1000 at 0x1000 and the offset alone placed it.
+TEST(AddressNames, AProgramLinkedByLldIsPlacedByItsProgramHeaders) {
+#ifndef PROFILE_BURNER_LLD
+    GTEST_SKIP() << "no program linked by lld in this build: ld.lld was not found";
+#else
+    if (!reads_symbols()) GTEST_SKIP() << "built without libdw: code is named by object alone";
+    const std::string program = PROFILE_BURNER_LLD;
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+        ::execl(program.c_str(), program.c_str(), "30", nullptr);
+        ::_exit(127);
+    }
+    // Its code mapped once it runs: the exec done, the burner's symbol found.
+    Result<SymbolAddress> burn = fail(Status::NoDev, program + " did not start");
+    bool ran = true;
+    for (int i = 0; i < 500 && !burn && ran; ++i) {
+        std::error_code ec;
+        if (std::filesystem::read_symlink(fmt::format("/proc/{}/exe", child), ec) == program) {
+            burn = find_process_symbol(child, "profile_burner_one");
+        }
+        if (!burn) ::usleep(10'000);
+        ran = ::waitpid(child, nullptr, WNOHANG) == 0;
+    }
+    const auto code = own_code(child);
+    ::kill(child, SIGKILL);
+    if (ran) {
+        ASSERT_EQ(::waitpid(child, nullptr, 0), child);  // gone: named by its records alone
+    }
+    ASSERT_TRUE(burn) << burn.error().message;
+    AddressNames names;
+    for (auto [record, path] : code) {
+        record.pid = child;
+        record.name = path;
+        names.mapped(record);
+    }
+    const auto n = names.name(child, burn->address + 4);
+    EXPECT_EQ(n.object, program);
+    EXPECT_EQ(n.function, "profile_burner_one");
+    EXPECT_EQ(n.function_address, burn->address) << "placed where it was mapped";
+#endif
 }
 
 // Many processes named at once (more than AddressNames keeps read, each in several objects):

@@ -15,6 +15,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <tuple>
 
 #include "monitor/perf/kernel_symbols.hpp"
 #include "monitor/perf/sample_ring.hpp"
@@ -101,9 +102,15 @@ class AddressNames {
     Name name(pid_t pid, std::uint64_t ip, int depth);
     // Makes room for one more process with its map read.
     void make_room(pid_t keep);
+    // How far below the code that `record` tells of its file starts, as libdwfl places it:
+    // the file's program headers say, read once per file and offset.
+    std::uint64_t below_code(const TaskRecord& record);
     std::map<pid_t, std::unique_ptr<Process>> processes_;
     std::map<pid_t, Recorded> recorded_;
     std::set<pid_t> gone_;  // found gone by the last forget_gone()
+    // below_code() by file (device, inode) and offset.
+    std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint64_t, std::uint64_t>, std::uint64_t>
+        below_code_;
     std::uint64_t uses_ = 0;
     // Shared with the modules' file sources, which outlive no AddressNames.
     std::shared_ptr<int> object_files_ = std::make_shared<int>(0);
