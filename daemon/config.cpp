@@ -125,6 +125,10 @@ const std::vector<ConfigKey>& keys() {
             "limits", "profile-duration",
             "an integer from 1 to " + std::to_string(kMaxProfileDuration.count()) + " (seconds)",
             Applies, parse_profile_duration),
+        key<&Config::perf_files_per_session, std::int64_t>(
+            "limits", "perf-files-per-session",
+            "an integer from 1 to " + std::to_string(kMaxPerfFilesPerSession), Applies,
+            parse_perf_files_per_session),
     };
     return table;
 }
@@ -444,6 +448,12 @@ Result<std::chrono::seconds> parse_profile_duration(long long seconds) {
     auto v = in_range(seconds, 1, kMaxProfileDuration.count());
     if (!v) return std::unexpected(v.error());
     return std::chrono::seconds{*v};
+}
+
+Result<std::size_t> parse_perf_files_per_session(long long files) {
+    auto v = in_range(files, 1, static_cast<long long>(kMaxPerfFilesPerSession));
+    if (!v) return std::unexpected(v.error());
+    return static_cast<std::size_t>(*v);
 }
 
 Result<gid_t> group_id(const std::string& name) {

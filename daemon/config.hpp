@@ -48,6 +48,12 @@ inline constexpr std::size_t kDefaultProfilesPerUser = 2;
 inline constexpr std::size_t kMaxProfiles = 8;
 inline constexpr std::chrono::seconds kDefaultProfileDuration{3600};
 inline constexpr std::chrono::seconds kMaxProfileDuration{7 * 86400};
+// 16 events on each of 1024 CPUs; a process of 64 threads sampled on 256 CPUs.
+inline constexpr std::size_t kDefaultPerfFilesPerSession = 16384;
+inline constexpr std::size_t kMaxPerfFilesPerSession = std::size_t{1} << 20;
+// Where that limit comes from, as a refusal names it (perf::FileBudget::source).
+inline constexpr const char* kPerfFilesSource =
+    "[limits] perf-files-per-session in monitord.conf(5), for a user other than root";
 
 struct Config {
     // [daemon]
@@ -80,6 +86,8 @@ struct Config {
     std::size_t profiles_per_user = kDefaultProfilesPerUser;
     // The longest one of them runs (a process sampled until it exits, too).
     std::chrono::seconds profile_duration = kDefaultProfileDuration;
+    // The perf_event files one counter session, profile or watch of overflows may open.
+    std::size_t perf_files_per_session = kDefaultPerfFilesPerSession;
     // [[counters]], in file order; a reload applies them (adds, restarts, removes sessions).
     std::vector<StandingSessionConfig> counters;
 };
@@ -179,6 +187,7 @@ monitor::Result<std::chrono::seconds> parse_idle_timeout(long long seconds);
 monitor::Result<std::size_t> parse_reply_memory_per_user(long long mib);
 monitor::Result<std::size_t> parse_profiles_per_user(long long profiles);
 monitor::Result<std::chrono::seconds> parse_profile_duration(long long seconds);
+monitor::Result<std::size_t> parse_perf_files_per_session(long long files);
 // The group's id; BADARG "unknown group 'x'" when this machine has no such group.
 monitor::Result<gid_t> group_id(const std::string& name);
 

@@ -220,6 +220,7 @@ Result<perf::SessionOptions> CounterService::options_for(
         return std::unexpected(ok.error());
     }
     if (!rights.kernel()) options->user_only = rights.kernel_refusal();
+    if (!rights.privileged()) options->files = options_.files_per_session;
     options->cpus = runtime_.engine().online_cpus();
     options->visit_cpus = true;  // this loop's thread reads each CPU's counters on that CPU
     return options;
@@ -290,13 +291,16 @@ std::optional<Reply> CounterService::begin(const protocol::CounterRequest& reque
     if (!options) return error_reply(options.error(), request.events);
     s.owner_kernel_addresses = rights.kernel_addresses();
     auto session = open_session(*options);
+    if (!session && options->files.refused(session.error())) {
+        return limit_exceeded("perf-files-per-session", session.error().message);
+    }
     if (!session) return error_reply(session.error(), request.events);
     if (auto ok = opened_on_checked(pinned, *options); !ok) {
         return error_reply(ok.error(), request.events);
     }
     s.per_cpu = (*session)->options().target.kind == perf::TargetKind::EachCpu;
     if (request.sample_every) {
-        if (auto refused = start_sampling(request, *options, (*session)->plan(), s)) {
+        if (auto refused = start_sampling(request, *options, **session, s)) {
             return refused;
         }
     }
@@ -393,7 +397,10 @@ void CounterService::run_stepped(const monitor::Runtime::Due::RunStep& step,
 
 std::optional<Reply> CounterService::start_sampling(const protocol::CounterRequest& request,
                                                     const perf::SessionOptions& options,
-                                                    const perf::Plan& plan, Session& s) {
+                                                    const perf::PerfSession& counting, Session& s) {
+    const auto& plan = counting.plan();
+    // The session's budget: what its counters left, for its sampled events together.
+    std::size_t opened = counting.files();
     for (std::size_t k = 0; k < plan.events.size(); ++k) {
         // The event as requested: the plan's name has ":u" added when the caller may count
         // user mode only, which the plan's event says.
@@ -405,13 +412,33 @@ std::optional<Reply> CounterService::start_sampling(const protocol::CounterReque
             .cgroup_root = options.cgroup_root,
             .kernel = !plan.events[k].exclude_kernel,
             .profile = false};
+        if (options.files.most > 0) {
+            if (opened >= options.files.most) {
+                return limit_exceeded(
+                    "perf-files-per-session",
+                    fmt::format("sampling every {} events: the counters took all {} perf_event "
+                                "files allowed ({}): count fewer events, CPUs or threads",
+                                *request.sample_every, opened, options.files.source));
+            }
+            o.files = options.files;
+            o.files.most -= opened;
+        }
+        const perf::FileBudget files = o.files;
         auto sampling = perf::ProfileSession::start(*catalog_, std::move(o));
+        if (!sampling && files.refused(sampling.error())) {
+            return limit_exceeded(
+                "perf-files-per-session",
+                fmt::format("sampling every {} events: {} (its counters took {} of the {})",
+                            *request.sample_every, sampling.error().message, opened,
+                            options.files.most));
+        }
         if (!sampling) {
             return error_reply({sampling.error().status,
                                 fmt::format("sampling every {} events: {}", *request.sample_every,
                                             sampling.error().message)},
                                request.events);
         }
+        opened += (*sampling)->files();
         s.sampling.push_back(std::move(*sampling));
     }
     s.last_address.assign(s.sampling.size(), std::nullopt);

@@ -34,6 +34,9 @@ struct CounterServiceOptions {
     std::filesystem::path proc_root = "/proc";
     std::filesystem::path sys_root = "/sys";
     DeviceFactory device;  // empty: perf_event_open
+    // The perf_event files one session opens (its counters and the events it samples), for a
+    // user other than root ([limits] perf-files-per-session).
+    monitor::perf::FileBudget files_per_session;
 };
 
 class CounterService {
@@ -62,6 +65,8 @@ class CounterService {
     // The on-demand session: "a collect of 1000 ms by pid 42 (uid 0) at 2026-11-27 03:12:45
     // UTC, counting 3 events", or empty.
     std::string describe() const;
+    // From now on (a reload): a running session goes on.
+    void set_max_files_per_session(std::size_t n) { options_.files_per_session.most = n; }
     // The event catalog, made by setup(); null when performance counters are unavailable,
     // for catalog_error().
     const monitor::perf::EventCatalog* catalog() const { return catalog_ ? &*catalog_ : nullptr; }
@@ -124,7 +129,8 @@ class CounterService {
     // reply when that cannot be.
     std::optional<monitor::varlink::Reply> start_sampling(
         const monitor::protocol::CounterRequest& request,
-        const monitor::perf::SessionOptions& options, const monitor::perf::Plan& plan, Session& s);
+        const monitor::perf::SessionOptions& options, const monitor::perf::PerfSession& counting,
+        Session& s);
     // Puts each event's last sampled address into `report`: since the last record, or
     // (`whole`) since the start. A kernel address is 0 for a reader that may not see one
     // (`kernel_addresses` false), as the kernel shows it such readers.

@@ -147,6 +147,9 @@ Result<void> Manager::setup() {
     auto counter_options = options_.counters;
     counter_options.proc_root = options_.proc_root;
     counter_options.sys_root = options_.sys_root;
+    const monitor::perf::FileBudget files{.most = options_.config.perf_files_per_session,
+                                          .source = kPerfFilesSource};
+    counter_options.files_per_session = files;
     counters_ = std::make_unique<CounterService>(
         *server_, *runtime_, [this] { schedule(); }, std::move(counter_options));
     counters_->setup();
@@ -159,7 +162,8 @@ Result<void> Manager::setup() {
                               .modules = options_.proc_root / "modules",
                               .max_profiles = kMaxProfiles,
                               .max_profiles_per_user = options_.config.profiles_per_user,
-                              .max_duration_per_user = options_.config.profile_duration});
+                              .max_duration_per_user = options_.config.profile_duration,
+                              .files_per_session = files});
     profiles_->setup();
     apply_control_group();
     server_->set_close_handler([this](std::uint64_t connection) {
@@ -520,6 +524,8 @@ void Manager::reload() {
         server_->set_max_pending_per_user(options_.config.reply_memory_per_user << 20);
         profiles_->set_max_profiles_per_user(options_.config.profiles_per_user);
         profiles_->set_max_duration_per_user(options_.config.profile_duration);
+        profiles_->set_max_files_per_session(options_.config.perf_files_per_session);
+        counters_->set_max_files_per_session(options_.config.perf_files_per_session);
         counters_->configure_standing(options_.config.counters, std::chrono::steady_clock::now());
         spdlog::info("Reloaded {}", have_file ? file.string() : std::string{"the defaults"});
     }

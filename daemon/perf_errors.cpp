@@ -64,4 +64,9 @@ Reply perf_error_reply(const monitor::Error& e, const perf::EventCatalog* catalo
     }
 }
 
+Reply limit_exceeded(std::string_view limit, std::string message) {
+    return monitor::varlink::make_error("io.monitord.Monitor.LimitExceeded",
+                                        json{{"limit", limit}, {"message", std::move(message)}});
+}
+
 }  // namespace monitord

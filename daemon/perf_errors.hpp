@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "monitor/perf/event_catalog.hpp"
 #include "monitor/protocol/varlink_message.hpp"
@@ -16,5 +17,9 @@ namespace monitord {
 monitor::varlink::Reply perf_error_reply(const monitor::Error& e,
                                          const monitor::perf::EventCatalog* catalog,
                                          const std::string& events = {});
+
+// io.monitord.Monitor.LimitExceeded: `limit` is the [limits] key of monitord.conf(5) that
+// refused, `message` says by how much and what to do.
+monitor::varlink::Reply limit_exceeded(std::string_view limit, std::string message);
 
 }  // namespace monitord

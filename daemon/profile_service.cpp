@@ -34,12 +34,6 @@ namespace {
 constexpr std::uint64_t kDrainUsec = 50'000;
 constexpr std::uint64_t kAccuracyUsec = 1'000;
 
-// The refusal of a call past one of monitord.conf's [limits] (`limit`, its key).
-Reply limit_exceeded(std::string_view limit, std::string message) {
-    return monitor::varlink::make_error("io.monitord.Monitor.LimitExceeded",
-                                        json{{"limit", limit}, {"message", std::move(message)}});
-}
-
 std::uint64_t now_usec() {
     return static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::microseconds>(Clock::now().time_since_epoch())
@@ -284,9 +278,14 @@ ProfileService::Response ProfileService::start_run(std::unique_ptr<Run> run,
     }
     // After the pin: the process checked is the one sampled.
     if (auto refused = limit_to_rights(*run, options, perf_rights(peer))) return *refused;
+    if (!peer.privileged()) options.files = options_.files_per_session;
     const std::string event = options.event;
     const pid_t pid = options.target.pid;
+    const perf::FileBudget files = options.files;
     auto session = perf::ProfileSession::start(*catalog_, std::move(options));
+    if (!session && files.refused(session.error())) {
+        return limit_exceeded("perf-files-per-session", session.error().message);
+    }
     if (!session) return perf_error_reply(session.error(), catalog_, event);
     if (pinned && pinned->exited()) {
         // Its pid may be another process's by now: the rings would sample that one.

@@ -35,6 +35,9 @@ struct ProfileServiceOptions {
     // The longest one of them runs ([limits] profile-duration): a longer duration is refused,
     // a process sampled until it exits is sampled this long at most.
     std::chrono::seconds max_duration_per_user{3600};
+    // The perf_event files one of them opens, for a user other than root ([limits]
+    // perf-files-per-session).
+    monitor::perf::FileBudget files_per_session;
 };
 
 class ProfileService {
@@ -56,6 +59,7 @@ class ProfileService {
     // From now on (a reload): running profiles go on.
     void set_max_profiles_per_user(std::size_t n) { options_.max_profiles_per_user = n; }
     void set_max_duration_per_user(std::chrono::seconds d) { options_.max_duration_per_user = d; }
+    void set_max_files_per_session(std::size_t n) { options_.files_per_session.most = n; }
 
   private:
     struct Run;

@@ -401,6 +401,14 @@ PerfSession::~PerfSession() {
     for (auto& inst : instances_) close_instance(inst);
 }
 
+std::size_t PerfSession::files() const {
+    std::size_t n = 0;
+    for (const auto& inst : instances_) {
+        for (const auto& g : inst.groups) n += g.handles.size();
+    }
+    return n;
+}
+
 void PerfSession::close_instance(Instance& inst) {
     for (auto& g : inst.groups) {
         for (auto it = g.handles.rbegin(); it != g.handles.rend(); ++it) device_->close(*it);
@@ -424,6 +432,25 @@ Result<std::unique_ptr<PerfSession>> PerfSession::start(const EventCatalog& cata
         new PerfSession(std::move(device), std::move(options), std::move(*plan))};
     if (auto r = s->open_all(); !r) return std::unexpected(r.error());
     return s;
+}
+
+namespace {
+
+std::string over_budget(std::size_t most, std::string_view source) {
+    return fmt::format("perf_event files, more than the {} allowed ({})", most, source);
+}
+
+}  // namespace
+
+Result<void> FileBudget::check(std::size_t needed, std::string_view what) const {
+    if (most == 0 || needed <= most) return {};
+    return fail(Status::BadArg, fmt::format("{} opens {} {}: measure fewer events, CPUs or threads",
+                                            what, needed, over_budget(most, source)));
+}
+
+bool FileBudget::refused(const Error& e) const {
+    return most > 0 && e.status == Status::BadArg &&
+           e.message.find(over_budget(most, source)) != std::string::npos;
 }
 
 Result<void> PerfSession::open_all() {
@@ -476,6 +503,15 @@ Result<void> PerfSession::open_all() {
         if (auto r = open_threads(t.pid, *tids); !r) return r;
     } else {
         if (targets.empty()) return fail(Status::BadArg, "no CPUs to count on");
+        const std::size_t events = plan_.events.size();
+        if (auto ok = options_.files.check(
+                events * targets.size(),
+                task ? fmt::format("counting {} event{}", events, events == 1 ? "" : "s")
+                     : fmt::format("counting {} event{} on each of {} CPUs", events,
+                                   events == 1 ? "" : "s", targets.size()));
+            !ok) {
+            return ok;
+        }
         instances_.reserve(targets.size());
         for (std::size_t i = 0; i < targets.size(); ++i) {
             if (!task) report_instances_.push_back(targets[i].cpu);
@@ -541,6 +577,12 @@ Result<void> PerfSession::open_instance(const OpenTarget& target, std::size_t re
 Result<void> PerfSession::open_threads(pid_t pid, const std::vector<pid_t>& tids) {
     const std::size_t per_thread = plan_.events.size();
     const std::size_t needed = tids.size() * per_thread;
+    if (auto ok = options_.files.check(
+            needed, fmt::format("counting {} event{} on each of the {} threads of process {}",
+                                per_thread, per_thread == 1 ? "" : "s", tids.size(), pid));
+        !ok) {
+        return ok;
+    }
     rlimit nofile{};
     if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY &&
         needed > nofile.rlim_cur) {

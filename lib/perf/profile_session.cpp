@@ -78,6 +78,16 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::start(const EventCatalog
     }
     const bool task = t.kind == TargetKind::Process || t.kind == TargetKind::Thread;
     s->threads_ = task ? per_cpu.size() : 0;
+    if (auto ok = options.files.check(
+            cpus.size() * per_cpu.size(),
+            per_cpu.size() > 1
+                ? fmt::format("sampling the {} threads of process {} on each of "
+                              "{} CPUs",
+                              per_cpu.size(), t.pid, cpus.size())
+                : fmt::format("sampling on {} CPU{}", cpus.size(), cpus.size() == 1 ? "" : "s"));
+        !ok) {
+        return std::unexpected(ok.error());
+    }
 
     for (int cpu : cpus) {
         OpenTarget first = per_cpu.front();
@@ -282,6 +292,12 @@ Result<void> ProfileSession::stop(const std::function<void(const Sample&)>& obse
     }
     drain(observer);
     return result;
+}
+
+std::size_t ProfileSession::files() const {
+    std::size_t n = 0;
+    for (const auto& ring : rings_) n += ring->files();
+    return n;
 }
 
 std::vector<int> ProfileSession::fds() const {

@@ -1,6 +1,7 @@
 // The performance-counter commands end to end: the real monctl against the real monitord,
 // counting the kernel's software events with perf_event_open.
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <grp.h>
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -680,6 +681,71 @@ TEST_F(PerfAccess, AUserRunsAtMostItsShareOfProfilesWhileRootRunsMore) {
     EXPECT_EQ(running.stop(0, 10s), 0) << running.log();
     auto again = monctl_as(nobody_uid(), *d, {"perf", "profile", "-d", "100ms", "--", "/bin/true"});
     EXPECT_EQ(again.exit_code, 0) << again.err;
+}
+
+// [limits] perf-files-per-session: a member's session, profile or sampled events that would
+// open more perf_event files are refused before one is opened, naming the limit; root's are not.
+TEST_F(PerfAccess, AUsersSessionOpensAtMostTheLimitsPerfFiles) {
+    auto d = start(
+        "socket-group = \"nogroup\"\ncontrol-group = \"nogroup\"\n"
+        "[limits]\nperf-files-per-session = 3\n");
+    ASSERT_TRUE(d);
+    // A process of the member's own with two threads: a file per event (or CPU) and thread.
+    auto own = Process::start({profile_burner_bin(), "30", "2"}, SpawnOptions{.uid = nobody_uid()});
+    ASSERT_TRUE(own);
+    const std::string pid = std::to_string(own->pid());
+    ASSERT_TRUE(test_support::wait_until(
+        [&] {
+            std::error_code ec;
+            auto it = std::filesystem::directory_iterator("/proc/" + pid + "/task", ec);
+            return !ec && std::distance(it, std::filesystem::directory_iterator{}) == 2;
+        },
+        5s));
+    const std::string two = "perf::TASK-CLOCK,perf::CONTEXT-SWITCHES";
+    auto many =
+        monctl_as(nobody_uid(), *d, {"perf", "collect", "-e", two, "-p", pid, "-d", "100ms"});
+    EXPECT_EQ(many.exit_code, 1) << many.out;
+    EXPECT_NE(many.err.find(fmt::format("counting 2 events on each of the 2 threads of process {} "
+                                        "opens 4 perf_event files, more than the 3 allowed "
+                                        "([limits] perf-files-per-session in monitord.conf(5)",
+                                        pid)),
+              std::string::npos)
+        << many.err;
+    auto fits = monctl_as(nobody_uid(), *d,
+                          {"perf", "collect", "-e", "perf::TASK-CLOCK", "-p", pid, "-d", "100ms"});
+    EXPECT_EQ(fits.exit_code, 0) << fits.err;
+    const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+    if (cpus >= 2) {
+        auto wide = monctl_as(nobody_uid(), *d, {"perf", "profile", "-p", pid, "-d", "100ms"});
+        EXPECT_EQ(wide.exit_code, 1) << wide.out;
+        EXPECT_NE(wide.err.find(fmt::format("sampling the 2 threads of process {} on each of {} "
+                                            "CPUs opens {} perf_event files",
+                                            pid, cpus, 2 * cpus)),
+                  std::string::npos)
+            << wide.err;
+        EXPECT_NE(wide.err.find("[limits] perf-files-per-session"), std::string::npos) << wide.err;
+    }
+    // Counting one event leaves one file: sampling it on every CPU of two threads takes more.
+    auto sampled = monctl_as(nobody_uid(), *d,
+                             {"perf", "collect", "-e", "perf::TASK-CLOCK", "--sample-every",
+                              "1000000", "-p", pid, "-d", "100ms"});
+    EXPECT_EQ(sampled.exit_code, 1) << sampled.out;
+    EXPECT_NE(sampled.err.find("sampling every 1000000 events: "), std::string::npos)
+        << sampled.err;
+    EXPECT_NE(sampled.err.find("[limits] perf-files-per-session"), std::string::npos)
+        << sampled.err;
+    // Root is held to RLIMIT_NOFILE only.
+    auto root =
+        run({monctl_bin(), "--socket", d->socket(), "perf", "profile", "-p", pid, "-d", "100ms"});
+    EXPECT_EQ(root.exit_code, 0) << root.err;
+    auto root_many = run({monctl_bin(), "--socket", d->socket(), "perf", "collect", "-e", two, "-p",
+                          pid, "-d", "100ms"});
+    EXPECT_EQ(root_many.exit_code, 0) << root_many.err;
+    // Nothing was left open by the refusals: the member counts again within its share.
+    auto again = monctl_as(nobody_uid(), *d,
+                           {"perf", "collect", "-e", "perf::TASK-CLOCK", "-p", pid, "-d", "100ms"});
+    EXPECT_EQ(again.exit_code, 0) << again.err;
+    own->stop(SIGKILL, 5s);
 }
 
 // [limits] profile-duration: a member's longer duration is refused, and its command sampled

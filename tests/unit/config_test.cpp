@@ -234,6 +234,26 @@ TEST_F(ConfigTest, ReplyMemoryAndProfilesPerUser) {
     EXPECT_TRUE(plan.at_restart.empty());
 }
 
+TEST_F(ConfigTest, PerfFilesPerSession) {
+    EXPECT_EQ(Config{}.perf_files_per_session, 16384u);
+    auto p = write("files.conf", "[limits]\nperf-files-per-session = 64\n");
+    auto r = load_config(p, Config{});
+    ASSERT_TRUE(r.has_value()) << r.error().to_string();
+    EXPECT_EQ(r->perf_files_per_session, 64u);
+    for (const char* bad : {"0", "1048577", "-1"}) {
+        std::string msg = error_of(std::string{"[limits]\nperf-files-per-session = "} + bad + "\n");
+        EXPECT_TRUE(contains(
+            msg, std::string{"[limits] perf-files-per-session: "} + bad + " is out of range"))
+            << msg;
+        EXPECT_TRUE(contains(msg, "an integer from 1 to 1048576")) << msg;
+    }
+    Config next;
+    next.perf_files_per_session = 5;
+    auto plan = plan_reload(Config{}, next);
+    EXPECT_EQ(plan.config.perf_files_per_session, 5u);
+    EXPECT_TRUE(plan.at_restart.empty());
+}
+
 TEST_F(ConfigTest, ProfileDuration) {
     EXPECT_EQ(Config{}.profile_duration, std::chrono::seconds{3600});
     auto p = write("duration.conf", "[limits]\nprofile-duration = 60\n");
@@ -658,7 +678,7 @@ TEST(ConfigKeys, EveryKeyHasAReloadRuleAndSaysWhatItAccepts) {
         EXPECT_TRUE(k.parse && k.same && k.copy);
         EXPECT_TRUE(seen.insert(k.label()).second) << "twice";
     }
-    EXPECT_EQ(seen.size(), 14u);
+    EXPECT_EQ(seen.size(), 15u);
 }
 
 // What the running daemon cannot change: the socket it listens on and its group, the probe
@@ -674,7 +694,8 @@ TEST(ConfigKeys, TheRestartOnlyKeysAreThoseTheDaemonCannotChangeWhileRunning) {
               (std::set<std::string>{"[daemon] log-level", "[loading] history-seconds",
                                      "[watchdog] on-stop", "[access] control-group",
                                      "[limits] idle-timeout", "[limits] reply-memory-per-user",
-                                     "[limits] profiles-per-user", "[limits] profile-duration"}));
+                                     "[limits] profiles-per-user", "[limits] profile-duration",
+                                     "[limits] perf-files-per-session"}));
 }
 
 // The lines of a file of the source tree, e.g. "man/monitord.conf.5".
@@ -833,6 +854,7 @@ Config every_key_changed() {
     c.reply_memory_per_user = 8;
     c.profiles_per_user = 1;
     c.profile_duration = std::chrono::seconds{60};
+    c.perf_files_per_session = 100;
     return c;
 }
 

@@ -2,6 +2,7 @@
 // any machine: the catalog, task-clock against the thread's CPU time, context switches of a
 // workload that sleeps a known number of times, daemon-side multiplexing with a forced counter
 // budget against a full-time count, and the errors for refused permissions and missing PMUs.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <sys/syscall.h>
@@ -10,10 +11,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <thread>
 
 #include "monitor/loading/cpu_list.hpp"
@@ -462,6 +466,60 @@ TEST(PerfCounting, CpusUtilizedFromTaskClock) {
 
 // With visit_cpus the reading thread moves to each CPU to read and switch its counters, and
 // is back where it was afterwards; the counts are those of every CPU, as without.
+// A file budget: a session that would open more perf_event files (one per event and CPU, or
+// per event and thread) is refused before it opens any, naming the budget; one that fits
+// holds as many as it says.
+TEST(PerfCounting, AFileBudgetRefusesASessionThatOpensMore) {
+    SKIP_WITHOUT_PERF_EVENTS();
+    auto c = catalog();
+    SessionOptions o;
+    o.events = *parse_event_list("perf::CPU-CLOCK,perf::CONTEXT-SWITCHES,perf::PAGE-FAULTS");
+    o.target.kind = TargetKind::EachCpu;
+    auto online = monitor::read_online_cpus("/sys");
+    ASSERT_TRUE(online);
+    o.cpus = *online;
+    const std::size_t needed = 3 * o.cpus.size();
+    o.files = {.most = needed - 1, .source = "the test's budget"};
+    auto refused = PerfSession::start(c, std::make_unique<PerfEventDevice>(), o);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().status, Status::BadArg);
+    EXPECT_EQ(refused.error().message,
+              fmt::format("counting 3 events on each of {} CPUs opens {} perf_event files, more "
+                          "than the {} allowed (the test's budget): measure fewer events, CPUs "
+                          "or threads",
+                          o.cpus.size(), needed, needed - 1));
+    EXPECT_TRUE(o.files.refused(refused.error()));
+    o.files.most = needed;
+    if (auto s = start(c, o)) {
+        EXPECT_EQ(s->files(), needed);
+    }
+
+    // This process, a file per event and thread.
+    std::atomic<bool> stop = false;
+    std::thread other([&] {
+        while (!stop) std::this_thread::sleep_for(10ms);
+    });
+    const auto threads = static_cast<std::size_t>(
+        std::distance(std::filesystem::directory_iterator("/proc/self/task"),
+                      std::filesystem::directory_iterator{}));
+    o.target = {.kind = TargetKind::Process, .pid = ::getpid()};
+    o.files.most = 3 * threads - 1;
+    auto process = PerfSession::start(c, std::make_unique<PerfEventDevice>(), o);
+    ASSERT_FALSE(process);
+    EXPECT_NE(process.error().message.find(fmt::format(
+                  "counting 3 events on each of the {} threads of process {} opens {} perf_event "
+                  "files, more than the {} allowed",
+                  threads, ::getpid(), 3 * threads, 3 * threads - 1)),
+              std::string::npos)
+        << process.error().message;
+    o.files.most = 0;  // no budget: RLIMIT_NOFILE alone
+    if (auto s = start(c, o)) {
+        EXPECT_EQ(s->files(), 3 * threads);
+    }
+    stop = true;
+    other.join();
+}
+
 TEST(PerfCounting, VisitingCpusCountsEveryCpuAndRestoresTheAffinity) {
     SKIP_WITHOUT_PERF_EVENTS();
     auto c = catalog();

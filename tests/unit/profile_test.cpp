@@ -18,14 +18,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <iterator>
 #include <map>
 #include <numeric>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "monitor/loading/cpu_list.hpp"
 #include "monitor/perf/event_catalog.hpp"
@@ -324,6 +327,46 @@ TEST(ProfileSession, AProcessIsSampledOnEveryCpuByName) {
     EXPECT_EQ(report.modes.idle, 0u) << "a process is never the idle task";
     std::printf("process %d: %llu samples, burn_three %.1f %%, burn_one %.1f %%\n", burner.pid(),
                 static_cast<unsigned long long>(report.samples), three, one);
+}
+
+// A file budget: a profile that would open more perf_event files (one per CPU and thread of
+// its target) is refused before it opens any; one that fits holds as many as it says.
+TEST(ProfileSession, AFileBudgetRefusesAProfileThatOpensMore) {
+    SKIP_WITHOUT_PERF_EVENTS();
+    const auto online = monitor::read_online_cpus("/sys");
+    ASSERT_TRUE(online);
+    std::atomic<bool> stop = false;
+    std::thread other([&] {  // two threads at least
+        while (!stop) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    });
+    const auto threads = static_cast<std::size_t>(
+        std::distance(std::filesystem::directory_iterator("/proc/self/task"),
+                      std::filesystem::directory_iterator{}));
+    const std::size_t needed = online->size() * threads;
+    ProfileOptions o;
+    o.target = {.kind = TargetKind::Process, .pid = ::getpid()};
+    o.rate = {.frequency = 100};
+    o.profile = false;
+    o.files = {.most = needed - 1, .source = "the test's budget"};
+    auto refused = start_profile(o);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().status, Status::BadArg);
+    EXPECT_EQ(refused.error().message,
+              fmt::format("sampling the {} threads of process {} on each of {} CPUs opens {} "
+                          "perf_event files, more than the {} allowed (the test's budget): "
+                          "measure fewer events, CPUs or threads",
+                          threads, ::getpid(), online->size(), needed, needed - 1));
+    EXPECT_TRUE(o.files.refused(refused.error()));
+    EXPECT_FALSE(
+        (FileBudget{.most = needed, .source = "the test's budget"}.refused(refused.error())))
+        << "another budget's refusal";
+    o.files.most = needed;
+    auto fits = start_profile(o);
+    if (!fits && fits.error().status == Status::Perm) GTEST_SKIP() << fits.error().to_string();
+    ASSERT_TRUE(fits) << fits.error().to_string();
+    EXPECT_EQ((*fits)->files(), needed);
+    stop = true;
+    other.join();
 }
 
 // Every CPU, everything on them: the burner's functions keep their 3:1 (within 8 points:

@@ -68,6 +68,23 @@ struct CountTarget {
 
 enum class MuxMode { Daemon, Kernel };
 
+// The most perf_event files a session or a profile may open at once, for a daemon that opens
+// them for callers: one file per event and CPU, or per event and thread of a process; a
+// profile, one per CPU and thread. Checked before the first is opened. 0: only this
+// process's RLIMIT_NOFILE bounds them.
+struct FileBudget {
+    std::size_t most = 0;
+    // Where the limit comes from, for the refusal: "[limits] perf-files-per-session in
+    // monitord.conf(5), for a user other than root".
+    std::string source;
+
+    // BADARG when `needed` files (for `what`: "counting 4 events on each of the 300 threads
+    // of process 42") are more than `most`, saying how many and what to do.
+    Result<void> check(std::size_t needed, std::string_view what) const;
+    // Whether `e` is this budget's refusal, check()'s error.
+    bool refused(const Error& e) const;
+};
+
 struct SessionOptions {
     std::vector<EventRequest> events;
     CountTarget target;
@@ -90,6 +107,7 @@ struct SessionOptions {
     // in a VM, more than a move (one group read from afar a period, two CPUs: 115 against
     // 80 us). For a thread of its own (the daemon's loop), not for a caller's thread.
     bool visit_cpus = false;
+    FileBudget files;
 };
 
 // The set of a kernel group that takes no turn on the counters: its events need none (software
@@ -213,6 +231,8 @@ class PerfSession {
     Result<void> rotate();
     // Process and Thread targets: the threads counted from the start (see PerfReport).
     int threads() const { return threads_; }
+    // The perf_event files it holds (FileBudget).
+    std::size_t files() const;
 
     // Reads every counter that is counting now and returns the totals so far.
     Result<PerfReport> read();

@@ -54,6 +54,7 @@ struct ProfileOptions {
     bool callchain = false;
     // The addresses whose samples are kept one by one (a histogram's range): none unless asked.
     AddressWindow kept_addresses{.start = 0, .end = 0};
+    FileBudget files;  // one file per CPU sampled and thread of the target
 };
 
 class ProfileSession {
@@ -78,6 +79,8 @@ class ProfileSession {
     std::size_t threads() const { return threads_; }
     // The rings' descriptors, to poll(2) for samples.
     std::vector<int> fds() const;
+    // The perf_event files it holds (FileBudget).
+    std::size_t files() const;
 
   private:
     ProfileSession() = default;

@@ -116,6 +116,8 @@ class SampleRing {
 
     // The descriptor, to poll(2) for data.
     int fd() const { return fd_.get(); }
+    // The perf_event files it holds: its own and the attached ones.
+    std::size_t files() const { return 1 + attached_.size(); }
 
   private:
     SampleRing(UniqueFd fd, void* map, std::size_t map_size, std::size_t data_offset,
