@@ -7,11 +7,15 @@
 #include "loading_service.hpp"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -20,6 +24,8 @@
 
 #include "daemon_components.hpp"
 #include "interface_check.hpp"
+#include "monitor/protocol/monitor_messages.hpp"
+#include "monitor/protocol/varlink_message.hpp"
 #include "monitord-config.h"
 #include "test_support.hpp"
 
@@ -292,6 +298,130 @@ TEST_F(LoadingServiceTest, AWatcherThatLeftIsDroppedAtTheNextTick) {
 
 // The runtime's timer, as the daemon sets it, ticks by itself a second apart: a watcher's
 // replies come without tick().
+// The peak of this process's resident memory, in KiB (VmHWM).
+std::size_t peak_rss_kib() {
+    std::ifstream in("/proc/self/status");
+    for (std::string line; std::getline(in, line);) {
+        if (line.starts_with("VmHWM:")) return std::stoul(line.substr(6));
+    }
+    return 0;
+}
+
+// The largest reply there is: an hour's window on 256 CPUs, each second of each CPU, with the
+// states. Measured: its size, the time to make it and the memory that takes (the components
+// run in this process: its peak, before the client reads a byte). A user other than root who
+// asks for it on many connections and reads none holds at most [limits]
+// reply-memory-per-user of the daemon's memory: the replies past it are LimitExceeded.
+TEST_F(LoadingServiceTest, AnHourOn256CpusIsAReplyHeldToTheBudget) {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root: the client must be another user";
+    constexpr int kCpus = 256;
+    constexpr int kSeconds = 3600;
+    constexpr std::size_t kBudget = std::size_t{64} << 20;  // the default
+    ComponentOptions o;
+    o.manual_ticks = true;
+    o.online = fmt::format("0-{}", kCpus - 1);
+    o.stat.clear();
+    for (int cpu = 0; cpu < kCpus; ++cpu) o.stat[cpu] = {100, 900};
+    o.limits.max_pending_per_user = kBudget;
+    start(std::move(o));
+    components_->on_loop([&] { components_->runtime().engine().set_history_seconds(kSeconds); });
+    auto stat = std::map<int, Ticks>{};
+    for (int cpu = 0; cpu < kCpus; ++cpu) stat[cpu] = {100, 900};
+    const auto fill_start = std::chrono::steady_clock::now();
+    for (int second = 1; second <= kSeconds + 1; ++second) {
+        for (auto& [cpu, t] : stat) {
+            const std::uint64_t busy = static_cast<std::uint64_t>(cpu * 7 + second * 13) % 101;
+            t.busy += busy;
+            t.idle += 100 - busy;
+        }
+        components_->write_stat(stat);
+        components_->tick();
+    }
+    const double fill_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - fill_start).count();
+
+    // The reply as LoadingService makes it, on the loop: its size, its time, and the peak of
+    // memory while it is made (the components run in this process).
+    const json query = {{"per_cpu", true}, {"history", true}, {"states", true}};
+    const std::size_t peak_before = peak_rss_kib();
+    const auto [size, make_s] = components_->on_loop([&] {
+        const auto t0 = std::chrono::steady_clock::now();
+        monitor::varlink::Reply r;
+        r.parameters = monitor::protocol::to_json(components_->runtime().engine().loading(
+            {.per_cpu = true, .history = true, .states = true}));
+        const std::size_t bytes = monitor::varlink::encode(r).size();
+        return std::pair{
+            bytes, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
+    });
+    const std::size_t peak_made = peak_rss_kib();
+    EXPECT_GT(size, std::size_t{4} << 20) << "an hour of 256 CPUs is megabytes";
+    EXPECT_LT(size, kBudget) << "one reply fits the default budget";
+    // Root's, whole.
+    client_->set_timeout(60s);
+    auto whole = client_->call("io.monitord.Monitor.GetLoading", query);
+    ASSERT_TRUE(whole) << whole.error().message;
+    ASSERT_FALSE(whole->error) << *whole->error;
+    ASSERT_EQ(whole->parameters["cpus"].size(), std::size_t{kCpus});
+    EXPECT_EQ(whole->parameters["cpus"][0]["procstat"]["history"].size(), std::size_t{kSeconds})
+        << "every second of the window";
+
+    // nobody's: the same on as many connections as the budget holds and two more, none read.
+    const std::size_t connections = kBudget / size + 3;
+    const auto nobody = test_support::start_as_nobody([&](std::string& out) {
+        std::vector<monitor::varlink::Client> c;
+        for (std::size_t i = 0; i < connections; ++i) {
+            auto client = monitor::varlink::Client::connect(components_->socket_path());
+            if (!client ||
+                !client->send_raw(monitor::varlink::encode(loading_call(query, false)) + '\0')) {
+                return 1;
+            }
+            client->set_timeout(60s);
+            c.push_back(std::move(*client));
+        }
+        ::sleep(2);  // the daemon holds what waits meanwhile
+        std::size_t answered = 0, refused = 0;
+        for (auto& client : c) {
+            auto r = client.receive();
+            if (!r) return 2;
+            if (r->error == "io.monitord.Monitor.LimitExceeded") {
+                ++refused;
+                if (out.empty()) out = r->parameters.value("message", "");
+            } else if (!r->error && r->parameters["cpus"].size() == std::size_t{kCpus}) {
+                ++answered;
+            }
+        }
+        out = fmt::format("{} whole, {} refused: {}", answered, refused, out);
+        return 0;
+    });
+    std::size_t most_held = 0;
+    test_support::wait_until(
+        [&] {
+            most_held = std::max(most_held, components_->on_loop([&] {
+                return components_->server().pending_of(test_support::kNobody);
+            }));
+            return false;
+        },
+        1500ms);
+    const auto child = test_support::wait_for(nobody);
+    ASSERT_EQ(child.code, 0) << child.out;
+    EXPECT_LE(most_held, kBudget);
+    std::size_t answered = 0, refused = 0;
+    ASSERT_EQ(std::sscanf(child.out.c_str(), "%zu whole, %zu refused", &answered, &refused), 2)
+        << child.out;
+    EXPECT_EQ(answered + refused, connections) << child.out;
+    // The socket's buffers take some of each, which the daemon does not hold.
+    EXPECT_GE(answered, kBudget / size) << child.out;
+    EXPECT_GE(refused, 1u) << child.out;
+    EXPECT_NE(child.out.find("[limits] reply-memory-per-user"), std::string::npos) << child.out;
+    std::printf(
+        "%d CPUs, %d s of history (filled in %.1f s): a reply of %.1f MiB made in %.2f s, "
+        "the peak RSS %zu -> %zu KiB while it was made; nobody asked on %zu connections "
+        "and held at most %.1f MiB of the %zu (%s)\n",
+        kCpus, kSeconds, fill_s, static_cast<double>(size) / (1 << 20), make_s, peak_before,
+        peak_made, connections, static_cast<double>(most_held) / (1 << 20), kBudget >> 20,
+        child.out.c_str());
+}
+
 TEST_F(LoadingServiceTest, TheTimerTicksASecondApart) {
     start();
     auto first = client_->call(loading_call(json::object(), true));
