@@ -9,6 +9,7 @@
 #include <optional>
 #include <utility>
 
+#include "monitor/perf/caller_rights.hpp"
 #include "monitor/perf/profile_session.hpp"
 #include "monitor/protocol/profile_messages.hpp"
 #include "monitor/runtime/counter_run.hpp"
@@ -278,7 +279,10 @@ ProfileService::Response ProfileService::start_run(std::unique_ptr<Run> run,
     }
     // After the pin: the process checked is the one sampled.
     if (auto refused = limit_to_rights(*run, options, perf_rights(peer))) return *refused;
-    if (!peer.privileged()) options.files = options_.files_per_session;
+    if (!peer.privileged()) {
+        options.files = options_.files_per_session;
+        options.no_kernel_breakpoints = perf::CallerRights::kernel_breakpoint_refusal();
+    }
     const std::string event = options.event;
     const pid_t pid = options.target.pid;
     const perf::FileBudget files = options.files;

@@ -274,6 +274,21 @@ Result<void> place_breakpoint(EventSpec& spec, std::uint64_t symbol_address,
     return check_address(spec);
 }
 
+bool watches_kernel(const EventSpec& spec) {
+    if (spec.type != PERF_TYPE_BREAKPOINT) return false;
+    constexpr std::uint64_t kKernelStart =
+        sizeof(void*) == 8 ? std::uint64_t{1} << 63 : std::uint64_t{0xc0000000};
+    const std::uint64_t last = spec.config1 + std::max<std::uint64_t>(spec.config2, 1) - 1;
+    return spec.config1 >= kKernelStart || last >= kKernelStart || last < spec.config1;
+}
+
+Result<void> refuse_kernel_breakpoint(const EventSpec& spec, std::string_view why) {
+    if (!watches_kernel(spec)) return {};
+    return fail(Status::Perm, fmt::format("{}: {:#x} is a kernel address, and {}; watch an "
+                                          "address of the process's own, or ask root",
+                                          spec.name, spec.config1, why));
+}
+
 BreakpointSlots probe_breakpoint_slots() {
     // Watched by breakpoints that are never enabled, on the calling thread.
     static std::uint32_t watched = 0;

@@ -96,6 +96,12 @@ std::string CallerRights::kernel_refusal() const {
         sysctls_.paranoid);
 }
 
+std::string CallerRights::kernel_breakpoint_refusal() {
+    return "the kernel lets only a user with CAP_SYS_ADMIN watch kernel memory, whatever "
+           "kernel.perf_event_paranoid says (hw_breakpoint_parse), and the daemon holds a user "
+           "other than root to that";
+}
+
 Result<void> CallerRights::may_measure(const CountTarget& target, std::string_view what) const {
     if (privileged_) return {};
     const bool process = target.kind == TargetKind::Process || target.kind == TargetKind::Thread;

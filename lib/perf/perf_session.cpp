@@ -218,6 +218,11 @@ Result<Plan> make_plan(const EventCatalog& catalog, const SessionOptions& option
                 spec->counters &= first_counters(options.counter_budget);
             }
         }
+        if (!options.no_kernel_breakpoints.empty()) {
+            if (auto ok = refuse_kernel_breakpoint(*spec, options.no_kernel_breakpoints); !ok) {
+                return std::unexpected(ok.error());
+            }
+        }
         if (!options.user_only.empty() && !spec->exclude_kernel) {
             if (spec->exclude_user) {
                 return fail(Status::Perm,

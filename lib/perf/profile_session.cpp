@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "monitor/perf/breakpoint_pmu.hpp"
 #include "monitor/perf/cgroup_target.hpp"
 #include "monitor/text_file.hpp"
 
@@ -16,6 +17,11 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::start(const EventCatalog
     auto event = catalog.resolve(options.event);
     if (!event) return std::unexpected(event.error());
     if (auto ok = catalog.countable(*event); !ok) return std::unexpected(ok.error());
+    if (!options.no_kernel_breakpoints.empty()) {
+        if (auto ok = refuse_kernel_breakpoint(*event, options.no_kernel_breakpoints); !ok) {
+            return std::unexpected(ok.error());
+        }
+    }
     const auto& t = options.target;
     if (!options.user && !options.kernel) {
         return fail(Status::BadArg, fmt::format("{}: sample user mode, kernel mode or both, not "

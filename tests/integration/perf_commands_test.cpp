@@ -748,6 +748,50 @@ TEST_F(PerfAccess, AUsersSessionOpensAtMostTheLimitsPerfFiles) {
     own->stop(SIGKILL, 5s);
 }
 
+// A member watches no kernel memory with a breakpoint, counted or sampled: the kernel lets only
+// CAP_SYS_ADMIN do that, whatever kernel.perf_event_paranoid says. Root may.
+TEST_F(PerfAccess, AMemberSetsNoBreakpointOnKernelMemory) {
+    auto d = start("socket-group = \"nogroup\"\ncontrol-group = \"nogroup\"\n");
+    ASSERT_TRUE(d);
+    auto own = Process::start({"/bin/sleep", "30"}, SpawnOptions{.uid = nobody_uid()});
+    ASSERT_TRUE(own);
+    const std::string pid = std::to_string(own->pid());
+    const std::string kernel = "mem:0xffffffff81000000:x";
+    auto counted =
+        monctl_as(nobody_uid(), *d, {"perf", "collect", "-e", kernel, "-p", pid, "-d", "100ms"});
+    EXPECT_EQ(counted.exit_code, 1) << counted.out;
+    EXPECT_NE(counted.err.find("0xffffffff81000000 is a kernel address, and the kernel lets only "
+                               "a user with CAP_SYS_ADMIN watch kernel memory"),
+              std::string::npos)
+        << counted.err;
+    auto sampled =
+        monctl_as(nobody_uid(), *d, {"perf", "profile", "-e", kernel, "-p", pid, "-d", "100ms"});
+    EXPECT_EQ(sampled.exit_code, 1) << sampled.out;
+    EXPECT_NE(sampled.err.find("is a kernel address"), std::string::npos) << sampled.err;
+    // Root watches kernel data (not code of its entry, which the kernel keeps breakpoints
+    // from), at the first data symbol kallsyms shows root.
+    std::ifstream kallsyms("/proc/kallsyms");
+    std::string data;
+    for (std::string line; std::getline(kallsyms, line);) {
+        const auto type = line.find(' ') + 1;
+        if (line.starts_with("0000000000000000") || type >= line.size() ||
+            std::string_view("DdBb").find(line[type]) == std::string_view::npos) {
+            continue;
+        }
+        const auto address = std::stoull(line.substr(0, type - 1), nullptr, 16) & ~7ULL;
+        data = fmt::format("mem:{:#x}/8:rw", address);
+        break;
+    }
+    if (data.empty()) GTEST_SKIP() << "kallsyms shows no kernel data address here";
+    auto root = run({monctl_bin(), "--socket", d->socket(), "perf", "collect", "-e", data, "-p",
+                     pid, "-d", "100ms"});
+    EXPECT_EQ(root.exit_code, 0) << root.err;
+    auto member =
+        monctl_as(nobody_uid(), *d, {"perf", "collect", "-e", data, "-p", pid, "-d", "100ms"});
+    EXPECT_EQ(member.exit_code, 1) << member.out;
+    own->stop(SIGKILL, 5s);
+}
+
 // [limits] profile-duration: a member's longer duration is refused, and its command sampled
 // until it exits is sampled that long at most; root's are not limited.
 TEST_F(PerfAccess, AUsersProfileRunsAtMostTheLimitsDuration) {

@@ -214,6 +214,38 @@ TEST(BreakpointPlans, NoMoreBreakpointsThanRegisters) {
     for (const auto& e : p->events) EXPECT_EQ(e.counters, 0u) << e.name;
 }
 
+// A caller without privilege watches no kernel memory: the kernel refuses a breakpoint there to
+// all but CAP_SYS_ADMIN, and the daemon, which has it, refuses it for them. The kernel's half
+// of the address space, whole or in part; user addresses as before.
+TEST(BreakpointPlans, KernelAddressesAreRefusedToACallerWithoutPrivilege) {
+    auto c = breakpoints(4);
+    auto o = on_this_thread("mem:0x1000:w,mem:0xffffffff81000000:rw");
+    o.no_kernel_breakpoints = "the caller may not";
+    auto refused = make_plan(c, o);
+    ASSERT_FALSE(refused);
+    EXPECT_EQ(refused.error().status, Status::Perm);
+    EXPECT_EQ(refused.error().message,
+              "mem:0xffffffff81000000:rw: 0xffffffff81000000 is a kernel address, and the caller "
+              "may not; watch an address of the process's own, or ask root");
+    for (const char* name : {"mem:0x8000000000000000:x", "mem:0xfffffffffffffff8/8:w"}) {
+        auto spec = c.resolve(name);
+        ASSERT_TRUE(spec) << spec.error().to_string();
+        EXPECT_TRUE(watches_kernel(*spec)) << name;
+    }
+    for (const char* name : {"mem:0x7ffffffffff8/8:w", "mem:0x1000:x"}) {
+        auto spec = c.resolve(name);
+        ASSERT_TRUE(spec) << spec.error().to_string();
+        EXPECT_FALSE(watches_kernel(*spec)) << name;
+    }
+    o.no_kernel_breakpoints.clear();
+    EXPECT_TRUE(make_plan(c, o)) << "root's";
+    EXPECT_TRUE(make_plan(c, [] {
+        auto user = on_this_thread("mem:0x1000:w");
+        user.no_kernel_breakpoints = "the caller may not";
+        return user;
+    }()));
+}
+
 }  // namespace
 }  // namespace monitor::perf
 

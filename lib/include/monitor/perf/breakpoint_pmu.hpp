@@ -36,6 +36,15 @@ BreakpointSlots probe_breakpoint_slots();
 // Whether `name` is a breakpoint event (it starts with "mem:").
 bool is_breakpoint_name(std::string_view name);
 
+// Whether breakpoint `spec` watches kernel memory, which the kernel lets only a caller with
+// CAP_SYS_ADMIN watch (hw_breakpoint_parse: arch_check_bp_in_kernelspace). The kernel's half
+// of the address space: the upper half on 64-bit processors (x86-64, arm64, powerpc64), from
+// 0xc0000000 on 32-bit ones (the default split of x86 and powerpc).
+bool watches_kernel(const EventSpec& spec);
+// PERM when breakpoint `spec` watches kernel memory, for a caller without privilege (why:
+// CallerRights::kernel_breakpoint_refusal()).
+Result<void> refuse_kernel_breakpoint(const EventSpec& spec, std::string_view why);
+
 // Places a breakpoint named by a symbol (spec.bp_symbol) at the address its target has the
 // symbol at, in file `object`: its address and description. BADARG when that address does
 // not suit it (unaligned for its length on x86).

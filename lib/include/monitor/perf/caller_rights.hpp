@@ -67,6 +67,8 @@ class CallerRights {
     // Why kernel mode is refused: "kernel mode needs kernel.perf_event_paranoid 1 or below for
     // a user other than root, as perf_event_open(2) does, and it is 2".
     std::string kernel_refusal() const;
+    // Why a breakpoint on a kernel address is refused (perf::refuse_kernel_breakpoint).
+    static std::string kernel_breakpoint_refusal();
 
   private:
     bool privileged_ = true;

@@ -98,6 +98,9 @@ struct SessionOptions {
     // counts both modes is counted in user mode and named with ":u" added, as perf does then;
     // one that counts kernel mode only is PERM, saying this.
     std::string user_only;
+    // Not empty: a breakpoint on a kernel address is PERM, saying this, for a caller without
+    // privilege (CallerRights::kernel_breakpoint_refusal()), as the kernel refuses one.
+    std::string no_kernel_breakpoints;
     std::vector<int> cpus;  // the online CPUs, for CPU and cgroup targets
     std::string cgroup_root = "/sys/fs/cgroup";
     // Move the calling thread onto each CPU in turn to read, enable and disable that CPU's
