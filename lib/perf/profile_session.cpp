@@ -87,8 +87,7 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::start(const EventCatalog
     if (auto ok = options.files.check(
             cpus.size() * per_cpu.size(),
             per_cpu.size() > 1
-                ? fmt::format("sampling the {} threads of process {} on each of "
-                              "{} CPUs",
+                ? fmt::format("sampling the {} threads of process {} on each of {} CPUs",
                               per_cpu.size(), t.pid, cpus.size())
                 : fmt::format("sampling on {} CPU{}", cpus.size(), cpus.size() == 1 ? "" : "s"));
         !ok) {

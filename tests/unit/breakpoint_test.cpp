@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "breakpoint_probe.hpp"
 #include "monitor/perf/breakpoint_pmu.hpp"
@@ -218,32 +219,38 @@ TEST(BreakpointPlans, NoMoreBreakpointsThanRegisters) {
 // all but CAP_SYS_ADMIN, and the daemon, which has it, refuses it for them. The kernel's half
 // of the address space, whole or in part; user addresses as before.
 TEST(BreakpointPlans, KernelAddressesAreRefusedToACallerWithoutPrivilege) {
+    constexpr bool k64 = sizeof(void*) == 8;
+    const std::string kernel = k64 ? "0xffffffff81000000" : "0xc1000000";
     auto c = breakpoints(4);
-    auto o = on_this_thread("mem:0x1000:w,mem:0xffffffff81000000:rw");
+    auto o = on_this_thread("mem:0x1000:w,mem:" + kernel + ":rw");
     o.no_kernel_breakpoints = "the caller may not";
     auto refused = make_plan(c, o);
     ASSERT_FALSE(refused);
     EXPECT_EQ(refused.error().status, Status::Perm);
     EXPECT_EQ(refused.error().message,
-              "mem:0xffffffff81000000:rw: 0xffffffff81000000 is a kernel address, and the caller "
-              "may not; watch an address of the process's own, or ask root");
-    for (const char* name : {"mem:0x8000000000000000:x", "mem:0xfffffffffffffff8/8:w"}) {
+              "mem:" + kernel + ":rw: " + kernel +
+                  " is a kernel address, and the caller may not; watch an address of the "
+                  "process's own, or ask root");
+    const auto kernel_names =
+        k64 ? std::vector<std::string>{"mem:0x8000000000000000:x", "mem:0xfffffffffffffff8/8:w"}
+            : std::vector<std::string>{"mem:0xc0000000:x", "mem:0xfffffff8/8:w"};
+    for (const auto& name : kernel_names) {
         auto spec = c.resolve(name);
         ASSERT_TRUE(spec) << spec.error().to_string();
         EXPECT_TRUE(watches_kernel(*spec)) << name;
     }
-    for (const char* name : {"mem:0x7ffffffffff8/8:w", "mem:0x1000:x"}) {
+    const auto user_names = k64 ? std::vector<std::string>{"mem:0x7ffffffffff8/8:w", "mem:0x1000:x"}
+                                : std::vector<std::string>{"mem:0xbffffff8/8:w", "mem:0x1000:x"};
+    for (const auto& name : user_names) {
         auto spec = c.resolve(name);
         ASSERT_TRUE(spec) << spec.error().to_string();
         EXPECT_FALSE(watches_kernel(*spec)) << name;
     }
     o.no_kernel_breakpoints.clear();
     EXPECT_TRUE(make_plan(c, o)) << "root's";
-    EXPECT_TRUE(make_plan(c, [] {
-        auto user = on_this_thread("mem:0x1000:w");
-        user.no_kernel_breakpoints = "the caller may not";
-        return user;
-    }()));
+    auto user = on_this_thread("mem:0x1000:w");
+    user.no_kernel_breakpoints = "the caller may not";
+    EXPECT_TRUE(make_plan(c, user));
 }
 
 }  // namespace
