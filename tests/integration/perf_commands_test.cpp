@@ -9,16 +9,19 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <optional>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -790,6 +793,73 @@ TEST_F(PerfAccess, AMemberSetsNoBreakpointOnKernelMemory) {
         monctl_as(nobody_uid(), *d, {"perf", "collect", "-e", data, "-p", pid, "-d", "100ms"});
     EXPECT_EQ(member.exit_code, 1) << member.out;
     own->stop(SIGKILL, 5s);
+}
+
+// A member's command that execs a setuid program is sampled up to that exec and no further:
+// the kernel takes every event off a task that an exec makes undumpable (perf_event_exit_task
+// in begin_new_exec), the daemon's own too, so that a member does not sample root's program
+// through the daemon. The same program without the setuid bit is sampled whole.
+TEST_F(PerfAccess, AMembersCommandIsNotMeasuredPastASetuidExec) {
+    ScratchDir dir{ScratchDir::Everyone};
+    struct statvfs fs {};
+    ASSERT_EQ(::statvfs(dir.path().c_str(), &fs), 0);
+    if ((fs.f_flag & ST_NOSUID) != 0) GTEST_SKIP() << dir.path() << " is mounted nosuid";
+    const auto plain = dir / "burner";
+    const auto setuid = dir / "burner-setuid";
+    for (const auto& copy : {plain, setuid}) {
+        std::filesystem::copy_file(profile_burner_bin(), copy);
+        ASSERT_EQ(::chown(copy.c_str(), 0, 0), 0);
+    }
+    ASSERT_EQ(::chmod(plain.c_str(), 0755), 0);
+    ASSERT_EQ(::chmod(setuid.c_str(), 04755), 0);
+    auto d = start("socket-group = \"nogroup\"\ncontrol-group = \"nogroup\"\n");
+    ASSERT_TRUE(d);
+    // The samples of the member's profile of the command, through the daemon.
+    auto sampled = [&](const std::string& program) -> double {
+        const auto start = std::chrono::steady_clock::now();
+        auto r = monctl_as(nobody_uid(), *d, {"perf", "profile", "--user", "--", program, "0.4"});
+        EXPECT_EQ(r.exit_code, 0) << r.err;
+        EXPECT_GE(std::chrono::steady_clock::now() - start, 350ms) << program << " burned";
+        std::smatch m;
+        if (!std::regex_search(r.err, m, std::regex(R"(\n  ([0-9,]+) samples:)"))) {
+            ADD_FAILURE() << r.err;
+            return -1;
+        }
+        std::string digits = m[1];
+        std::erase(digits, ',');
+        return std::stod(digits);
+    };
+    const double plain_samples = sampled(plain.string());
+    const double setuid_samples = sampled(setuid.string());
+    EXPECT_GT(plain_samples, 1000) << "0.4 s at 4000 Hz";
+    EXPECT_LT(setuid_samples, 0.1 * plain_samples) << "sampled past the setuid exec";
+    std::printf(
+        "a member's command sampled by the daemon: %.0f samples as itself, %.0f setuid "
+        "root\n",
+        plain_samples, setuid_samples);
+}
+
+// monctl perf stat counts with the user's own perf_event_open: at perf_event_paranoid 2 a user
+// counts user mode only, and monctl then does that, as perf stat does, saying so; an event
+// of kernel mode only stays refused.
+TEST_F(PerfAccess, PerfStatCountsUserModeOnlyWhenThatIsAllTheKernelAllows) {
+    const auto sysctls = monitor::perf::read_perf_sysctls();
+    if (sysctls.paranoid != 2) {
+        GTEST_SKIP() << "kernel.perf_event_paranoid is " << sysctls.paranoid
+                     << ": a user counts kernel mode at 1 and below, nothing at 3";
+    }
+    auto r = run({monctl_bin(), "perf", "stat", "-e", "perf::TASK-CLOCK", "--", "/bin/true"},
+                 SpawnOptions{.uid = nobody_uid()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("monctl: counting user mode only: kernel mode needs "
+                         "kernel.perf_event_paranoid 1 or below"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("perf::TASK-CLOCK:u"), std::string::npos) << r.err;
+    auto kernel = run({monctl_bin(), "perf", "stat", "-e", "perf::TASK-CLOCK:k", "--", "/bin/true"},
+                      SpawnOptions{.uid = nobody_uid()});
+    EXPECT_EQ(kernel.exit_code, 1) << kernel.err;
+    EXPECT_EQ(kernel.err.find("counting user mode only"), std::string::npos) << kernel.err;
 }
 
 // [limits] profile-duration: a member's longer duration is refused, and its command sampled

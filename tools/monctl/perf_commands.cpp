@@ -21,6 +21,7 @@
 
 #include "duration.hpp"
 #include "monitor/loading/cpu_list.hpp"
+#include "monitor/perf/caller_rights.hpp"
 #include "monitor/perf/derived_metrics.hpp"
 #include "monitor/perf/perf_session.hpp"
 #include "monitor/protocol/counter_messages.hpp"
@@ -441,8 +442,26 @@ int perf_stat(const PerfOptions& o) {
     options->target.pid = cmd->pid();
     options->target.enable_on_exec = true;
     options->target.program = executable_for(o.command.front());
-    auto session = monitor::perf::PerfSession::start(
-        *catalog, std::make_unique<monitor::perf::PerfEventDevice>(), *options);
+    auto start = [&] {
+        return monitor::perf::PerfSession::start(
+            *catalog, std::make_unique<monitor::perf::PerfEventDevice>(), *options);
+    };
+    auto session = start();
+    if (!session && session.error().status == Status::Perm && ::geteuid() != 0) {
+        // As perf stat does: a user the kernel lets count user mode only counts that, and is
+        // told so (the events are named with ":u" added).
+        const auto rights = monitor::perf::CallerRights::unprivileged(
+            ::getuid(), ::getgid(), monitor::perf::read_perf_sysctls());
+        if (!rights.kernel()) {
+            options->user_only = rights.kernel_refusal();
+            auto user = start();
+            if (user) {
+                std::fprintf(stderr, "monctl: counting user mode only: %s\n",
+                             options->user_only.c_str());
+            }
+            if (user || user.error().status != Status::Perm) session = std::move(user);
+        }
+    }
     if (!session) return report_error(session.error());
     // Like perf stat and time: ^C reaches the command, and the counts are still shown.
     struct sigaction ignore {
