@@ -12,6 +12,7 @@
 #include <optional>
 #include <string_view>
 
+#include "monitor/perf/counter_device.hpp"
 #include "monitor/text_file.hpp"
 
 namespace monitor::perf {
@@ -70,7 +71,7 @@ std::string_view target_words(TargetKind kind) {
 
 PerfSysctls read_perf_sysctls(const std::filesystem::path& proc_root) {
     const auto dir = proc_root / "sys" / "kernel";
-    return {.paranoid = read_int(dir / "perf_event_paranoid").value_or(3),
+    return {.paranoid = perf_event_paranoid(proc_root).value_or(3),
             .kptr_restrict = read_int(dir / "kptr_restrict").value_or(2)};
 }
 

@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
+#include <string_view>
 
 #include "monitor/status.hpp"
 #include "monitor/text_file.hpp"
@@ -28,14 +30,14 @@ std::string target_text(const OpenTarget& t) {
 
 }  // namespace
 
-std::optional<int> perf_event_paranoid() {
-    auto text = read_text_file("/proc/sys/kernel/perf_event_paranoid");
+std::optional<int> perf_event_paranoid(const std::filesystem::path& proc_root) {
+    auto text = read_text_file(proc_root / "sys" / "kernel" / "perf_event_paranoid", 64);
     if (!text) return std::nullopt;
-    try {
-        return std::stoi(*text);
-    } catch (const std::exception&) {
-        return std::nullopt;
-    }
+    const std::string_view s = trim_space(*text);
+    int value = 0;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+    if (ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
+    return value;
 }
 
 std::string descriptor_limit() {

@@ -7,6 +7,8 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <filesystem>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -97,8 +99,10 @@ long open_event(perf_event_attr& attr, const OpenTarget& target, int group_fd);
 // such process, CPU offline), ...
 Error explain_open_error(int err, const EventSpec& event, const OpenTarget& target);
 
-// /proc/sys/kernel/perf_event_paranoid, or nullopt when it cannot be read.
-std::optional<int> perf_event_paranoid();
+// PROC_ROOT/sys/kernel/perf_event_paranoid, or nullopt when it cannot be read or holds no
+// integer. The one reader of it: the errors here, CallerRights (read_perf_sysctls), the
+// daemon's GetPmuInfo.
+std::optional<int> perf_event_paranoid(const std::filesystem::path& proc_root = "/proc");
 
 // This process's limit on open file descriptors, for the errors that hit it: "RLIMIT_NOFILE
 // is 1024, hard limit 524288".
