@@ -167,6 +167,7 @@ std::optional<Reply> ProfileService::limit_to_rights(Run& run, perf::ProfileOpti
         return perf_error_reply(ok.error(), catalog_);
     }
     run.kernel_addresses = rights.kernel_addresses();
+    options.no_kernel_breakpoints = rights.kernel_breakpoint_refusal();
     if (!rights.kernel()) {
         // The event's own ":k" asks for kernel mode only, as mode kernel does.
         auto event = catalog_->resolve(options.event);
@@ -279,10 +280,7 @@ ProfileService::Response ProfileService::start_run(std::unique_ptr<Run> run,
     }
     // After the pin: the process checked is the one sampled.
     if (auto refused = limit_to_rights(*run, options, perf_rights(peer))) return *refused;
-    if (!peer.privileged()) {
-        options.files = options_.files_per_session;
-        options.no_kernel_breakpoints = perf::CallerRights::kernel_breakpoint_refusal();
-    }
+    if (!peer.privileged()) options.files = options_.files_per_session;
     const std::string event = options.event;
     const pid_t pid = options.target.pid;
     const perf::FileBudget files = options.files;

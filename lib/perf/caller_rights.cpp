@@ -97,7 +97,8 @@ std::string CallerRights::kernel_refusal() const {
         sysctls_.paranoid);
 }
 
-std::string CallerRights::kernel_breakpoint_refusal() {
+std::string CallerRights::kernel_breakpoint_refusal() const {
+    if (privileged_) return {};
     return "the kernel lets only a user with CAP_SYS_ADMIN watch kernel memory, whatever "
            "kernel.perf_event_paranoid says (hw_breakpoint_parse), and the daemon holds a user "
            "other than root to that";

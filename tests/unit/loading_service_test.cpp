@@ -296,8 +296,6 @@ TEST_F(LoadingServiceTest, AWatcherThatLeftIsDroppedAtTheNextTick) {
                 kRounding);
 }
 
-// The runtime's timer, as the daemon sets it, ticks by itself a second apart: a watcher's
-// replies come without tick().
 // The peak of this process's resident memory, in KiB (VmHWM).
 std::size_t peak_rss_kib() {
     std::ifstream in("/proc/self/status");
@@ -422,6 +420,8 @@ TEST_F(LoadingServiceTest, AnHourOn256CpusIsAReplyHeldToTheBudget) {
         child.out.c_str());
 }
 
+// The runtime's timer, as the daemon sets it, ticks by itself a second apart: a watcher's
+// replies come without tick().
 TEST_F(LoadingServiceTest, TheTimerTicksASecondApart) {
     start();
     auto first = client_->call(loading_call(json::object(), true));

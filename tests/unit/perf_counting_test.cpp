@@ -464,8 +464,6 @@ TEST(PerfCounting, CpusUtilizedFromTaskClock) {
     EXPECT_LE(metrics[0].value, 1.05);
 }
 
-// With visit_cpus the reading thread moves to each CPU to read and switch its counters, and
-// is back where it was afterwards; the counts are those of every CPU, as without.
 // A file budget: a session that would open more perf_event files (one per event and CPU, or
 // per event and thread) is refused before it opens any, naming the budget; one that fits
 // holds as many as it says.
@@ -520,6 +518,8 @@ TEST(PerfCounting, AFileBudgetRefusesASessionThatOpensMore) {
     other.join();
 }
 
+// With visit_cpus the reading thread moves to each CPU to read and switch its counters, and
+// is back where it was afterwards; the counts are those of every CPU, as without.
 TEST(PerfCounting, VisitingCpusCountsEveryCpuAndRestoresTheAffinity) {
     SKIP_WITHOUT_PERF_EVENTS();
     auto c = catalog();

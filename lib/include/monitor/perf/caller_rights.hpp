@@ -67,8 +67,9 @@ class CallerRights {
     // Why kernel mode is refused: "kernel mode needs kernel.perf_event_paranoid 1 or below for
     // a user other than root, as perf_event_open(2) does, and it is 2".
     std::string kernel_refusal() const;
-    // Why a breakpoint on a kernel address is refused (perf::refuse_kernel_breakpoint).
-    static std::string kernel_breakpoint_refusal();
+    // Why a breakpoint on a kernel address is refused (perf::refuse_kernel_breakpoint), or
+    // empty for a privileged caller: what SessionOptions::no_kernel_breakpoints takes.
+    std::string kernel_breakpoint_refusal() const;
 
   private:
     bool privileged_ = true;
