@@ -284,11 +284,13 @@ void IdleProbe::sleep_and_credit(Shared& s) {
             if (!whole) std::this_thread::yield();
         }
         if (!whole) continue;
+        if (s.sink != nullptr && ::sched_getcpu() == s.cpu) {
+            const std::chrono::steady_clock::time_point when{
+                std::chrono::nanoseconds(static_cast<std::int64_t>(at))};
+            if (credits.update(idle, when, s.sink->credit_expiry())) s.sink->credit(s.cpu);
+        }
+        // Counted once handled: an owner that sees the count grow sees the credit it earned.
         s.count.add(1);
-        if (s.sink == nullptr || ::sched_getcpu() != s.cpu) continue;
-        const std::chrono::steady_clock::time_point when{
-            std::chrono::nanoseconds(static_cast<std::int64_t>(at))};
-        if (credits.update(idle, when, s.sink->credit_expiry())) s.sink->credit(s.cpu);
     }
 }
 

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -38,6 +39,29 @@ bool usable_cpu(int cpu) {
 #else
 #define SKIP_WITHOUT_DAEMON() (void)0
 #endif
+
+// The thread of process `pid` that may run on `cpu` alone (a probe), or 0.
+pid_t probe_tid(pid_t pid, int cpu) {
+    const std::filesystem::path tasks = "/proc/" + std::to_string(pid) + "/task";
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(tasks, ec)) {
+        std::ifstream status(e.path() / "status");
+        for (std::string line; std::getline(status, line);) {
+            if (line == "Cpus_allowed_list:\t" + std::to_string(cpu)) {
+                return static_cast<pid_t>(std::stoi(e.path().filename().string()));
+            }
+        }
+    }
+    return 0;
+}
+
+// The CPU time of a thread as the kernel counts it now (the first figure of its schedstat).
+std::uint64_t schedstat_run_ns(pid_t pid, pid_t tid) {
+    std::ifstream f("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) + "/schedstat");
+    std::uint64_t ns = 0;
+    f >> ns;
+    return ns;
+}
 
 std::unique_ptr<ProbeProcess> start_helper() {
     auto p = ProbeProcess::start("/proc/self/exe");
@@ -83,12 +107,24 @@ TEST(ProbeProcess, ProbesRunInTheHelperAndTheirCpuTimeIsReadFresh) {
     std::getline(comm, name);
     EXPECT_EQ(name, "monitord-probes");
 
-    // The CPU time grows between two reads 50 ms apart, well within the helper's 100 ms
-    // between reports: it is the kernel's figure of now.
-    const auto before = cpu_ns(*p, 1);
-    std::this_thread::sleep_for(50ms);
-    const auto after = cpu_ns(*p, 1);
-    EXPECT_GT(after, before);
+    // The CPU time read is the kernel's figure of now, not the helper's last report (every
+    // 100 ms): never less than the thread's schedstat read just before, while that grows
+    // between reads 10 ms apart. A SCHED_IDLE probe on a busy CPU may wait for its turn: the
+    // reads go on until the CPU time grew between them five times, for at most 10 s.
+    const pid_t tid = probe_tid(p->pid(), 1);
+    ASSERT_GT(tid, 0) << "no thread of the helper is bound to cpu1 alone";
+    std::uint64_t after = 0;
+    int grew = 0;
+    for (auto end = std::chrono::steady_clock::now() + 10s;
+         grew < 5 && std::chrono::steady_clock::now() < end;) {
+        const auto kernel = schedstat_run_ns(p->pid(), tid);
+        const auto read = cpu_ns(*p, 1);
+        ASSERT_GE(read, kernel) << "after " << grew << " times it grew";
+        if (kernel > after) ++grew;
+        after = read;
+        std::this_thread::sleep_for(10ms);
+    }
+    EXPECT_EQ(grew, 5) << "the probe on cpu1 ran too little to tell in 10 s";
     EXPECT_GE(p->excluded_cpu_ns(1), after);
     EXPECT_EQ(p->excluded_cpu_ns(7), p->excluded_cpu_ns(7)) << "a CPU without a probe: 0";
 
