@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "monitor/perf/mapped_files.hpp"
+#include "monitor/perf/minidebuginfo.hpp"
 #include "monitor/status.hpp"
 #include "monitor/text_file.hpp"
 
@@ -53,9 +54,9 @@ struct ObjectSource {
 // elf_symbols), and a file that leaves it out would have the daemon read past the table.
 // A file without a readable table of symbols among its sections is refused too: libdwfl would
 // take its symbols from its dynamic segment, with no end to their strings either.
-bool strings_terminated(Elf* elf) {
+bool strings_terminated(Elf* elf, bool need_table = true) {
     std::size_t sections = 0;
-    if (elf_getshdrnum(elf, &sections) != 0 || sections == 0) return false;
+    if (elf_getshdrnum(elf, &sections) != 0 || sections == 0) return !need_table;
     std::size_t tables = 0;
     for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
         GElf_Shdr header;
@@ -74,7 +75,38 @@ bool strings_terminated(Elf* elf) {
         if (data == nullptr || data->d_buf == nullptr || data->d_size == 0) return false;
         if (static_cast<const char*>(data->d_buf)[data->d_size - 1] != '\0') return false;
     }
-    return tables > 0;
+    return tables > 0 || !need_table;
+}
+
+// Why libdwfl may not unpack the file's MiniDebugInfo (minidebuginfo.hpp) as it will, or ""
+// when it may. It looks for it in a file without a .symtab, by section name: every section of
+// that name must be xz that unpacks within bounds, into an ELF file whose strings end, as
+// libdwfl reads the names of its symbols from it as from any file.
+std::string minidebuginfo_refusal(Elf* elf) {
+    std::size_t names = 0;
+    if (elf_getshdrstrndx(elf, &names) != 0) return {};  // libdwfl finds no section by name
+    bool symtab = false;
+    std::vector<Elf_Scn*> packed;
+    for (Elf_Scn* scn = elf_nextscn(elf, nullptr); scn != nullptr; scn = elf_nextscn(elf, scn)) {
+        GElf_Shdr header;
+        if (gelf_getshdr(scn, &header) == nullptr) return "a section header cannot be read";
+        symtab = symtab || header.sh_type == SHT_SYMTAB;
+        const char* name = elf_strptr(elf, names, header.sh_name);
+        if (name != nullptr && std::strcmp(name, ".gnu_debugdata") == 0) packed.push_back(scn);
+    }
+    if (symtab) return {};
+    for (Elf_Scn* scn : packed) {
+        const Elf_Data* data = elf_rawdata(scn, nullptr);
+        if (data == nullptr || data->d_buf == nullptr) continue;  // libdwfl skips it too
+        auto inner = unpack_xz({static_cast<const unsigned char*>(data->d_buf), data->d_size});
+        if (!inner) return "its .gnu_debugdata section: " + inner.error().message;
+        Elf* aux = elf_memory(inner->data(), inner->size());
+        if (aux == nullptr) continue;  // not ELF: libdwfl takes nothing from it
+        const bool ok = elf_kind(aux) != ELF_K_ELF || strings_terminated(aux, false);
+        elf_end(aux);
+        if (!ok) return "its .gnu_debugdata section holds a table of strings without an end";
+    }
+    return {};
 }
 
 // libdwfl's find_elf: the module's file opened as its process sees it (mapped_files.hpp),
@@ -94,7 +126,8 @@ int find_object(Dwfl_Module* module, void** userdata, const char* name, Dwarf_Ad
         if (!fd) continue;  // this mapping is gone: another of the same file may do
         Elf* elf = elf_begin(fd->get(), ELF_C_READ, nullptr);
         if (elf == nullptr) return -1;
-        if (elf_kind(elf) == ELF_K_ELF && !strings_terminated(elf)) {
+        if (elf_kind(elf) == ELF_K_ELF &&
+            (!strings_terminated(elf) || !minidebuginfo_refusal(elf).empty())) {
             elf_end(elf);
             return -1;
         }
@@ -131,17 +164,23 @@ const Dwfl_Callbacks kFileCallbacks = {
 // A program about to run is read whole to find a symbol in it: at most this much.
 constexpr std::size_t kMaxProgramBytes = std::size_t{256} << 20;
 
-// Whether `bytes` start with an ELF header whole, as libelf reads it, and end their strings.
-bool whole_elf_header(std::string& bytes) {
+// Why libdwfl may not read `bytes` as a program, or "" when it may: they must start with an
+// ELF header whole, as libelf reads it, end their strings and unpack within bounds.
+std::string unreadable_program(std::string& bytes) {
     Elf* elf = elf_memory(bytes.data(), bytes.size());
-    if (elf == nullptr) return false;
+    if (elf == nullptr) return "is not an ELF file";
     GElf_Ehdr header;
-    const bool whole = elf_kind(elf) == ELF_K_ELF && gelf_getehdr(elf, &header) != nullptr &&
-                       bytes.size() >= (gelf_getclass(elf) == ELFCLASS32 ? sizeof(Elf32_Ehdr)
-                                                                         : sizeof(Elf64_Ehdr)) &&
-                       strings_terminated(elf);
+    std::string why;
+    if (elf_kind(elf) != ELF_K_ELF || gelf_getehdr(elf, &header) == nullptr ||
+        bytes.size() <
+            (gelf_getclass(elf) == ELFCLASS32 ? sizeof(Elf32_Ehdr) : sizeof(Elf64_Ehdr)) ||
+        !strings_terminated(elf)) {
+        why = "is not an ELF file";
+    } else if (auto refusal = minidebuginfo_refusal(elf); !refusal.empty()) {
+        why = "cannot be read for symbols: " + refusal;
+    }
     elf_end(elf);
-    return whole;
+    return why;
 }
 
 struct DwflEnd {
@@ -423,9 +462,8 @@ Result<SymbolAddress> find_program_symbol(const std::filesystem::path& program,
     }
     // libdwfl 0.188 takes bytes that are not a whole ELF header for one, and crashes on them
     // (tests/fuzz/regressions/elf_symbols): libelf looks first.
-    if (!whole_elf_header(bytes)) {
-        return fail(Status::BadArg,
-                    fmt::format("symbol '{}': {} is not an ELF file", name, program.string()));
+    if (auto why = unreadable_program(bytes); !why.empty()) {
+        return fail(Status::BadArg, fmt::format("symbol '{}': {} {}", name, program.string(), why));
     }
     DwflPtr dwfl{dwfl_begin(&kFileCallbacks)};
     if (!dwfl) return fail(Status::AllocMem, fmt::format("libdwfl: {}", dwfl_errmsg(-1)));

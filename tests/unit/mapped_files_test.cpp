@@ -3,16 +3,9 @@
 // read, a FIFO or an oversized file handed in.
 #include "monitor/perf/mapped_files.hpp"
 
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <sched.h>
-#include <signal.h>
-#include <sys/mman.h>
-#include <sys/mount.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -21,8 +14,10 @@
 #include <fstream>
 #include <string>
 
+#include "mapping_child.hpp"
 #include "monitor/perf/process_symbols.hpp"
 #include "monitor/text_file.hpp"
+#include "test_support.hpp"
 
 extern "C" {
 [[gnu::noinline, gnu::used]] int monitord_mapped_files_probe(int x);
@@ -35,75 +30,10 @@ namespace {
 
 using monitor::Status;
 using namespace monitor::perf;
+using test_support::MappingChild;
+using test_support::offset_in_file;
+using test_support::ScratchDir;
 namespace fs = std::filesystem;
-
-struct ScratchDir {
-    fs::path path;
-    ScratchDir() {
-        std::string t = (fs::temp_directory_path() / "monitord-mapped-XXXXXX").string();
-        path = ::mkdtemp(t.data());
-    }
-    ~ScratchDir() {
-        std::error_code ec;
-        fs::remove_all(path, ec);
-    }
-};
-
-// Where `address` of this program is in a copy of its file mapped whole from offset 0.
-std::uint64_t offset_in_file(std::uint64_t address) {
-    auto maps = monitor::read_text_file("/proc/self/maps");
-    const std::string exe = fs::read_symlink("/proc/self/exe").string();
-    for (const auto& f : mapped_files(*maps)) {
-        if (f.path == exe) return address - f.start;  // the first: the file's offset 0
-    }
-    return 0;
-}
-
-// A child that maps `file` (readable and executable, as code is) and says where, then waits;
-// with `own_mount` its copy is put first at `file` in a tmpfs of a mount namespace of its own.
-struct MappingChild {
-    pid_t pid = -1;
-    std::uint64_t start = 0;
-
-    MappingChild(const fs::path& file, bool own_mount = false) {
-        int fds[2];
-        if (::pipe2(fds, O_CLOEXEC) < 0) return;
-        const std::string self = fs::read_symlink("/proc/self/exe").string();
-        pid = ::fork();
-        if (pid == 0) {
-            ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // a test that crashes leaves no child behind
-            if (own_mount) {
-                if (::unshare(CLONE_NEWNS) < 0 ||
-                    ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0 ||
-                    ::mount("none", file.parent_path().c_str(), "tmpfs", 0, nullptr) < 0) {
-                    ::_exit(2);
-                }
-                std::error_code ec;
-                fs::copy_file(self, file, ec);
-                if (ec) ::_exit(3);
-            }
-            const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-            struct stat st {};
-            if (fd < 0 || ::fstat(fd, &st) < 0) ::_exit(4);
-            void* at = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ | PROT_EXEC,
-                              MAP_PRIVATE, fd, 0);
-            if (at == MAP_FAILED) ::_exit(5);
-            const auto where = reinterpret_cast<std::uint64_t>(at);
-            if (::write(fds[1], &where, sizeof where) != sizeof where) ::_exit(6);
-            ::pause();
-            ::_exit(0);
-        }
-        ::close(fds[1]);
-        if (::read(fds[0], &start, sizeof start) != sizeof start) start = 0;
-        ::close(fds[0]);
-    }
-    ~MappingChild() {
-        if (pid > 0) {
-            ::kill(pid, SIGKILL);
-            ::waitpid(pid, nullptr, 0);
-        }
-    }
-};
 
 TEST(MappedFiles, AMapsFilesAreItsPathsWithDeviceAndInode) {
     const auto files = mapped_files(
@@ -129,7 +59,7 @@ TEST(MappedFiles, AMapsFilesAreItsPathsWithDeviceAndInode) {
 // over the size limit, the open refuses at once and names the file.
 TEST(MappedFiles, OnlyARegularFileWithinTheLimitIsOpened) {
     ScratchDir dir;
-    const fs::path fifo = dir.path / "fifo";
+    const fs::path fifo = dir.path() / "fifo";
     ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
     const auto before = std::chrono::steady_clock::now();
     auto r = open_regular_file(fifo.string());
@@ -138,14 +68,14 @@ TEST(MappedFiles, OnlyARegularFileWithinTheLimitIsOpened) {
     EXPECT_EQ(r.error().status, Status::BadArg);
     EXPECT_NE(r.error().message.find(fifo.string() + " is not a regular file"), std::string::npos)
         << r.error().message;
-    EXPECT_FALSE(open_regular_file(dir.path.string()));
-    const fs::path big = dir.path / "big";
+    EXPECT_FALSE(open_regular_file(dir.path().string()));
+    const fs::path big = dir.path() / "big";
     std::ofstream(big) << std::string(4096, 'x');
     auto over = open_regular_file(big.string(), 1024);
     ASSERT_FALSE(over);
     EXPECT_EQ(over.error().status, Status::BadArg);
     EXPECT_TRUE(open_regular_file(big.string(), 4096));
-    auto none = open_regular_file((dir.path / "none").string());
+    auto none = open_regular_file((dir.path() / "none").string());
     ASSERT_FALSE(none);
     EXPECT_EQ(none.error().status, Status::NoDev);
 }
@@ -153,7 +83,7 @@ TEST(MappedFiles, OnlyARegularFileWithinTheLimitIsOpened) {
 // A process gone: its file by its path only while the path holds the inode it mapped.
 TEST(MappedFiles, AGoneProcesssFileIsTheInodeItMapped) {
     ScratchDir dir;
-    const fs::path file = dir.path / "code";
+    const fs::path file = dir.path() / "code";
     std::ofstream(file) << "code";
     struct stat st {};
     ASSERT_EQ(::stat(file.c_str(), &st), 0);
@@ -162,7 +92,7 @@ TEST(MappedFiles, AGoneProcesssFileIsTheInodeItMapped) {
                       .inode = st.st_ino,
                       .path = file.string()};
     EXPECT_TRUE(open_mapped_file(-1, mapped));
-    fs::rename(file, dir.path / "kept");  // kept: its inode is not given again
+    fs::rename(file, dir.path() / "kept");  // kept: its inode is not given again
     std::ofstream(file) << "another file at the same path";
     auto r = open_mapped_file(-1, mapped);
     ASSERT_FALSE(r);
@@ -178,7 +108,7 @@ TEST(MappedFiles, AProcessInItsOwnMountNamespaceIsNamedFromItsOwnFile) {
     if (::geteuid() != 0) GTEST_SKIP() << "needs root: a mount namespace and map_files";
     if (!reads_symbols()) GTEST_SKIP() << "built without libdw: no symbols to compare";
     ScratchDir dir;
-    const fs::path file = dir.path / "program";
+    const fs::path file = dir.path() / "program";
     MappingChild child(file, true);
     ASSERT_GT(child.pid, 0);
     ASSERT_NE(child.start, 0u) << "the child could not map its own copy (a mount namespace)";
@@ -204,7 +134,7 @@ TEST(MappedFiles, AProcessInItsOwnMountNamespaceIsNamedFromItsOwnFile) {
 TEST(MappedFiles, AFileTruncatedWhileItIsReadIsNoCrash) {
     if (!reads_symbols()) GTEST_SKIP() << "built without libdw: no symbols read";
     ScratchDir dir;
-    const fs::path file = dir.path / "program";
+    const fs::path file = dir.path() / "program";
     fs::copy_file(fs::read_symlink("/proc/self/exe"), file);
     MappingChild child(file);
     ASSERT_GT(child.pid, 0);
@@ -226,7 +156,7 @@ TEST(MappedFiles, AFileTruncatedWhileItIsReadIsNoCrash) {
 TEST(MappedFiles, ACorruptFileIsNamedByItsObject) {
     if (!reads_symbols()) GTEST_SKIP() << "built without libdw: no object file read";
     ScratchDir dir;
-    const fs::path file = dir.path / "corrupt";
+    const fs::path file = dir.path() / "corrupt";
     fs::copy_file(fs::read_symlink("/proc/self/exe"), file);
     {
         // e_shoff (64-bit ELF: at byte 40) far beyond the file, e_shnum (60) many.
