@@ -79,8 +79,8 @@ bool strings_terminated(Elf* elf, bool need_table = true) {
 }
 
 // Why libdwfl may not unpack the file's MiniDebugInfo (minidebuginfo.hpp) as it will, or ""
-// when it may. It looks for it in a file without a .symtab, by section name: every section of
-// that name must be xz that unpacks within bounds, into an ELF file whose strings end, as
+// when it may. It looks for it in a file without a .symtab, by section name: the one section
+// of that name must be xz that unpacks within bounds, into an ELF file whose strings end, as
 // libdwfl reads the names of its symbols from it as from any file.
 std::string minidebuginfo_refusal(Elf* elf) {
     std::size_t names = 0;
@@ -95,6 +95,10 @@ std::string minidebuginfo_refusal(Elf* elf) {
         if (name != nullptr && std::strcmp(name, ".gnu_debugdata") == 0) packed.push_back(scn);
     }
     if (symtab) return {};
+    // No distribution makes two: a file with many would be unpacked many times.
+    if (packed.size() > 1) {
+        return fmt::format("it has {} .gnu_debugdata sections, where there is one", packed.size());
+    }
     for (Elf_Scn* scn : packed) {
         const Elf_Data* data = elf_rawdata(scn, nullptr);
         if (data == nullptr || data->d_buf == nullptr) continue;  // libdwfl skips it too

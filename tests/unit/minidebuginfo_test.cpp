@@ -237,6 +237,32 @@ TEST(MiniDebugInfo, OneThatUnpacksPastTheBoundIsNotUnpacked) {
                   "unpacks to more than 32 MiB");
 }
 
+// Two .gnu_debugdata sections (no distribution makes more than one; each would be unpacked),
+// each a real one: the file is named by its object.
+TEST(MiniDebugInfo, AFileWithTwoIsNotRead) {
+    if (!reads_symbols()) GTEST_SKIP() << "built without libdw: no symbols read";
+    ScratchDir dir;
+    const fs::path file = stripped_copy(dir, xz_compress(minidebuginfo(dir)));
+    // objcopy adds no second section of a name: one of another name, renamed in place.
+    run("objcopy --add-section .gnu_debugdatb=" + (dir / "section").string() + " " + file.string());
+    std::string bytes = read_all(file);
+    const auto at = bytes.rfind(std::string(".gnu_debugdatb") + '\0');  // its names: last
+    ASSERT_NE(at, std::string::npos);
+    bytes[at + 13] = 'a';
+    write_all(file, bytes);
+    MappingChild child(file);
+    ASSERT_GT(child.pid, 0);
+    AddressNames names;
+    const auto n = names.name(child.pid, probe_ip(child));
+    EXPECT_EQ(n.object, file.string());
+    EXPECT_EQ(n.function, "");
+    const auto found = find_program_symbol(file, "main");
+    ASSERT_FALSE(found);
+    EXPECT_NE(found.error().message.find("it has 2 .gnu_debugdata sections, where there is one"),
+              std::string::npos)
+        << found.error().message;
+}
+
 // The section header of `name` in a 64-bit ELF file's `bytes`: its offset and size.
 std::pair<std::uint64_t, std::uint64_t> section_of(const std::string& bytes,
                                                    const std::string& name) {

@@ -15,8 +15,8 @@
 
 namespace monitor::perf {
 
-// The most a .gnu_debugdata section may unpack to. Fedora's largest (a browser's libxul) is a
-// few MiB: its function names and sizes, no line tables.
+// The most a .gnu_debugdata section may unpack to: it holds a table of symbols and its names,
+// no debugging information.
 inline constexpr std::size_t kMaxMiniDebugInfoBytes = std::size_t{32} << 20;
 // The xz decoder's own memory, its dictionary mostly: xz -9's (64 MiB) fits, a stream that
 // asks for more is refused before anything is allocated for it.
