@@ -130,8 +130,13 @@ int find_object(Dwfl_Module* module, void** userdata, const char* name, Dwarf_Ad
         if (!fd) continue;  // this mapping is gone: another of the same file may do
         Elf* elf = elf_begin(fd->get(), ELF_C_READ, nullptr);
         if (elf == nullptr) return -1;
-        if (elf_kind(elf) == ELF_K_ELF &&
-            (!strings_terminated(elf) || !minidebuginfo_refusal(elf).empty())) {
+        // Code a process runs is a program or a shared object. libdwfl would lay out the
+        // sections of any other type (a relocatable object) through the section_address
+        // callback, which a process's modules have none of: a call to address 0.
+        GElf_Ehdr header;
+        if (elf_kind(elf) != ELF_K_ELF || gelf_getehdr(elf, &header) == nullptr ||
+            (header.e_type != ET_EXEC && header.e_type != ET_DYN) || !strings_terminated(elf) ||
+            !minidebuginfo_refusal(elf).empty()) {
             elf_end(elf);
             return -1;
         }

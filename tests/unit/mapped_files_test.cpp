@@ -177,4 +177,50 @@ TEST(MappedFiles, ACorruptFileIsNamedByItsObject) {
     EXPECT_EQ(n.function, "");
 }
 
+// A relocatable object mapped as code, its allocated sections at address 0 (a running
+// program's code is never one): libdwfl would ask the section_address callback where to put
+// each section, and a process's modules have none (a call to address 0, found by fuzzing).
+// Named by its object alone.
+TEST(MappedFiles, ARelocatableObjectIsNamedByItsObject) {
+    if (!reads_symbols()) GTEST_SKIP() << "built without libdw: no object file read";
+    if (sizeof(void*) != 8) GTEST_SKIP() << "the test edits a 64-bit ELF file";
+    ScratchDir dir;
+    const fs::path file = dir.path() / "relocatable";
+    fs::copy_file(fs::read_symlink("/proc/self/exe"), file);
+    {
+        std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+        auto read = [&](std::uint64_t at, auto& v) {
+            f.seekg(static_cast<std::streamoff>(at));
+            f.read(reinterpret_cast<char*>(&v), sizeof v);
+        };
+        auto write = [&](std::uint64_t at, const auto& v) {
+            f.seekp(static_cast<std::streamoff>(at));
+            f.write(reinterpret_cast<const char*>(&v), sizeof v);
+        };
+        write(16, std::uint16_t{1});  // e_type: ET_REL
+        std::uint64_t shoff = 0;
+        std::uint16_t size = 0;
+        std::uint16_t count = 0;
+        read(40, shoff);
+        read(58, size);
+        read(60, count);
+        for (std::uint16_t i = 0; i < count; ++i) {
+            const std::uint64_t header = shoff + std::uint64_t{size} * i;
+            std::uint64_t flags = 0;
+            read(header + 8, flags);
+            if ((flags & 2) != 0) write(header + 16, std::uint64_t{0});  // SHF_ALLOC: sh_addr 0
+        }
+        ASSERT_TRUE(f.good());
+    }
+    MappingChild child(file);
+    ASSERT_GT(child.pid, 0);
+    ASSERT_NE(child.start, 0u);
+    AddressNames names;
+    const auto n =
+        names.name(child.pid, child.start + offset_in_file(reinterpret_cast<std::uint64_t>(
+                                                &monitord_mapped_files_probe)));
+    EXPECT_EQ(n.object, file.string());
+    EXPECT_EQ(n.function, "");
+}
+
 }  // namespace
