@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Runs a libFuzzer target over a copy of its seed corpus, for FUZZ_SECONDS (default 45) or a
 number of inputs, and reports executions, coverage and crashes. A crash or a hang fails, with
-the input that caused it (to keep under regressions/NAME, where every build then runs it).
+the input that caused it, copied to fuzz-crashes/NAME where it runs (the build directory,
+under meson test): to keep under regressions/NAME, where every build then runs it.
 
     run_fuzzer.py TARGET [--seconds N | --runs N] --seed DIR...
 """
@@ -58,9 +59,15 @@ def main():
                   f"{stat.get('peak_rss_mb', '?')} MiB, {len(crashes)} crashes")
         if r.returncode != 0 or crashes:
             print(out[-6000:])
+            # The inputs outlive the temporary directory: copied where the test ran (the
+            # build directory, under meson test).
+            kept = pathlib.Path.cwd() / "fuzz-crashes" / name.removeprefix("fuzz-")
+            kept.mkdir(parents=True, exist_ok=True)
             for c in crashes:
                 data = c.read_bytes()
-                print(f"FAILED: {c.name} ({len(data)} bytes): {data[:512]!r}")
+                shutil.copy(c, kept / c.name)
+                print(f"FAILED: {c.name} ({len(data)} bytes, copied to {kept / c.name}): "
+                      f"{data[:512]!r}")
                 keep = pathlib.Path(os.environ.get("MESON_SOURCE_ROOT", ".")) / "tests/fuzz" \
                     / "regressions" / name.removeprefix("fuzz-") / c.name
                 print(f"keep it as {keep}, fix the bug, and every build runs it from then on")
