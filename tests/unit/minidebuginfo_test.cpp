@@ -183,23 +183,29 @@ std::uint64_t probe_ip(const MappingChild& child) {
            offset_in_file(reinterpret_cast<std::uint64_t>(&monitord_minidebuginfo_probe));
 }
 
+// The name of this program's probe function in `file`, mapped as code by a child process.
+AddressNames::Name probe_named_in(const fs::path& file) {
+    MappingChild child(file);
+    if (child.pid <= 0 || child.start == 0) {
+        ADD_FAILURE() << "no child could map " << file;
+        return {};
+    }
+    AddressNames names;
+    return names.name(child.pid, probe_ip(child));
+}
+
 TEST(MiniDebugInfo, AStrippedProgramIsNamedFromIt) {
     if (!reads_symbols()) GTEST_SKIP() << "built without libdw: no symbols read";
     ScratchDir dir;
     const fs::path file = stripped_copy(dir, xz_compress(minidebuginfo(dir), 6));
-    MappingChild child(file);
-    ASSERT_GT(child.pid, 0);
-    AddressNames names;
-    const auto n = names.name(child.pid, probe_ip(child));
+    const auto n = probe_named_in(file);
     EXPECT_EQ(n.object, file.string());
     EXPECT_EQ(n.function, "monitord_minidebuginfo_probe");
 
     // Without it, the stripped program has no name for its code.
     ScratchDir plain;
     const fs::path bare = stripped_copy(plain, "");
-    MappingChild other(bare);
-    ASSERT_GT(other.pid, 0);
-    EXPECT_EQ(names.name(other.pid, probe_ip(other)).function, "");
+    EXPECT_EQ(probe_named_in(bare).function, "");
 }
 
 // The peak of this process's resident memory since the last reset, in bytes.
@@ -250,10 +256,7 @@ TEST(MiniDebugInfo, AFileWithTwoIsNotRead) {
     ASSERT_NE(at, std::string::npos);
     bytes[at + 13] = 'a';
     write_all(file, bytes);
-    MappingChild child(file);
-    ASSERT_GT(child.pid, 0);
-    AddressNames names;
-    const auto n = names.name(child.pid, probe_ip(child));
+    const auto n = probe_named_in(file);
     EXPECT_EQ(n.object, file.string());
     EXPECT_EQ(n.function, "");
     const auto found = find_program_symbol(file, "main");
@@ -306,10 +309,7 @@ TEST(MiniDebugInfo, OneWhoseNamesHaveNoEndIsNotRead) {
     ASSERT_EQ(mini[offset + size - 1], '\0');
     mini[offset + size - 1] = 'x';
     const fs::path file = stripped_copy(dir, xz_compress(mini));
-    MappingChild child(file);
-    ASSERT_GT(child.pid, 0);
-    AddressNames names;
-    const auto n = names.name(child.pid, probe_ip(child));
+    const auto n = probe_named_in(file);
     EXPECT_EQ(n.object, file.string());
     EXPECT_EQ(n.function, "");
 }
