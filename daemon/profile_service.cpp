@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <optional>
 #include <utility>
 
 #include "monitor/perf/caller_rights.hpp"
+#include "monitor/perf/profile_namer.hpp"
 #include "monitor/perf/profile_session.hpp"
 #include "monitor/protocol/profile_messages.hpp"
 #include "monitor/runtime/counter_run.hpp"
@@ -48,6 +50,9 @@ struct ProfileService::Run {
     std::uint64_t connection = 0;
     uid_t uid = 0;  // of the client that started it
     std::unique_ptr<perf::ProfileSession> session;
+    // A profile's samples are named on a thread of their own (they read other users' files,
+    // which the loop must not wait for); a watch of overflows names none.
+    std::unique_ptr<perf::ProfileNamer> namer;
     // A profile's request; or, for a watch of overflows, its request and what it saw.
     protocol::ProfileRequest request;
     std::optional<protocol::OverflowRequest> overflows;
@@ -70,8 +75,24 @@ struct ProfileService::Run {
     Clock::time_point interval_started;
     std::int64_t intervals = 0;
     monitor::UniqueFd pidfd;  // a process target: readable once it has exited
+    // The intervals asked of the namer and not sent yet, oldest first: their times.
+    std::deque<std::pair<Clock::time_point, Clock::time_point>> intervals_asked;
+    // Sampling ended, the whole profile asked of the namer: why, and when.
+    std::optional<std::pair<std::string, Clock::time_point>> ending;
     std::vector<SourcePtr> rings;
     SourcePtr drain, interval_timer, end, exit;
+    SourcePtr named;  // the namer's results
+
+    // Reads what the rings hold: named now (a watch), or handed to the namer.
+    void read() {
+        if (!namer) {
+            session->drain(observer());
+            return;
+        }
+        perf::SampleBatch batch;
+        session->read(batch);
+        namer->add(std::move(batch));
+    }
 
     std::string event_name() const { return session->event().name + (user_only ? ":u" : ""); }
     std::size_t top() const {
@@ -297,6 +318,11 @@ ProfileService::Response ProfileService::start_run(std::unique_ptr<Run> run,
                                 catalog_);
     }
     if (pinned) run->pidfd = pinned->release();
+    if (!run->overflows) {
+        auto namer = perf::ProfileNamer::start((*session)->take_builder());
+        if (!namer) return perf_error_reply(namer.error(), catalog_);
+        run->namer = std::move(*namer);
+    }
     run->session = std::move(*session);
     run->started = run->interval_started = Clock::now();
 
@@ -339,6 +365,14 @@ ProfileService::Response ProfileService::start_run(std::unique_ptr<Run> run,
         ok = sd_event_add_io(event_, &s, r->pidfd.get(), EPOLLIN, on_exit, r) >= 0;
         if (ok) r->exit.reset(s);
     }
+    if (ok && r->namer) {
+        sd_event_source* s = nullptr;
+        ok = sd_event_add_io(event_, &s, r->namer->fd(), EPOLLIN, on_named, r) >= 0;
+        if (ok) {
+            sd_event_source_set_description(s, "profile-named");
+            r->named.reset(s);
+        }
+    }
     if (!ok) {
         return perf_error_reply({Status::IoErr, "cannot watch the sample rings on the event loop"},
                                 catalog_);
@@ -357,48 +391,65 @@ ProfileService::Response ProfileService::start_run(std::unique_ptr<Run> run,
 }
 
 void ProfileService::send_interval(Run& run) {
-    run.session->drain(run.observer());
+    run.read();
     const auto now = Clock::now();
-    Reply reply;
-    if (run.overflows) {
-        if (run.batch_overflows == 0) return;  // a batch is sent when it has overflows
-        reply.parameters = json{{"batch", protocol::to_json(run.batch(now))}};
-    } else {
-        auto m = run.message(run.session->take_interval(), run.interval_started, now);
-        m.interval = ++run.intervals;
+    if (run.namer) {
+        // Sent once named (on_named).
+        run.intervals_asked.emplace_back(run.interval_started, now);
         run.interval_started = now;
-        reply.parameters = json{{"report", protocol::to_json(m)}};
+        run.namer->end_interval();
+        return;
     }
+    if (run.batch_overflows == 0) return;  // a batch is sent when it has overflows
+    Reply reply;
+    reply.parameters = json{{"batch", protocol::to_json(run.batch(now))}};
     reply.continues = true;
+    send_or_end(run, std::move(reply));
+}
+
+bool ProfileService::send_or_end(Run& run, Reply reply) {
     // A send that drops the connection (its reader fell behind) runs the close handler,
     // which ends the run: `run` may be gone after it.
     const auto connection = run.connection;
-    if (!server_.send(connection, Response{std::move(reply)})) {
-        runs_.erase(connection);  // its client is gone
-    }
+    if (server_.send(connection, Response{std::move(reply)})) return true;
+    runs_.erase(connection);  // its client is gone
+    return false;
 }
 
 void ProfileService::finish(Run& run, std::string ended) {
-    auto stopped = run.session->stop(run.observer());
+    auto stopped = run.session->disable();
+    run.read();
     const auto now = Clock::now();
+    if (stopped && run.namer) {
+        // The whole profile is sent once named (on_named); nothing else happens meanwhile.
+        run.rings.clear();
+        run.drain.reset();
+        run.interval_timer.reset();
+        run.end.reset();
+        run.exit.reset();
+        run.ending.emplace(std::move(ended), now);
+        run.namer->finish();
+        return;
+    }
     Reply reply;
+    std::uint64_t samples = 0;
     if (!stopped) {
         reply = perf_error_reply(stopped.error(), catalog_);
-    } else if (run.overflows) {
+    } else {
         auto b = run.batch(now);
         b.final = true;
         b.ended = std::move(ended);
+        samples = run.session->profile().report(1).samples;
         reply.parameters = json{{"batch", protocol::to_json(b)}};
-    } else {
-        auto m = run.message(run.session->profile(), run.started, now);
-        m.final = true;
-        m.ended = std::move(ended);
-        reply.parameters = json{{"report", protocol::to_json(m)}};
     }
+    end(run, std::move(reply), samples);
+}
+
+void ProfileService::end(Run& run, Reply reply, std::uint64_t samples) {
     spdlog::info("{} ended: {} of {}, {} samples{} ({})",
                  run.overflows ? "Watch of overflows" : "Profile", run.event_name(), run.target,
-                 run.session->profile().report(1).samples,
-                 reply.error ? fmt::format(": {}", *reply.error) : std::string{}, run.started_by);
+                 samples, reply.error ? fmt::format(": {}", *reply.error) : std::string{},
+                 run.started_by);
     const auto connection = run.connection;
     runs_.erase(connection);  // `run` is gone from here
     server_.send(connection, Response{std::move(reply)});
@@ -412,14 +463,13 @@ void ProfileService::connection_closed(std::uint64_t connection) {
 }
 
 int ProfileService::on_ring(sd_event_source*, int, uint32_t, void* userdata) {
-    auto& run = *static_cast<Run*>(userdata);
-    run.session->drain(run.observer());
+    static_cast<Run*>(userdata)->read();
     return 0;
 }
 
 int ProfileService::on_drain(sd_event_source* s, uint64_t usec, void* userdata) {
     auto& run = *static_cast<Run*>(userdata);
-    run.session->drain(run.observer());
+    run.read();
     sd_event_source_set_time(s, usec + kDrainUsec);
     sd_event_source_set_enabled(s, SD_EVENT_ON);
     return 0;
@@ -442,6 +492,33 @@ int ProfileService::on_end(sd_event_source*, uint64_t, void* userdata) {
 int ProfileService::on_exit(sd_event_source*, int, uint32_t, void* userdata) {
     auto& run = *static_cast<Run*>(userdata);
     run.service->finish(run, fmt::format("process {} exited", run.pid));
+    return 0;
+}
+
+int ProfileService::on_named(sd_event_source*, int, uint32_t, void* userdata) {
+    auto& run = *static_cast<Run*>(userdata);
+    auto& service = *run.service;
+    for (auto& named : run.namer->take()) {
+        if (named.whole) {
+            auto& [ended, at] = *run.ending;
+            auto m = run.message(named.profile, run.started, at);
+            m.final = true;
+            m.ended = std::move(ended);
+            const auto samples = named.profile.report(1).samples;
+            Reply reply;
+            reply.parameters = json{{"report", protocol::to_json(m)}};
+            service.end(run, std::move(reply), samples);
+            return 0;  // `run` is gone
+        }
+        const auto [from, to] = run.intervals_asked.front();
+        run.intervals_asked.pop_front();
+        auto m = run.message(named.profile, from, to);
+        m.interval = ++run.intervals;
+        Reply reply;
+        reply.parameters = json{{"report", protocol::to_json(m)}};
+        reply.continues = true;
+        if (!service.send_or_end(run, std::move(reply))) return 0;  // `run` is gone
+    }
     return 0;
 }
 

@@ -1,9 +1,10 @@
 // The sampling half of the control interface: Profile samples a target on the daemon's loop
 // (its rings drained when the kernel says they fill, and every 50 ms so that a process is
-// named while it still runs), and replies with the profile: once at the end, or streamed per
-// interval. WatchOverflows samples an event every N events and tells of the overflows in
-// batches, each with the last one's address. Several runs at once, each owned by its
-// connection.
+// named while it still runs), names the samples on a thread of its own (ProfileNamer: naming
+// reads other users' files, which the loop never waits for), and replies with the profile:
+// once at the end, or streamed per interval. WatchOverflows samples an event every N events and
+// tells of the overflows in batches, each with the last one's address. Several runs at once, each
+// owned by its connection.
 #pragma once
 
 #include <systemd/sd-event.h>
@@ -76,15 +77,21 @@ class ProfileService {
     std::optional<monitor::varlink::Reply> limit_to_rights(
         Run& run, monitor::perf::ProfileOptions& options,
         const monitor::perf::CallerRights& rights) const;
-    // Sends what the run's end calls for, and forgets it.
+    // Sampling ends: the end's reply is sent now, or once the profile is named (on_named).
     void finish(Run& run, std::string ended);
+    // Logs the run's end with its `samples`, forgets it, and sends `reply`.
+    void end(Run& run, monitor::varlink::Reply reply, std::uint64_t samples);
     void send_interval(Run& run);
+    // Sends a reply that continues the run; false when that dropped the connection, which
+    // ended the run (`run` is gone).
+    bool send_or_end(Run& run, monitor::varlink::Reply reply);
 
     static int on_ring(sd_event_source* s, int fd, uint32_t revents, void* userdata);
     static int on_drain(sd_event_source* s, uint64_t usec, void* userdata);
     static int on_interval(sd_event_source* s, uint64_t usec, void* userdata);
     static int on_end(sd_event_source* s, uint64_t usec, void* userdata);
     static int on_exit(sd_event_source* s, int fd, uint32_t revents, void* userdata);
+    static int on_named(sd_event_source* s, int fd, uint32_t revents, void* userdata);
 
     sd_event* event_;
     VarlinkServer& server_;

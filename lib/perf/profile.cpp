@@ -73,6 +73,7 @@ ProfileReport Profile::Tally::report(std::size_t top) const {
     return {.samples = samples,
             .lost = lost,
             .throttled = throttled,
+            .unnamed = unnamed,
             .modes = modes,
             .functions = top_lines(functions, samples, top),
             .objects = top_lines(objects, samples, top)};
@@ -101,10 +102,12 @@ void Profile::count(const Sample& s) {
 void Profile::add(const DrainStats& drain, int cpu) {
     all_.lost += drain.lost;
     all_.throttled += drain.throttled;
+    all_.unnamed += drain.unnamed;
     if (by_cpu_ && cpu >= 0) {
         auto& c = cpus_[cpu];
         c.lost += drain.lost;
         c.throttled += drain.throttled;
+        c.unnamed += drain.unnamed;
     }
 }
 

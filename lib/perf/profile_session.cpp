@@ -8,7 +8,6 @@
 
 #include "monitor/perf/breakpoint_pmu.hpp"
 #include "monitor/perf/cgroup_target.hpp"
-#include "monitor/text_file.hpp"
 
 namespace monitor::perf {
 
@@ -32,15 +31,15 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::start(const EventCatalog
     s->event_ = std::move(*event);
     s->event_.exclude_user = s->event_.exclude_user || !options.user;
     s->event_.exclude_kernel = s->event_.exclude_kernel || !options.kernel;
-    s->names_ = std::make_unique<AddressNames>(options.kallsyms);
-    s->profiling_ = options.profile;
-    s->callchain_ = options.callchain && options.profile;
-    s->profile_ = s->interval_ = Profile(t.kind == TargetKind::EachCpu, options.kept_addresses);
-    if (options.kernel_symbols) {
-        s->names_->use_kernel(std::move(options.kernel_symbols));
-    } else if (options.kernel && options.profile) {
-        s->names_->load_kernel();  // before sampling starts
-    }
+    s->builder_ = std::make_unique<ProfileBuilder>(
+        ProfileBuilderOptions{.by_cpu = t.kind == TargetKind::EachCpu,
+                              .kept_addresses = options.kept_addresses,
+                              .profile = options.profile,
+                              .callchain = options.callchain,
+                              .kernel = options.kernel,
+                              .kallsyms = options.kallsyms,
+                              .kernel_symbols = std::move(options.kernel_symbols)});
+    const bool callchain = options.callchain && options.profile;
 
     std::vector<int> cpus = options.cpus;
     if (t.kind == TargetKind::OneCpu) {
@@ -100,7 +99,7 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::start(const EventCatalog
         // A profile is told of the tasks' mappings, so that processes gone before their
         // samples are read are still named.
         auto ring = SampleRing::open(s->event_, first, options.rate, options.ring_pages,
-                                     {.callchain = s->callchain_, .tasks = s->profiling_});
+                                     {.callchain = callchain, .tasks = options.profile});
         if (!ring) return std::unexpected(ring.error());
         for (std::size_t i = 1; i < per_cpu.size(); ++i) {
             OpenTarget other = per_cpu[i];
@@ -121,173 +120,40 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::start(const EventCatalog
 }
 
 void ProfileSession::drain(const std::function<void(const Sample&)>& observer) {
-    pending_.clear();
-    samples_.clear();
-    chains_.clear();
-    tasks_.clear();
+    read(batch_, observer);
+    builder_->add(batch_);
+}
+
+void ProfileSession::read(SampleBatch& batch, const std::function<void(const Sample&)>& observer) {
+    batch.clear();
     for (std::size_t i = 0; i < rings_.size(); ++i) {
         const auto stats = rings_[i]->drain(
             [&](const Sample& sample) {
-                pending_.push_back({sample.time_ns, true, samples_.size()});
-                samples_.push_back({sample, chains_.size()});
-                chains_.insert(chains_.end(), sample.callchain.begin(), sample.callchain.end());
+                batch.entries.push_back({sample.time_ns, true, batch.samples.size()});
+                batch.samples.push_back({sample, batch.chains.size()});
+                batch.chains.insert(batch.chains.end(), sample.callchain.begin(),
+                                    sample.callchain.end());
             },
             [&](const TaskRecord& record) {
-                pending_.push_back({record.time_ns, false, tasks_.size()});
-                tasks_.emplace_back(record, std::string(record.name));
+                batch.entries.push_back({record.time_ns, false, batch.tasks.size()});
+                batch.tasks.emplace_back(record, std::string(record.name));
             });
-        profile_.add(stats, ring_cpus_[i]);
-        interval_.add(stats, ring_cpus_[i]);
+        batch.drains.emplace_back(ring_cpus_[i], stats);
     }
-    forget();
-    // Each ring is in time order already; the rings are merged.
-    if (rings_.size() > 1) std::ranges::stable_sort(pending_, {}, &Pending::time_ns);
-    for (const auto& p : pending_) {
-        if (!p.is_sample) {
-            auto& [record, name] = tasks_[p.index];
-            record.name = name;
-            on_task(record);
-            continue;
-        }
-        auto& s = samples_[p.index];
-        s.sample.callchain = std::span(chains_).subspan(s.chain_at, s.sample.callchain.size());
-        if (observer) observer(s.sample);
-        add(s.sample);
+    // Each ring is in time order already; the rings are merged (a process's code may be
+    // mapped on one CPU and sampled on another).
+    if (rings_.size() > 1)
+        std::ranges::stable_sort(batch.entries, {}, &SampleBatch::Entry::time_ns);
+    if (!observer) return;
+    for (const auto& e : batch.entries) {
+        if (!e.is_sample) continue;
+        auto& s = batch.samples[e.index];
+        s.sample.callchain = std::span(batch.chains).subspan(s.chain_at, s.sample.callchain.size());
+        observer(s.sample);
     }
 }
 
-void ProfileSession::forget() {
-    // What is named is kept within bounds: the names of addresses (each process's own) and of
-    // frames are dropped when they grow past kMaxNamesKept, and named again as they come.
-    if (labels_.size() + frames_.size() > kMaxNamesKept) {
-        labels_.clear();
-        frames_.clear();
-    }
-    // Processes gone: once a second, what was known of them goes (AddressNames::forget_gone).
-    const auto now = std::chrono::steady_clock::now();
-    if (now - forgot_at_ < std::chrono::seconds(1)) return;
-    forgot_at_ = now;
-    names_->forget_gone();
-    if (generations_.size() > kMaxNamesKept || commands_.size() > kMaxNamesKept) {
-        // Every name is keyed by a pid's generation: they go together.
-        labels_.clear();
-        frames_.clear();
-        generations_.clear();
-        commands_.clear();
-    }
-}
-
-void ProfileSession::on_task(const TaskRecord& r) {
-    switch (r.kind) {
-        case TaskRecord::Kind::Mapped:
-            names_->mapped(r);
-            return;
-        case TaskRecord::Kind::Exec:
-            names_->exec(r.pid);
-            commands_[r.pid] = std::string(r.name);
-            break;
-        case TaskRecord::Kind::Fork:
-            names_->forked(r.pid, r.parent);
-            if (auto parent = commands_.find(r.parent); parent != commands_.end()) {
-                commands_[r.pid] = parent->second;
-            } else {
-                commands_.erase(r.pid);
-            }
-            break;
-    }
-    ++generations_[r.pid];  // what was named under this pid is another program's
-}
-
-ProfileSession::LabelKey ProfileSession::key(pid_t who, std::uint64_t ip) const {
-    const auto g = generations_.find(who);
-    return {who, g == generations_.end() ? 0 : g->second, ip};
-}
-
-void ProfileSession::add(const Sample& sample) {
-    if (!profiling_) {
-        profile_.count(sample);
-        interval_.count(sample);
-        return;
-    }
-    // Kernel code is the same in every process; user code is each process's own.
-    const pid_t who = sample.pid == 0                     ? 0
-                      : sample.mode == SampleMode::Kernel ? -1
-                      : sample.mode == SampleMode::User   ? sample.pid
-                                                          : -2;
-    auto [it, added] = labels_.try_emplace(key(who, sample.ip));
-    if (added) it->second = Profile::label(sample, *names_);
-    const std::string stack = callchain_ ? fold(sample) : std::string{};
-    profile_.add(sample, it->second, stack);
-    interval_.add(sample, it->second, stack);
-    // Code mapped after the map was read is named once it is read again.
-    if (it->second.object == "[unknown]") labels_.erase(it);
-}
-
-const std::string& ProfileSession::frame(const Sample& sample, SampleMode mode, std::uint64_t ip) {
-    const pid_t who = mode == SampleMode::Kernel ? -1 : sample.pid;
-    auto [it, added] = frames_.try_emplace(key(who, ip));
-    if (!added) return it->second;
-    auto label = Profile::label(sample.pid, mode, ip, *names_);
-    // As add(): code not yet known is named again once it is.
-    if (label.object == "[unknown]") {
-        frames_.erase(it);
-        unknown_frame_ = std::move(label.frame);
-        return unknown_frame_;
-    }
-    it->second = std::move(label.frame);
-    return it->second;
-}
-
-std::string ProfileSession::fold(const Sample& sample) {
-    // The process's name first, as perf script and stackcollapse-perf.pl put it.
-    auto [command, added] = commands_.try_emplace(sample.pid);
-    if (added) {
-        if (sample.pid == 0) {
-            command->second = "[idle]";
-        } else if (auto comm = read_text_file(fmt::format("/proc/{}/comm", sample.pid));
-                   comm && !comm->empty()) {
-            command->second = comm->substr(0, comm->find('\n'));
-        } else {
-            command->second = fmt::format("[pid {}]", sample.pid);
-        }
-    }
-    // The chain is innermost first, in parts headed by their mode (the kernel's part, then
-    // the user part that made the system call); each part's first address is where that mode
-    // was, the others are return addresses, named by the call before them.
-    struct Frame {
-        SampleMode mode;
-        std::uint64_t ip;
-    };
-    std::vector<Frame> frames;
-    SampleMode mode = sample.mode;
-    bool first = true;
-    for (std::uint64_t ip : sample.callchain) {
-        if (ip >= PERF_CONTEXT_MAX) {
-            mode = ip == PERF_CONTEXT_KERNEL ? SampleMode::Kernel
-                   : ip == PERF_CONTEXT_USER ? SampleMode::User
-                                             : SampleMode::Unknown;
-            first = true;
-            continue;
-        }
-        if (mode == SampleMode::Unknown) continue;  // a guest's or hypervisor's frames
-        frames.push_back({mode, first ? ip : ip - 1});
-        first = false;
-    }
-    // A chain the kernel could not make is the sample's own address.
-    if (frames.empty()) frames.push_back({sample.mode, sample.ip});
-    std::string out = command->second;
-    for (auto f = frames.rbegin(); f != frames.rend(); ++f) {
-        out += ';';
-        out += frame(sample, f->mode, f->ip);
-    }
-    return out;
-}
-
-Profile ProfileSession::take_interval() {
-    return std::exchange(interval_, Profile(profile_.by_cpu(), profile_.kept_addresses()));
-}
-
-Result<void> ProfileSession::stop(const std::function<void(const Sample&)>& observer) {
+Result<void> ProfileSession::disable() {
     Result<void> result;
     if (!stopped_) {
         for (auto& ring : rings_) {
@@ -295,6 +161,11 @@ Result<void> ProfileSession::stop(const std::function<void(const Sample&)>& obse
         }
         stopped_ = true;
     }
+    return result;
+}
+
+Result<void> ProfileSession::stop(const std::function<void(const Sample&)>& observer) {
+    auto result = disable();
     drain(observer);
     return result;
 }

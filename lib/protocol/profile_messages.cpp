@@ -69,6 +69,7 @@ void put_counts(json& j, const perf::ProfileReport& r) {
     j["samples"] = r.samples;
     j["lost"] = r.lost;
     j["throttled"] = r.throttled;
+    if (r.unnamed > 0) j["unnamed"] = r.unnamed;
     j["modes"] = json{{"idle", r.modes.idle},
                       {"user", r.modes.user},
                       {"kernel", r.modes.kernel},
@@ -81,6 +82,7 @@ void get_counts(const json& j, perf::ProfileReport& r) {
     r.samples = j.at("samples").get<std::uint64_t>();
     r.lost = j.at("lost").get<std::uint64_t>();
     r.throttled = j.at("throttled").get<std::uint64_t>();
+    r.unnamed = j.value("unnamed", std::uint64_t{0});
     const auto& modes = j.at("modes");
     r.modes = {.idle = modes.at("idle").get<std::uint64_t>(),
                .user = modes.at("user").get<std::uint64_t>(),

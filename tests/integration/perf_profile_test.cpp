@@ -4,12 +4,15 @@
 // streamed intervals that add up to the whole; an address histogram; each CPU's profile; a
 // process of 16 threads; bad requests refused clearly while the daemon serves on.
 #include <gtest/gtest.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <optional>
@@ -653,6 +656,77 @@ TEST_F(PerfProfile, AStreamNobodyReadsIsDroppedAndTheDaemonSamplesOn) {
     auto again = daemon_->monctl({"perf", "profile", "-p", pid, "-d", "500ms"});
     EXPECT_EQ(again.exit_code, 0) << again.err;
     EXPECT_NE(again.out.find("profile_burner_deep"), std::string::npos) << again.out;
+    burner->stop(SIGKILL);
+}
+
+// A profiled program whose file stalls its readers (a FUSE file system standing in for a hung
+// network one: the first read of it by the daemon waits 3 s). The samples are named on a thread
+// of the profile's own, so that the daemon's loop answers every other call at once meanwhile;
+// the profile comes once the file answers, named.
+TEST_F(PerfProfile, AProgramWhoseFileStallsStallsOnlyItsOwnProfile) {
+    const char* stalling_fs = std::getenv("STALLING_FS_BIN");
+    if (stalling_fs == nullptr || *stalling_fs == '\0') {
+        GTEST_SKIP() << "no stalling file system: libfuse3-dev was not found when the build was "
+                        "configured (scripts/bootstrap --test installs it)";
+    }
+    if (::access("/dev/fuse", R_OK | W_OK) != 0) GTEST_SKIP() << "no /dev/fuse here";
+    test_support::ScratchDir dir(test_support::ScratchDir::Everyone);
+    const auto mount = dir / "mnt";
+    std::filesystem::create_directory(mount);
+    auto fs = Process::start({stalling_fs, profile_burner_bin(), std::to_string(daemon_->pid()),
+                              "3000", mount.string()});
+    ASSERT_TRUE(fs);
+    // Unmounted first when the test ends, before its file system's process is stopped.
+    struct Unmount {
+        std::filesystem::path at;
+        ~Unmount() { ::umount2(at.c_str(), MNT_DETACH); }
+    } unmount{mount};
+    const auto program = mount / "program";
+    if (!test_support::wait_until([&] { return std::filesystem::exists(program); }, 10s)) {
+        GTEST_SKIP() << "FUSE cannot mount here: " << fs->log();
+    }
+    auto burner = Process::start({program.string(), "30"});
+    ASSERT_TRUE(burner);
+    std::this_thread::sleep_for(200ms);  // running
+
+    monitor::varlink::Reply profile;
+    std::atomic<bool> done{false};
+    const auto asked = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point answered;
+    std::thread profiler([&] {
+        auto c = daemon_->connect();
+        c.set_timeout(30s);
+        auto r = c.call("io.monitord.Monitor.Profile",
+                        {{"request", {{"target", {{"kind", "process"}, {"pid", burner->pid()}}}}},
+                         {"duration_ms", 1000}});
+        answered = std::chrono::steady_clock::now();
+        if (r) profile = *r;
+        done = true;
+    });
+    // Another client's calls while the profile runs and its naming waits for the file.
+    std::chrono::duration<double, std::milli> slowest{0};
+    int calls = 0;
+    while (!done) {
+        const auto t = std::chrono::steady_clock::now();
+        auto status = daemon_->call("GetStatus");
+        slowest = std::max<std::chrono::duration<double, std::milli>>(
+            slowest, std::chrono::steady_clock::now() - t);
+        ++calls;
+        EXPECT_FALSE(status.is_null());
+        std::this_thread::sleep_for(10ms);
+    }
+    profiler.join();
+    EXPECT_NE(fs->log().find("stalled thread"), std::string::npos)
+        << "the daemon never read the program's file: the test proves nothing\n"
+        << fs->log();
+    EXPECT_LT(slowest.count(), 100)
+        << "a GetStatus waited for the profile's naming (" << calls << " calls)";
+    EXPECT_GE(calls, 20);
+    // The reply waited for the file; its samples are named all the same.
+    EXPECT_GE(answered - asked, 3s);
+    ASSERT_FALSE(profile.error) << profile.parameters.dump();
+    EXPECT_NE(profile.parameters.dump().find("profile_burner_three"), std::string::npos)
+        << profile.parameters.dump();
     burner->stop(SIGKILL);
 }
 

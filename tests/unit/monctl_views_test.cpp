@@ -491,6 +491,12 @@ TEST(FormatProfile, ShowsModesLossesTopLinesAndBuckets) {
     EXPECT_NE(interval.find("lost 1 sample (the ring was full), throttled 2 times"),
               std::string::npos)
         << interval;
+    EXPECT_EQ(interval.find("not named"), std::string::npos) << interval;
+    m.report.unnamed = 12;
+    EXPECT_NE(format_profile(m).find("throttled 2 times, 12 not named (the daemon's naming "
+                                     "fell behind)"),
+              std::string::npos)
+        << format_profile(m);
 }
 
 // With call chains, the stacks with the most samples (as many as functions shown); by CPU,

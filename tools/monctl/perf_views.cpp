@@ -212,11 +212,17 @@ std::string mode_split(const monitor::perf::ProfileReport& r) {
     return out;
 }
 
-// Never hidden: what the kernel dropped or held back is said even when it is nothing.
+// Never hidden: what the kernel dropped or held back is said even when it is nothing, and
+// what the daemon dropped unnamed when it is something.
 std::string lost_and_throttled(const monitor::perf::ProfileReport& r) {
-    return fmt::format("lost {} sample{} (the ring was full), throttled {} time{}",
-                       format_count(r.lost), r.lost == 1 ? "" : "s", format_count(r.throttled),
-                       r.throttled == 1 ? "" : "s");
+    auto out = fmt::format("lost {} sample{} (the ring was full), throttled {} time{}",
+                           format_count(r.lost), r.lost == 1 ? "" : "s", format_count(r.throttled),
+                           r.throttled == 1 ? "" : "s");
+    if (r.unnamed > 0) {
+        out += fmt::format(", {} not named (the daemon's naming fell behind)",
+                           format_count(r.unnamed));
+    }
+    return out;
 }
 
 }  // namespace

@@ -40,6 +40,7 @@ struct ProfileReport {
     std::uint64_t samples = 0;
     std::uint64_t lost = 0;       // samples the kernel dropped (ring full)
     std::uint64_t throttled = 0;  // times the kernel throttled the sampling
+    std::uint64_t unnamed = 0;    // samples dropped unnamed: the naming fell behind
     ModeSplit modes;
     std::vector<ProfileLine> functions;  // most samples first
     std::vector<ProfileLine> objects;
@@ -128,6 +129,7 @@ class Profile {
         std::uint64_t samples = 0;
         std::uint64_t lost = 0;
         std::uint64_t throttled = 0;
+        std::uint64_t unnamed = 0;
         ModeSplit modes;
         std::map<std::string, std::uint64_t> functions;
         std::map<std::string, std::uint64_t> objects;

@@ -9,18 +9,17 @@
 
 #include <sys/types.h>
 
-#include <chrono>
 #include <cstddef>
 #include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "monitor/perf/event_catalog.hpp"
 #include "monitor/perf/perf_session.hpp"
 #include "monitor/perf/profile.hpp"
+#include "monitor/perf/profile_builder.hpp"
 #include "monitor/perf/sample_ring.hpp"
 #include "monitor/status.hpp"
 #include "monitor/unique_fd.hpp"
@@ -66,15 +65,25 @@ class ProfileSession {
                                                          ProfileOptions options);
 
     // Adds the samples written since the last drain to the profile, and hands each to
-    // `observer` if given, oldest first per ring.
+    // `observer` if given, oldest first.
     void drain(const std::function<void(const Sample&)>& observer = {});
     // Stops sampling, and drains what is left.
     Result<void> stop(const std::function<void(const Sample&)>& observer = {});
 
+    // Naming elsewhere (a ProfileNamer): the session's builder, which drain(), stop(),
+    // profile() and take_interval() use, is the caller's from now on; read() and disable()
+    // take their place.
+    std::unique_ptr<ProfileBuilder> take_builder() { return std::move(builder_); }
+    // The samples and task records written since the last read, in time order, into `batch`
+    // (cleared first); each sample handed to `observer` if given.
+    void read(SampleBatch& batch, const std::function<void(const Sample&)>& observer = {});
+    // Stops sampling; what is left is read() after it.
+    Result<void> disable();
+
     // Every sample since the start (and each CPU's own, for TargetKind::EachCpu).
-    const Profile& profile() const { return profile_; }
+    const Profile& profile() const { return builder_->profile(); }
     // The samples since the last call (since the start, at the first), and a new interval.
-    Profile take_interval();
+    Profile take_interval() { return builder_->take_interval(); }
     const EventSpec& event() const { return event_; }
     // The threads of a process target opened at the start.
     std::size_t threads() const { return threads_; }
@@ -88,63 +97,12 @@ class ProfileSession {
 
     EventSpec event_;
     std::vector<std::unique_ptr<SampleRing>> rings_;
-    UniqueFd cgroup_fd_;
-    Profile profile_;
-    Profile interval_;
-    std::unique_ptr<AddressNames> names_;
-    // The label of each (process, address) named so far: a loop's samples hit the same few
-    // addresses, which are named once. A pid that exec()s or is forked anew starts a new
-    // generation of its names.
-    struct LabelKey {
-        pid_t pid;
-        std::uint32_t generation;
-        std::uint64_t ip;
-        bool operator==(const LabelKey&) const = default;
-    };
-    struct LabelHash {
-        std::size_t operator()(const LabelKey& k) const noexcept {
-            return std::hash<std::uint64_t>{}(k.ip * 31 + static_cast<std::uint64_t>(k.pid) +
-                                              (std::uint64_t{k.generation} << 32));
-        }
-    };
-    LabelKey key(pid_t who, std::uint64_t ip) const;
-    std::unordered_map<LabelKey, SampleLabel, LabelHash> labels_;
-    std::unordered_map<pid_t, std::uint32_t> generations_;
-    // With call chains: each frame's name by (process, address), each process's name.
-    std::unordered_map<LabelKey, std::string, LabelHash> frames_;
-    std::string unknown_frame_;  // frame()'s name for code not known yet, kept out of frames_
-    std::chrono::steady_clock::time_point forgot_at_{};
-    std::unordered_map<pid_t, std::string> commands_;
     std::vector<int> ring_cpus_;  // the CPU of each ring
-    bool callchain_ = false;
-    // A drain's samples and task records of every ring, put in time order before they are
-    // used (a process's code may be mapped on one CPU and sampled on another), with the
-    // samples' call chains and the records' names.
-    struct Pending {
-        std::uint64_t time_ns = 0;
-        bool is_sample = true;
-        std::size_t index = 0;  // in samples_ or tasks_
-    };
-    struct PendingSample {
-        Sample sample;
-        std::size_t chain_at = 0;
-    };
-    std::vector<Pending> pending_;
-    std::vector<PendingSample> samples_;
-    std::vector<std::uint64_t> chains_;
-    std::vector<std::pair<TaskRecord, std::string>> tasks_;
-    void on_task(const TaskRecord& record);
-    // Keeps what is known of names and processes within bounds (see its definition).
-    void forget();
-    static constexpr std::size_t kMaxNamesKept = std::size_t{1} << 16;
-    void add(const Sample& sample);
-    // The folded stack of `sample`: its process's name, then its frames outermost first.
-    std::string fold(const Sample& sample);
-    // The name of code at `ip` in `mode` of the sample's process, as a frame.
-    const std::string& frame(const Sample& sample, SampleMode mode, std::uint64_t ip);
+    UniqueFd cgroup_fd_;
+    std::unique_ptr<ProfileBuilder> builder_;
+    SampleBatch batch_;  // drain()'s
     std::size_t threads_ = 0;
     bool stopped_ = false;
-    bool profiling_ = true;
 };
 
 }  // namespace monitor::perf

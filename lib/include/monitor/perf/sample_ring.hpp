@@ -80,6 +80,8 @@ struct DrainStats {
     std::size_t samples = 0;
     std::uint64_t lost = 0;       // samples the kernel dropped: the ring was full
     std::uint64_t throttled = 0;  // times the kernel throttled the event (too many samples)
+    // Samples read and then dropped unnamed: the naming fell behind (ProfileNamer).
+    std::uint64_t unnamed = 0;
 };
 
 class SampleRing {
