@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "varlink_server.hpp"
+#include "monitor/protocol/varlink_idl.hpp"
 
 namespace monitord {
 

@@ -15,10 +15,9 @@
 
 #include "monitor/perf/caller_rights.hpp"
 #include "monitor/protocol/varlink_message.hpp"
+#include "peer.hpp"
 
 namespace monitord {
-
-struct Peer;
 
 enum class Access { Read, Control };
 

@@ -30,14 +30,6 @@ std::vector<gid_t> peer_groups(int fd) {
 
 }  // namespace
 
-bool Peer::in_group(gid_t gid) const {
-    return cred.gid == gid || std::find(groups.begin(), groups.end(), gid) != groups.end();
-}
-
-bool Peer::privileged() const {
-    return cred.uid == 0 || cred.uid == ::geteuid();
-}
-
 using monitor::varlink::Call;
 using monitor::varlink::make_error;
 using monitor::varlink::Reply;

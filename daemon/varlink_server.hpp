@@ -22,19 +22,10 @@
 #include "monitor/protocol/varlink_idl.hpp"
 #include "monitor/protocol/varlink_message.hpp"
 #include "monitor/unique_fd.hpp"
+#include "peer.hpp"
 #include "sd_event_ptr.hpp"
 
 namespace monitord {
-
-struct Peer {
-    std::uint64_t connection = 0;  // stable id of the connection within this server
-    ucred cred{};                  // from SO_PEERCRED at accept time
-    std::vector<gid_t> groups;     // supplementary groups (SO_PEERGROUPS) at accept time
-    // Whether the peer's primary or a supplementary group is `gid`.
-    bool in_group(gid_t gid) const;
-    // Root or the daemon's own user: held to the daemon's own limits only, and may control.
-    bool privileged() const;
-};
 
 struct ServerLimits {
     std::size_t max_connections = 1024;  // lowered to fit RLIMIT_NOFILE by the caller
