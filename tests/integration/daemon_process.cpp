@@ -336,4 +336,21 @@ bool Daemon::wait_samples(std::size_t samples, std::chrono::milliseconds timeout
     return false;
 }
 
+Daemon* SharedDaemonTest::daemon_ = nullptr;
+
+void SharedDaemonTest::SetUpTestSuite() {
+    daemon_ = Daemon::start({.args = {"--probe", "off"}}).release();
+    ASSERT_TRUE(daemon_);
+}
+
+void SharedDaemonTest::TearDownTestSuite() {
+    delete daemon_;
+    daemon_ = nullptr;
+}
+
+void SharedDaemonTest::SetUp() {
+    ASSERT_TRUE(daemon_) << "the daemon did not start";
+    if (::geteuid() != 0) GTEST_SKIP() << why_root_;
+}
+
 }  // namespace itest

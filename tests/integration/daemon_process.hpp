@@ -2,6 +2,7 @@
 // NOTIFY_SOCKET so tests see what it tells systemd, and the real monctl.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/types.h>
@@ -150,6 +151,23 @@ class Daemon {
     std::string socket_;
     monitor::UniqueFd notify_fd_;
     std::vector<std::string> notifications_;
+};
+
+// A suite whose tests share one daemon, started before the first with the probes off (the
+// loading goes unmeasured: these suites measure the perf half) and stopped after the last.
+// SetUp() fails a test when the daemon did not start, and skips it without root, saying why
+// the suite needs root (its `why_root`).
+class SharedDaemonTest : public ::testing::Test {
+  protected:
+    explicit SharedDaemonTest(std::string why_root) : why_root_(std::move(why_root)) {}
+    static void SetUpTestSuite();
+    static void TearDownTestSuite();
+    void SetUp() override;
+
+    static Daemon* daemon_;
+
+  private:
+    std::string why_root_;
 };
 
 }  // namespace itest

@@ -100,19 +100,12 @@ class Target {
     int done_ = -1;
 };
 
-class PerfBreakpoints : public ::testing::Test {
+class PerfBreakpoints : public SharedDaemonTest {
   protected:
-    static void SetUpTestSuite() {
-        daemon_ = Daemon::start({.args = {"--probe", "off"}}).release();
-        ASSERT_TRUE(daemon_);
-    }
-    static void TearDownTestSuite() {
-        delete daemon_;
-        daemon_ = nullptr;
-    }
+    PerfBreakpoints() : SharedDaemonTest("counting another process needs root") {}
     void SetUp() override {
-        ASSERT_TRUE(daemon_) << "the daemon did not start";
-        if (::geteuid() != 0) GTEST_SKIP() << "counting another process needs root";
+        SharedDaemonTest::SetUp();
+        if (IsSkipped() || HasFatalFailure()) return;
         auto info = daemon_->call("GetPmuInfo");
         for (const auto& p : info["pmus"]) {
             if (p["name"] != "breakpoint") continue;
@@ -124,10 +117,8 @@ class PerfBreakpoints : public ::testing::Test {
         ASSERT_GT(slots_, 0) << "GetPmuInfo lists no breakpoint PMU: " << info.dump();
     }
 
-    static Daemon* daemon_;
     int slots_ = 0;
 };
-Daemon* PerfBreakpoints::daemon_ = nullptr;
 
 // The count perf stat -x, printed for `event` ("20000,,mem:0x4010:w:u,..."), if any.
 std::optional<std::uint64_t> perf_count(const std::string& csv, const std::string& event) {

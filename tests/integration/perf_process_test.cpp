@@ -22,19 +22,12 @@ using test_support::SpinningProcess;
 
 constexpr int kSpinners = 3;
 
-class PerfProcess : public ::testing::Test {
+class PerfProcess : public SharedDaemonTest {
   protected:
-    static void SetUpTestSuite() {
-        daemon_ = Daemon::start({.args = {"--probe", "off"}}).release();
-        ASSERT_TRUE(daemon_);
-    }
-    static void TearDownTestSuite() {
-        delete daemon_;
-        daemon_ = nullptr;
-    }
+    PerfProcess() : SharedDaemonTest("counting sessions need root or the control group") {}
     void SetUp() override {
-        ASSERT_TRUE(daemon_) << "the daemon did not start";
-        if (::geteuid() != 0) GTEST_SKIP() << "counting sessions need root or the control group";
+        SharedDaemonTest::SetUp();
+        if (IsSkipped() || HasFatalFailure()) return;
         spinning_.emplace(kSpinners);
         ASSERT_GT(spinning_->pid(), 0) << "the spinning process did not start";
         ASSERT_GE(spinning_->thread_count(), static_cast<std::size_t>(kSpinners + 1))
@@ -45,12 +38,10 @@ class PerfProcess : public ::testing::Test {
     }
     void TearDown() override { spinning_.reset(); }
 
-    static Daemon* daemon_;
     std::optional<SpinningProcess> spinning_;
     std::string pid_;
     int threads_ = 0;  // the spinners, its main thread (and a sanitizer's threads)
 };
-Daemon* PerfProcess::daemon_ = nullptr;
 
 // The task clock in milliseconds from perf stat -x, output ("2988.70,msec,task-clock,...").
 std::optional<double> perf_task_clock_ms(const std::string& csv) {

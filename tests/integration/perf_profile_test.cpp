@@ -30,23 +30,10 @@
 namespace itest {
 namespace {
 
-class PerfProfile : public ::testing::Test {
+class PerfProfile : public SharedDaemonTest {
   protected:
-    static void SetUpTestSuite() {
-        daemon_ = Daemon::start({.args = {"--probe", "off"}}).release();
-        ASSERT_TRUE(daemon_);
-    }
-    static void TearDownTestSuite() {
-        delete daemon_;
-        daemon_ = nullptr;
-    }
-    void SetUp() override {
-        ASSERT_TRUE(daemon_) << "the daemon did not start";
-        if (::geteuid() != 0) GTEST_SKIP() << "sampling another process needs root";
-    }
-    static Daemon* daemon_;
+    PerfProfile() : SharedDaemonTest("sampling another process needs root") {}
 };
-Daemon* PerfProfile::daemon_ = nullptr;
 
 // How often `needle` occurs in `text`.
 std::size_t count_of(const std::string& text, const std::string& needle) {

@@ -56,6 +56,20 @@ wait_for 30 systemctl is-active --quiet monitord.service ||
 say "READY $(show StatusText)"
 check "socket /run/monitord/io.monitord.Monitor root:monitor 0660" \
     test "$(stat -c '%U:%G %a' /run/monitord/io.monitord.Monitor)" = "root:monitor 660"
+# The daemon's unit as hardened as monitord(8) says: its exposure, and what the running
+# daemon holds: the four capabilities (CAP_IPC_LOCK, CAP_SYS_PTRACE, CAP_SYS_ADMIN,
+# CAP_PERFMON: bits 14, 19, 21 and 38), a memory ceiling of 512 MiB, the OOM killer's last
+# choice.
+security=$(systemd-analyze security monitord.service 2>&1 | grep -i 'overall exposure')
+echo "monitord.service: $security"
+check "monitord.service exposure at most 1.7" \
+    systemd-analyze security --threshold=17 monitord.service
+main_pid=$(show MainPID)
+check "monitord's bounding set is its four capabilities" \
+    grep -qx 'CapBnd:[[:space:]]*0000004000284000' "/proc/$main_pid/status"
+check "monitord's OOM score adjustment -900" test "$(cat "/proc/$main_pid/oom_score_adj")" = -900
+check "monitord's memory.max 512 MiB" \
+    test "$(cat /sys/fs/cgroup/system.slice/monitord.service/memory.max)" = 536870912
 # The defaults are safe for any machine: no watchdog armed although the machine has one (a
 # watchdog resets it: it is opt-in), and probes that sleep; an idle machine stays idle.
 check "no watchdog armed by default" bash -c "monctl watchdog status | grep -q 'No watchdog'"
