@@ -168,14 +168,7 @@ Error explain_open_error(int err, const EventSpec& event, const OpenTarget& targ
 perf_event_attr event_attr(const EventSpec& event, const OpenTarget& target) {
     perf_event_attr attr{};
     attr.size = sizeof attr;
-    attr.type = event.type;
-    attr.config = event.config;
-    attr.config1 = event.config1;
-    attr.config2 = event.config2;
-    attr.bp_type = event.bp_type;
-    attr.exclude_user = event.exclude_user;
-    attr.exclude_kernel = event.exclude_kernel;
-    attr.exclude_hv = event.exclude_hv;
+    copy_encoding(attr, event);
     attr.inherit = target.inherit;
     return attr;
 }

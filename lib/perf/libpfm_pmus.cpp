@@ -152,13 +152,7 @@ Result<EventSpec> LibpfmPmus::resolve_encoded(std::string_view name) const {
     spec.pmu = pinfo.name;
     spec.canonical = fmt::format("{}::{}", pinfo.name, einfo.name);
     spec.description = einfo.desc != nullptr ? einfo.desc : "";
-    spec.type = attr.type;
-    spec.config = attr.config;
-    spec.config1 = attr.config1;
-    spec.config2 = attr.config2;
-    spec.exclude_user = attr.exclude_user;
-    spec.exclude_kernel = attr.exclude_kernel;
-    spec.exclude_hv = attr.exclude_hv;
+    copy_encoding(spec, attr);
     spec.measure = measure_of(attr.type, attr.config);
     switch (attr.type) {
         case PERF_TYPE_SOFTWARE:

@@ -84,4 +84,19 @@ struct EventSpec {
     bool per_counter_selects = false;
 };
 
+// The fields an event's description and the kernel's perf_event_attr share, copied from
+// `from` to `to` in either direction: the one list of them (a libpfm4 encoding read into an
+// EventSpec, an EventSpec opened as an attr).
+template <typename To, typename From>
+void copy_encoding(To& to, const From& from) {
+    to.type = from.type;
+    to.config = from.config;
+    to.config1 = from.config1;
+    to.config2 = from.config2;
+    to.bp_type = from.bp_type;
+    to.exclude_user = from.exclude_user;
+    to.exclude_kernel = from.exclude_kernel;
+    to.exclude_hv = from.exclude_hv;
+}
+
 }  // namespace monitor::perf
