@@ -220,7 +220,7 @@ Result<perf::SessionOptions> CounterService::options_for(
         return std::unexpected(ok.error());
     }
     if (!rights.kernel()) options->user_only = rights.kernel_refusal();
-    options->no_kernel_breakpoints = rights.kernel_breakpoint_refusal();
+    options->no_kernel_addresses = rights.kernel_breakpoint_refusal();
     if (!rights.privileged()) options->files = options_.files_per_session;
     options->cpus = runtime_.engine().online_cpus();
     options->visit_cpus = true;  // this loop's thread reads each CPU's counters on that CPU
@@ -244,7 +244,7 @@ CounterService::Response CounterService::plan(const Call& call, const Peer& peer
     // The events as this caller would count them (":u" when it may count user mode only).
     const auto rights = perf_rights(peer);
     if (!rights.kernel()) options->user_only = rights.kernel_refusal();
-    options->no_kernel_breakpoints = rights.kernel_breakpoint_refusal();
+    options->no_kernel_addresses = rights.kernel_breakpoint_refusal();
     auto plan = perf::make_plan(*catalog_, *options);
     if (!plan) return error_reply(plan.error(), request.events);
     Reply r;

@@ -188,7 +188,7 @@ std::optional<Reply> ProfileService::limit_to_rights(Run& run, perf::ProfileOpti
         return perf_error_reply(ok.error(), catalog_);
     }
     run.kernel_addresses = rights.kernel_addresses();
-    options.no_kernel_breakpoints = rights.kernel_breakpoint_refusal();
+    options.no_kernel_addresses = rights.kernel_breakpoint_refusal();
     if (!rights.kernel()) {
         // The event's own ":k" asks for kernel mode only, as mode kernel does.
         auto event = catalog_->resolve(options.event);

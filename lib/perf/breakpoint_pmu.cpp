@@ -1,6 +1,7 @@
 #include "monitor/perf/breakpoint_pmu.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <linux/hw_breakpoint.h>
 #include <linux/perf_event.h>
 #include <sys/syscall.h>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "monitor/perf/counter_device.hpp"
+#include "monitor/perf/process_symbols.hpp"
 #include "monitor/unique_fd.hpp"
 
 namespace monitor::perf {
@@ -115,6 +117,23 @@ class BreakpointPmu final : public PmuModule {
         if (slots_.count > 0) return {};
         return fail(Status::NoPmu, slots_.why_none);
     }
+    std::string note(const PmuInfo&) const override {
+        if (slots_.count <= 0) return {};
+        return fmt::format(
+            "{} breakpoint register{} free when the daemon started; each breakpoint event ({}) "
+            "holds one while it counts",
+            slots_.count, slots_.count == 1 ? "" : "s", kSyntax);
+    }
+    // The kernel holds a debug register for each breakpoint open on a CPU and never
+    // multiplexes them.
+    bool holds_while_open() const override { return true; }
+    Result<void> fits(std::span<const EventSpec* const> events) const override;
+    Result<void> refuse_unprivileged(const EventSpec& event, std::string_view why) const override {
+        return refuse_kernel_breakpoint(event, why);
+    }
+    Result<void> place(EventSpec& event, const CountTarget& target) const override;
+    std::optional<Error> explain_open_error(int err, const EventSpec& event,
+                                            std::string_view what) const override;
 
   private:
     BreakpointSlots slots_;
@@ -257,6 +276,75 @@ Result<EventSpec> BreakpointPmu::resolve(const EventName& name) const {
     return spec;
 }
 
+// A session counts at most as many breakpoints at once as the machine has registers free
+// (found when the module was made).
+Result<void> BreakpointPmu::fits(std::span<const EventSpec* const> events) const {
+    if (slots_.count <= 0 || events.size() <= static_cast<std::size_t>(slots_.count)) return {};
+    std::vector<std::string_view> names;
+    names.reserve(events.size());
+    for (const EventSpec* e : events) names.push_back(e->name);
+    return fail(Status::BadArg,
+                fmt::format("{} breakpoints ({}), but this machine has {} breakpoint registers "
+                            "free, and a breakpoint holds one for as long as it counts (they "
+                            "never take turns): count at most {} at once",
+                            names.size(), fmt::join(names, ", "), slots_.count, slots_.count));
+}
+
+// A breakpoint named by a symbol, at the address its target has it: the running process's
+// (its executable, then its shared objects), or the executable a command is about to run.
+Result<void> BreakpointPmu::place(EventSpec& event, const CountTarget& target) const {
+    if (event.bp_symbol.empty()) return {};
+    Result<SymbolAddress> found = std::unexpected(Error{});
+    if ((target.kind == TargetKind::Process || target.kind == TargetKind::Thread) &&
+        !target.enable_on_exec) {
+        found = find_process_symbol(target.pid, event.bp_symbol);
+    } else if (target.enable_on_exec && !target.program.empty()) {
+        found = find_program_symbol(target.program, event.bp_symbol);
+    } else {
+        const char* what = target.enable_on_exec               ? "a command of unknown executable"
+                           : target.kind == TargetKind::Cgroup ? "a cgroup"
+                                                               : "whole CPUs";
+        return fail(Status::BadArg,
+                    fmt::format("{}: a symbol names an address in one program, and this target "
+                                "is {}: count a process (-p PID) or a command, or give the "
+                                "address",
+                                event.name, what));
+    }
+    if (!found) {
+        return fail(found.error().status, fmt::format("{}: {}", event.name, found.error().message));
+    }
+    return place_breakpoint(event, found->address, found->object);
+}
+
+std::optional<Error> BreakpointPmu::explain_open_error(int err, const EventSpec&,
+                                                       std::string_view what) const {
+    switch (err) {
+        case ENOENT:
+        case EOPNOTSUPP:
+            return Error{Status::NoPmu,
+                         fmt::format("{}: this kernel has no breakpoint PMU "
+                                     "(CONFIG_HAVE_HW_BREAKPOINT), so no breakpoint counts here",
+                                     what)};
+        case ENOSPC:
+            return Error{Status::Busy,
+                         fmt::format("{}: every breakpoint register is taken (by this session's "
+                                     "other breakpoints, another session, a debugger's "
+                                     "watchpoints or perf); `monctl perf info` says how many "
+                                     "there are",
+                                     what)};
+        case EINVAL:
+            return Error{Status::BadArg,
+                         fmt::format("{}: the kernel refused this breakpoint: the address must "
+                                     "be a multiple of the length, an execute breakpoint takes "
+                                     "the length of a long, and a kernel address can neither "
+                                     "be watched in user mode only (:u) nor in the kernel's "
+                                     "entry code",
+                                     what)};
+        default:
+            return std::nullopt;
+    }
+}
+
 }  // namespace
 
 bool is_breakpoint_name(std::string_view name) {
@@ -300,6 +388,7 @@ BreakpointSlots probe_breakpoint_slots() {
     probe.config2 = HW_BREAKPOINT_LEN_4;
     probe.exclude_kernel = true;
     probe.exclude_hv = true;
+    probe.module = std::make_shared<BreakpointPmu>(BreakpointSlots{});  // its open errors
     const OpenTarget self{.pid = static_cast<pid_t>(::syscall(SYS_gettid))};
     std::vector<UniqueFd> held;
     while (static_cast<int>(held.size()) < kMostSlots) {

@@ -12,6 +12,7 @@
 #include <charconv>
 #include <string_view>
 
+#include "monitor/perf/pmu.hpp"
 #include "monitor/status.hpp"
 #include "monitor/text_file.hpp"
 
@@ -51,6 +52,9 @@ std::string descriptor_limit() {
 
 Error explain_open_error(int err, const EventSpec& event, const OpenTarget& target) {
     const std::string what = fmt::format("{} on {}", event.name, target_text(target));
+    if (event.module != nullptr) {
+        if (auto own = event.module->explain_open_error(err, event, what)) return std::move(*own);
+    }
     switch (err) {
         case EACCES:
         case EPERM: {
@@ -87,13 +91,6 @@ Error explain_open_error(int err, const EventSpec& event, const OpenTarget& targ
         }
         case ENOENT:
         case EOPNOTSUPP:
-            if (event.type == PERF_TYPE_BREAKPOINT) {
-                return Error{Status::NoPmu,
-                             fmt::format("{}: this kernel has no breakpoint PMU "
-                                         "(CONFIG_HAVE_HW_BREAKPOINT), so no breakpoint counts "
-                                         "here",
-                                         what)};
-            }
             if (hardware(event)) {
                 return Error{
                     Status::NoPmu,
@@ -135,26 +132,9 @@ Error explain_open_error(int err, const EventSpec& event, const OpenTarget& targ
                                      "count fewer events",
                                      what)};
         case ENOSPC:
-            if (event.type == PERF_TYPE_BREAKPOINT) {
-                return Error{Status::Busy,
-                             fmt::format("{}: every breakpoint register is taken (by this "
-                                         "session's other breakpoints, another session, a "
-                                         "debugger's watchpoints or perf); `monctl perf info` "
-                                         "says how many there are",
-                                         what)};
-            }
             return Error{Status::IoErr,
                          fmt::format("{}: perf_event_open: {}", what, errno_message(err))};
         case EINVAL:
-            if (event.type == PERF_TYPE_BREAKPOINT) {
-                return Error{Status::BadArg,
-                             fmt::format("{}: the kernel refused this breakpoint: the address "
-                                         "must be a multiple of the length, an execute "
-                                         "breakpoint takes the length of a long, and a kernel "
-                                         "address can neither be watched in user mode only "
-                                         "(:u) nor in the kernel's entry code",
-                                         what)};
-            }
             return Error{Status::BadArg,
                          fmt::format("{}: the kernel rejected the event for this target "
                                      "(type {}, config {:#x})",

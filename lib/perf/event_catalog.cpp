@@ -132,8 +132,9 @@ void EventCatalog::add(std::shared_ptr<const PmuModule> module) {
     auto here = module->counts_on(processor_);
     for (auto& pmu : module->pmus()) {
         if (!here) pmu.unavailable = here.error().message;
+        pmu.note = module->note(pmu);
         pmus_.push_back(std::move(pmu));
-        pmu_modules_.push_back(module.get());
+        pmu_modules_.push_back(module);
     }
     modules_.push_back(std::move(module));
 }
@@ -149,7 +150,7 @@ const PmuInfo* EventCatalog::find_pmu(std::string_view name) const {
     return it == pmus_.end() ? nullptr : &*it;
 }
 
-const PmuModule* EventCatalog::module_of(std::string_view name) const {
+std::shared_ptr<const PmuModule> EventCatalog::module_of(std::string_view name) const {
     const PmuInfo* pmu = find_pmu(name);
     return pmu == nullptr ? nullptr : pmu_modules_[static_cast<std::size_t>(pmu - pmus_.data())];
 }
@@ -158,18 +159,23 @@ Result<EventSpec> EventCatalog::resolve(std::string_view name) const {
     if (name.empty()) return fail(Status::BadArg, "an empty event name");
     const EventName parts = split_event_name(name);
     auto owner = std::ranges::find_if(modules_, [&](const auto& m) { return m->owns_name(name); });
-    if (owner != modules_.end()) return (*owner)->resolve(parts);
-    const PmuModule* module = parts.pmu.empty() ? nullptr : module_of(parts.pmu);
+    std::shared_ptr<const PmuModule> module;
+    if (owner != modules_.end()) {
+        module = *owner;
+    } else if (!parts.pmu.empty()) {
+        module = module_of(parts.pmu);
+    }
     if (module == nullptr) {
         auto other =
             std::ranges::find_if(modules_, [](const auto& m) { return m->resolves_other_names(); });
         if (other == modules_.end()) return std::unexpected(unknown_event(name));
-        module = other->get();
+        module = *other;
     }
     auto spec = module->resolve(parts);
-    if (!spec && spec.error().status == Status::NoEvent) {
+    if (!spec && spec.error().status == Status::NoEvent && owner == modules_.end()) {
         return std::unexpected(unknown_event(name));
     }
+    if (spec) spec->module = std::move(module);
     return spec;
 }
 
@@ -198,7 +204,7 @@ Result<std::vector<EventInfo>> EventCatalog::list(std::string_view pmu) const {
 }
 
 std::string EventCatalog::counter_name(std::string_view pmu, int counter) const {
-    if (const PmuModule* module = module_of(pmu)) return module->counter_name(pmu, counter);
+    if (auto module = module_of(pmu)) return module->counter_name(pmu, counter);
     return numbered_counter_name(counter);
 }
 

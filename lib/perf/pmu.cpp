@@ -40,6 +40,26 @@ Result<void> PmuModule::counts_on(const Processor&) const {
     return {};
 }
 
+std::string PmuModule::note(const PmuInfo&) const {
+    return {};
+}
+
+Result<void> PmuModule::fits(std::span<const EventSpec* const>) const {
+    return {};
+}
+
+Result<void> PmuModule::refuse_unprivileged(const EventSpec&, std::string_view) const {
+    return {};
+}
+
+Result<void> PmuModule::place(EventSpec&, const CountTarget&) const {
+    return {};
+}
+
+std::optional<Error> PmuModule::explain_open_error(int, const EventSpec&, std::string_view) const {
+    return std::nullopt;
+}
+
 std::span<const PmuFactory> pmu_modules() {
     return kModules;
 }

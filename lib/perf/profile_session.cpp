@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <utility>
 
-#include "monitor/perf/breakpoint_pmu.hpp"
 #include "monitor/perf/cgroup_target.hpp"
+#include "monitor/perf/pmu.hpp"
 
 namespace monitor::perf {
 
@@ -16,8 +16,9 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::start(const EventCatalog
     auto event = catalog.resolve(options.event);
     if (!event) return std::unexpected(event.error());
     if (auto ok = catalog.countable(*event); !ok) return std::unexpected(ok.error());
-    if (!options.no_kernel_breakpoints.empty()) {
-        if (auto ok = refuse_kernel_breakpoint(*event, options.no_kernel_breakpoints); !ok) {
+    if (!options.no_kernel_addresses.empty() && event->module != nullptr) {
+        if (auto ok = event->module->refuse_unprivileged(*event, options.no_kernel_addresses);
+            !ok) {
             return std::unexpected(ok.error());
         }
     }

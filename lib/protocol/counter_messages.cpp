@@ -491,7 +491,8 @@ json to_json(const perf::PmuInfo& p) {
                 {"events", p.events},
                 {"source", p.source},
                 {"core", p.core},
-                {"unavailable", p.unavailable.empty() ? json(nullptr) : json(p.unavailable)}};
+                {"unavailable", p.unavailable.empty() ? json(nullptr) : json(p.unavailable)},
+                {"note", p.note.empty() ? json(nullptr) : json(p.note)}};
 }
 
 perf::PmuInfo pmu_from_json(const json& j) {
@@ -507,6 +508,7 @@ perf::PmuInfo pmu_from_json(const json& j) {
     if (auto it = j.find("unavailable"); it != j.end() && it->is_string()) {
         p.unavailable = it->get<std::string>();
     }
+    if (auto it = j.find("note"); it != j.end() && it->is_string()) p.note = it->get<std::string>();
     return p;
 }
 

@@ -223,7 +223,7 @@ TEST(BreakpointPlans, KernelAddressesAreRefusedToACallerWithoutPrivilege) {
     const std::string kernel = k64 ? "0xffffffff81000000" : "0xc1000000";
     auto c = breakpoints(4);
     auto o = on_this_thread("mem:0x1000:w,mem:" + kernel + ":rw");
-    o.no_kernel_breakpoints = "the caller may not";
+    o.no_kernel_addresses = "the caller may not";
     auto refused = make_plan(c, o);
     ASSERT_FALSE(refused);
     EXPECT_EQ(refused.error().status, Status::Perm);
@@ -246,10 +246,10 @@ TEST(BreakpointPlans, KernelAddressesAreRefusedToACallerWithoutPrivilege) {
         ASSERT_TRUE(spec) << spec.error().to_string();
         EXPECT_FALSE(watches_kernel(*spec)) << name;
     }
-    o.no_kernel_breakpoints.clear();
+    o.no_kernel_addresses.clear();
     EXPECT_TRUE(make_plan(c, o)) << "root's";
     auto user = on_this_thread("mem:0x1000:w");
-    user.no_kernel_breakpoints = "the caller may not";
+    user.no_kernel_addresses = "the caller may not";
     EXPECT_TRUE(make_plan(c, user));
 }
 

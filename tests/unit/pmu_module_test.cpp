@@ -6,14 +6,17 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <linux/perf_event.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -451,6 +454,174 @@ TEST(PmuModule, ItsEventsFeedTheDerivedMetrics) {
     EXPECT_DOUBLE_EQ(value("l1_icache_misses_pti"), 30.0);
     EXPECT_FALSE(
         std::ranges::any_of(metrics, [](const Metric& m) { return m.name == "cache_miss_ratio"; }));
+}
+
+// A second test fake, in the breakpoint PMU's manner: each event ("held::SLOT" or
+// "held::SLOT@SYMBOL") holds one of two slots for as long as it is open and never takes turns;
+// an event named by a symbol is placed at the target's pid (as a breakpoint at the address its
+// target has the symbol); a refusal with EBUSY has an explanation of its own; the listing has
+// a note; "held::KERNEL" is refused to an unprivileged caller. Nothing outside this module
+// knows any of it.
+constexpr std::string_view kHeldPmu = "held";
+constexpr int kHeldSlots = 2;
+
+class TestFakeHeldPmu final : public PmuModule {
+  public:
+    std::vector<PmuInfo> pmus() const override {
+        PmuInfo p;
+        p.name = kHeldPmu;
+        p.description = "a test fake whose events hold a slot each";
+        p.counters = kHeldSlots;
+        p.events = 1;
+        p.source = kBuiltInSource;
+        return {p};
+    }
+    Result<EventSpec> resolve(const EventName& name) const override {
+        EventSpec spec;
+        spec.name = name.full;
+        spec.canonical = name.full;
+        spec.pmu = kHeldPmu;
+        spec.counter_pmu = kHeldPmu;
+        spec.type = PERF_TYPE_SOFTWARE;
+        spec.config = PERF_COUNT_SW_DUMMY;
+        if (name.event.starts_with("SLOT@")) {
+            spec.bp_symbol = name.event.substr(5);
+        } else if (name.event == "KERNEL") {
+            spec.config1 = 1;  // "watches the kernel"
+        } else if (name.event != "SLOT") {
+            return fail(Status::NoEvent, "no such event in the held test fake");
+        }
+        return spec;
+    }
+    void list(std::string_view, std::vector<EventInfo>& out) const override {
+        out.push_back({.name = "held::SLOT", .pmu = std::string(kHeldPmu)});
+    }
+    std::string note(const PmuInfo& pmu) const override {
+        return std::to_string(pmu.counters) + " slots; each event holds one";
+    }
+    bool holds_while_open() const override { return true; }
+    Result<void> fits(std::span<const EventSpec* const> events) const override {
+        if (events.size() <= static_cast<std::size_t>(kHeldSlots)) return {};
+        return fail(Status::BadArg, std::to_string(events.size()) + " held events, " +
+                                        std::to_string(kHeldSlots) + " slots");
+    }
+    Result<void> refuse_unprivileged(const EventSpec& event, std::string_view why) const override {
+        if (event.config1 != 1) return {};
+        return fail(Status::Perm, event.name + ": " + std::string(why));
+    }
+    Result<void> place(EventSpec& event, const CountTarget& target) const override {
+        if (event.bp_symbol.empty()) return {};
+        if (target.kind != TargetKind::Process) {
+            return fail(Status::BadArg, event.name + ": placed in processes only");
+        }
+        event.config1 = static_cast<std::uint64_t>(target.pid);
+        return {};
+    }
+    std::optional<Error> explain_open_error(int err, const EventSpec&,
+                                            std::string_view what) const override {
+        if (err != EBUSY) return std::nullopt;
+        return Error{Status::Busy, std::string(what) + ": every slot is held"};
+    }
+};
+
+// A counter device that opens anything and remembers what it opened (a TEST FAKE).
+class TestFakeRecordingDevice final : public CounterDevice {
+  public:
+    explicit TestFakeRecordingDevice(std::vector<EventSpec>& opened) : opened_(opened) {}
+    Result<int> open(const EventSpec& event, const OpenTarget&, int) override {
+        opened_.push_back(event);
+        return static_cast<int>(opened_.size() - 1);
+    }
+    Result<void> enable(int) override { return {}; }
+    Result<void> disable(int) override { return {}; }
+    Result<void> reset(int) override { return {}; }
+    Result<CounterReading> read(int) override { return CounterReading{}; }
+    void close(int) override {}
+    int width(int) const override { return 64; }
+
+  private:
+    std::vector<EventSpec>& opened_;
+};
+
+EventCatalog held_catalog() {
+    return EventCatalog::of_modules(
+        {std::make_shared<TestFakePmu>(), std::make_shared<TestFakeHeldPmu>()},
+        processor(kFakeProcessor));
+}
+
+TEST(PmuModule, AListingCarriesItsNote) {
+    auto c = held_catalog();
+    const PmuInfo* held = c.find_pmu(kHeldPmu);
+    ASSERT_NE(held, nullptr);
+    EXPECT_EQ(held->note, "2 slots; each event holds one");
+    const PmuInfo* other = c.find_pmu(kFakePmu);
+    ASSERT_NE(other, nullptr);
+    EXPECT_EQ(other->note, "");
+}
+
+TEST(PmuModule, ThePlanAsksTheModuleWhetherItsEventsFit) {
+    auto c = held_catalog();
+    auto two = make_plan(c, on_cpu0({{"held::SLOT"}, {"held::SLOT"}, {"testpmu::TICKS"}}));
+    ASSERT_TRUE(two) << two.error().to_string();
+    auto three = make_plan(c, on_cpu0({{"held::SLOT"}, {"held::SLOT"}, {"held::SLOT"}}));
+    ASSERT_FALSE(three);
+    EXPECT_EQ(three.error().status, Status::BadArg);
+    EXPECT_EQ(three.error().message, "3 held events, 2 slots");
+
+    // A budget gives the free-running events a counter each, but not those that hold a slot.
+    auto budget = on_cpu0({{"held::SLOT"}});
+    budget.counter_budget = 1;
+    auto planned = make_plan(c, budget);
+    ASSERT_TRUE(planned) << planned.error().to_string();
+    EXPECT_EQ(planned->events[0].counters, 0u);
+    EXPECT_EQ(planned->slots, 0);
+}
+
+TEST(PmuModule, AnUnprivilegedCallerIsRefusedWhatTheModuleRefuses) {
+    auto c = held_catalog();
+    auto o = on_cpu0({{"held::KERNEL"}});
+    EXPECT_TRUE(make_plan(c, o));
+    o.no_kernel_addresses = "the caller may not";
+    auto r = make_plan(c, o);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().status, Status::Perm);
+    EXPECT_EQ(r.error().message, "held::KERNEL: the caller may not");
+}
+
+TEST(PmuModule, TheSessionHasTheModulePlaceItsEventsForTheTarget) {
+    auto c = held_catalog();
+    std::vector<EventSpec> opened;
+    SessionOptions o;
+    o.events = {{"held::SLOT@counter"}};
+    o.target.kind = TargetKind::Process;
+    o.target.pid = ::getpid();
+    auto s = PerfSession::start(c, std::make_unique<TestFakeRecordingDevice>(opened), o);
+    ASSERT_TRUE(s) << s.error().to_string();
+    ASSERT_FALSE(opened.empty());
+    EXPECT_EQ(opened.front().config1, static_cast<std::uint64_t>(::getpid()));
+
+    o.target = {};
+    o.cpus = {0};
+    auto cpus = PerfSession::start(c, std::make_unique<TestFakeRecordingDevice>(opened), o);
+    ASSERT_FALSE(cpus);
+    EXPECT_EQ(cpus.error().message, "held::SLOT@counter: placed in processes only");
+}
+
+TEST(PmuModule, TheDeviceExplainsARefusalAsTheModuleDoes) {
+    auto c = held_catalog();
+    auto held = c.resolve("held::SLOT");
+    ASSERT_TRUE(held) << held.error().to_string();
+    ASSERT_NE(held->module, nullptr);
+    const OpenTarget cpu0{.cpu = 0};
+    const Error own = explain_open_error(EBUSY, *held, cpu0);
+    EXPECT_EQ(own.status, Status::Busy);
+    EXPECT_EQ(own.message, "held::SLOT on cpu0: every slot is held");
+    // Errors the module leaves alone, and events of no module, get the general explanation.
+    EXPECT_THAT(explain_open_error(ESRCH, *held, cpu0).message, HasSubstr("no such process"));
+    EventSpec by_hand = *held;
+    by_hand.module.reset();
+    EXPECT_THAT(explain_open_error(EBUSY, by_hand, cpu0).message,
+                HasSubstr("held exclusively by another user"));
 }
 
 }  // namespace

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <locale>
 
-#include "monitor/perf/breakpoint_pmu.hpp"
 #include "views.hpp"
 
 namespace monctl {
@@ -154,12 +153,8 @@ std::string format_pmus(const std::vector<monitor::perf::PmuInfo>& pmus,
                            p.source == monitor::perf::kBuiltInSource ? " (built-in table)" : "");
     }
     for (const auto& p : pmus) {
-        if (p.name == monitor::perf::kBreakpointPmu && p.unavailable.empty()) {
-            out += fmt::format(
-                "\n{}: {} breakpoint register{} free when the daemon started; each breakpoint "
-                "event (mem:ADDR[/LEN][:ACCESS]) holds one while it counts\n",
-                p.name, p.counters, p.counters == 1 ? "" : "s");
-        }
+        if (!p.note.empty() && p.unavailable.empty())
+            out += fmt::format("\n{}: {}\n", p.name, p.note);
     }
     for (const auto& p : pmus) {
         if (!p.unavailable.empty()) {

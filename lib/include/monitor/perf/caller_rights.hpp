@@ -68,7 +68,7 @@ class CallerRights {
     // a user other than root, as perf_event_open(2) does, and it is 2".
     std::string kernel_refusal() const;
     // Why a breakpoint on a kernel address is refused (perf::refuse_kernel_breakpoint), or
-    // empty for a privileged caller: what SessionOptions::no_kernel_breakpoints takes.
+    // empty for a privileged caller: what SessionOptions::no_kernel_addresses takes.
     std::string kernel_breakpoint_refusal() const;
 
   private:

@@ -35,8 +35,9 @@ class EventCatalog {
     const std::vector<PmuInfo>& pmus() const { return pmus_; }
     const PmuInfo* find_pmu(std::string_view name) const;
 
-    // NOEVENT naming the closest known names for an unknown event; BADARG for a known event
-    // with a bad modifier or a raw code no counter can hold. Events of a PMU that cannot count
+    // The event, with the module that resolved it (EventSpec::module). NOEVENT naming the
+    // closest known names for an unknown event; BADARG for a known event with a bad modifier
+    // or a raw code no counter can hold. Events of a PMU that cannot count
     // here resolve too (for listing and planning); countable() says whether they may open.
     Result<EventSpec> resolve(std::string_view name) const;
 
@@ -64,7 +65,7 @@ class EventCatalog {
     EventCatalog() = default;
     void add(std::shared_ptr<const PmuModule> module);
     // The module that lists PMU `name`; nullptr for none.
-    const PmuModule* module_of(std::string_view name) const;
+    std::shared_ptr<const PmuModule> module_of(std::string_view name) const;
     // NOEVENT for `name`, with the closest known names.
     Error unknown_event(std::string_view name) const;
 
@@ -75,7 +76,7 @@ class EventCatalog {
 
     std::vector<std::shared_ptr<const PmuModule>> modules_;
     std::vector<PmuInfo> pmus_;
-    std::vector<const PmuModule*> pmu_modules_;  // the module of each PMU of pmus_
+    std::vector<std::shared_ptr<const PmuModule>> pmu_modules_;  // the module of each PMU of pmus_
     Processor processor_;
     std::shared_ptr<EventNames> names_;
 };

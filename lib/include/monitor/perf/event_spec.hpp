@@ -3,9 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace monitor::perf {
+
+class PmuModule;
 
 // Bit i set: counter i can hold the event (counter 0 is the first one, PMC1 on a 750).
 using CounterMask = std::uint32_t;
@@ -82,6 +85,11 @@ struct EventSpec {
     // that every counter takes. The MON C API's four sets are then the PMU's counters, and it
     // counts such events in one kernel group, all on the counters at once.
     bool per_counter_selects = false;
+    // The module that resolved it (EventCatalog::resolve), which the session and the counter
+    // device ask what only its PMU knows: whether a set of its events fits, where one is
+    // placed for a target, why the kernel refused one. Null for an event described by hand
+    // (tests, probes): the generic answers then.
+    std::shared_ptr<const PmuModule> module;
 };
 
 // The fields an event's description and the kernel's perf_event_attr share, copied from

@@ -8,11 +8,13 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "monitor/perf/count_target.hpp"
 #include "monitor/perf/event_name.hpp"
 #include "monitor/perf/event_spec.hpp"
 #include "monitor/perf/processor.hpp"
@@ -36,6 +38,8 @@ struct PmuInfo {
     // Why its events cannot count on this machine (a built-in table for another processor);
     // empty when they can, as far as anything but opening them can tell.
     std::string unavailable;
+    // What a listing says about it below the table (PmuModule::note); empty for nothing.
+    std::string note;
 };
 
 struct EventInfo {
@@ -84,6 +88,35 @@ class PmuModule {
     // counts instead when they would not (a built-in table for another processor, or one
     // whose kernel has no PMU driver for them). Anywhere by default.
     virtual Result<void> counts_on(const Processor& processor) const;
+
+    // What a listing says about its PMU `pmu` below the table (how many of its events count at
+    // once); empty for nothing (the default).
+    virtual std::string note(const PmuInfo& pmu) const;
+
+    // Whether each of its events holds something of its own for as long as it is open and
+    // never takes turns with others (a breakpoint holds a debug register): a counter budget
+    // then gives it no counter, and fits() bounds how many a session opens. No by default.
+    virtual bool holds_while_open() const { return false; }
+
+    // BADARG when `events`, a session's events of this module in request order, cannot all be
+    // open at once. Counters that take turns always fit (the default).
+    virtual Result<void> fits(std::span<const EventSpec* const> events) const;
+
+    // PERM when the kernel refuses `event` to a caller without privilege for a reason of this
+    // PMU's own (a breakpoint on a kernel address); `why` says why the caller has none. The
+    // caller's other limits are the session's. Nothing by default.
+    virtual Result<void> refuse_unprivileged(const EventSpec& event, std::string_view why) const;
+
+    // Completes `event` for `target` where its encoding depends on the target (a breakpoint
+    // named by a symbol: the address the target has it at); errors name the event. Nothing to
+    // do by default.
+    virtual Result<void> place(EventSpec& event, const CountTarget& target) const;
+
+    // Its own explanation of perf_event_open's refusal `err` of its event `event` on `what`
+    // ("mem:0x1000 on cpu0"), where its PMU gives the errno a meaning of its own; nullopt for
+    // the counter device's general one (the default).
+    virtual std::optional<Error> explain_open_error(int err, const EventSpec& event,
+                                                    std::string_view what) const;
 };
 
 // Makes a module for this machine; fails only when it cannot start at all (libpfm4).

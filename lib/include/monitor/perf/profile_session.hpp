@@ -53,8 +53,8 @@ struct ProfileOptions {
     bool callchain = false;
     // The addresses whose samples are kept one by one (a histogram's range): none unless asked.
     AddressWindow kept_addresses{.start = 0, .end = 0};
-    FileBudget files;                   // one file per CPU sampled and thread of the target
-    std::string no_kernel_breakpoints;  // as SessionOptions's
+    FileBudget files;                 // one file per CPU sampled and thread of the target
+    std::string no_kernel_addresses;  // as SessionOptions's
 };
 
 class ProfileSession {

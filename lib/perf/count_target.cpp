@@ -1,0 +1,51 @@
+#include "monitor/perf/count_target.hpp"
+
+#include <dirent.h>
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <charconv>
+#include <string_view>
+
+#include "monitor/perf/counter_device.hpp"
+
+namespace monitor::perf {
+
+Result<std::vector<pid_t>> process_threads(pid_t pid) {
+    const std::string dir = fmt::format("/proc/{}/task", pid);
+    auto gone = [&] {
+        return fail(Status::NoDev, fmt::format("process {}: no such process ({} does not exist); "
+                                               "name a running process (ps -e lists them)",
+                                               pid, dir));
+    };
+    DIR* d = ::opendir(dir.c_str());
+    if (d == nullptr) {
+        const int err = errno;
+        if (err == ENOENT || err == ESRCH) return gone();
+        if (err == EMFILE) {
+            return fail(Status::IoErr, fmt::format("process {}: cannot list its threads in {}: "
+                                                   "out of file descriptors ({}); raise the limit "
+                                                   "or count fewer events",
+                                                   pid, dir, descriptor_limit()));
+        }
+        return fail_errno(err, fmt::format("process {}: list its threads in {}", pid, dir));
+    }
+    std::vector<pid_t> tids;
+    errno = 0;
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): readdir races only on one stream, and d is ours
+    while (const dirent* e = ::readdir(d)) {
+        const std::string_view name = e->d_name;
+        pid_t tid = 0;
+        auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), tid);
+        if (ec == std::errc{} && end == name.data() + name.size() && tid > 0) tids.push_back(tid);
+        errno = 0;
+    }
+    const int err = errno;
+    ::closedir(d);
+    // A process that ends while its directory is read: the directory has gone.
+    if (err == ENOENT || err == ESRCH || (err == 0 && tids.empty())) return gone();
+    if (err != 0) return fail_errno(err, fmt::format("process {}: read {}", pid, dir));
+    return tids;
+}
+
+}  // namespace monitor::perf
