@@ -52,6 +52,8 @@ class AccessRules {
     // The group whose members may call Control methods besides root and the daemon's own
     // user ([access] control-group); nullopt for none.
     void set_control_group(std::optional<gid_t> gid, std::string name);
+    // Its name; empty for none.
+    const std::string& control_group() const { return control_group_; }
     void set_group_lookup(GroupLookup lookup) { listed_ = std::move(lookup); }
 
     // The error reply that refuses `peer` a call of `method`, or nullopt when it may call it.

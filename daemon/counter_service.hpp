@@ -67,6 +67,7 @@ class CounterService {
     std::string describe() const;
     // From now on (a reload): a running session goes on.
     void set_max_files_per_session(std::size_t n) { options_.files_per_session.most = n; }
+    std::size_t max_files_per_session() const { return options_.files_per_session.most; }
     // The event catalog, made by setup(); null when performance counters are unavailable,
     // for catalog_error().
     const monitor::perf::EventCatalog* catalog() const { return catalog_ ? &*catalog_ : nullptr; }

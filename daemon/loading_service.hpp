@@ -29,6 +29,7 @@ class LoadingService {
     // an orderly stop does to the watchdog.
     void set_state(std::string state) { state_ = std::move(state); }
     void set_watchdog_on_stop(monitor::watchdog::OnStop on_stop) { on_stop_ = on_stop; }
+    monitor::watchdog::OnStop watchdog_on_stop() const { return on_stop_; }
     void set_probe_group(std::optional<monitor::ProbeGroup> group) {
         probe_group_ = std::move(group);
     }

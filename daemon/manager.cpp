@@ -24,23 +24,11 @@ using monitor::Result;
 
 namespace {
 
-// The timer's accuracy: the loading tick, a rotation or a period's end may come this late.
-constexpr std::uint64_t kTimerAccuracyUsec = 1'000;
 constexpr const char* kDefaultSocketGroup = "monitor";
 // The cgroup the spinning probes' process is placed in without systemd, right below the root
 // of the cpu controller's hierarchy; and how often (in ticks) its place is checked.
 constexpr const char* kProbeCgroup = "monitord.probes";
 constexpr std::uint64_t kCheckSpinnersEvery = 5;
-
-// sd-event's CLOCK_MONOTONIC and std::chrono::steady_clock are one clock.
-std::chrono::steady_clock::time_point steady_from_usec(std::uint64_t usec) {
-    return std::chrono::steady_clock::time_point{std::chrono::microseconds{usec}};
-}
-
-std::uint64_t usec_from_steady(std::chrono::steady_clock::time_point t) {
-    return static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count());
-}
 
 const char* state_name(int s) {
     static const char* const names[] = {"starting", "running", "reloading", "stopping"};
@@ -53,14 +41,8 @@ Manager::Manager(ManagerOptions options) : options_(std::move(options)) {}
 
 Manager::~Manager() {
     release_watchdog();
-    if (server_) server_->set_close_handler({});
-    profiles_.reset();  // its rings and sources, before the loop goes
-    counters_.reset();  // its runs, before the runtime goes
-    loading_.reset();
-    server_.reset();  // before the socket it serves
+    daemon_.reset();  // before the socket it serves and the loop it runs on
     socket_.reset();
-    timer_.reset();
-    runtime_.reset();
     spinners_.reset();  // the process stops: its cgroup is empty
     if (made_probe_cgroup_) {
         monitor::remove_idle_cgroup(monitor::find_cgroup_roots("/proc/self/mountinfo"),
@@ -103,83 +85,37 @@ Result<void> Manager::setup() {
     if (!sock) return std::unexpected(sock.error());
     socket_.emplace(std::move(*sock));
 
-    monitor::EngineOptions eo;
-    eo.proc_root = options_.proc_root;
-    eo.sys_root = options_.sys_root;
-    eo.history_seconds = options_.config.history_seconds;
-    eo.probe = options_.config.probe;
     // Where the spinning probes compete decides what they take and read: they run in a
     // process of their own, placed where they yield to everything. Sleeping ones take and
     // read nothing.
-    if (eo.probe == monitor::ProbeMode::Spin) {
+    DaemonParts parts;
+    parts.event = e;
+    parts.listen_fd = socket_->fd();
+    parts.version = MONITORD_VERSION;
+    parts.proc_root = options_.proc_root;
+    parts.sys_root = options_.sys_root;
+    if (options_.config.probe == monitor::ProbeMode::Spin) {
         spinners_ = start_spinners();
-        eo.spinners = spinners_;
-        if (!spinners_) eo.probe = monitor::ProbeMode::Sleep;
+        parts.spinners = spinners_;
+        if (!spinners_) parts.probe = monitor::ProbeMode::Sleep;
     }
-    auto watchdog = std::make_shared<monitor::watchdog::Watchdog>(options_.config.watchdog_policy);
-    // std::chrono::steady_clock is CLOCK_MONOTONIC, the clock of the loop's timer.
-    auto runtime = monitor::Runtime::create(eo, std::move(watchdog),
-                                            [] { return std::chrono::steady_clock::now(); });
-    if (!runtime) return std::unexpected(runtime.error());
-    runtime_ = std::move(*runtime);
+    // Leave descriptors for the sampling files and the probes: connections get the rest.
+    rlimit nofile{};
+    if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY) {
+        parts.limits.max_connections = std::min<std::size_t>(
+            std::clamp<std::size_t>(nofile.rlim_cur, 128, 1 << 20) - 64, 4096);
+    }
+    parts.counters = options_.counters;
+    parts.on_tick = [this] { ticked(); };
+    auto daemon = Daemon::create(std::move(parts), options_.config);
+    if (!daemon) return std::unexpected(daemon.error());
+    daemon_ = std::move(*daemon);
+    daemon_->loading().set_probe_group(probe_group_);
+    daemon_->loading().set_probe_fallback(probe_fallback_);
     log_probes();
     // Armed once the probes are calibrated and can pet it; before READY=1.
     if (auto r = arm_watchdog(); !r) return r;
-
-    // Leave descriptors for the sampling files and the probes: connections get the rest.
-    ServerLimits limits;
-    rlimit nofile{};
-    if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY) {
-        limits.max_connections = std::clamp<std::size_t>(nofile.rlim_cur, 128, 1 << 20) - 64;
-        limits.max_connections = std::min<std::size_t>(limits.max_connections, 4096);
-    }
-    limits.idle_timeout = options_.config.idle_timeout;
-    limits.max_pending_per_user = options_.config.reply_memory_per_user << 20;
-    server_ = std::make_unique<VarlinkServer>(
-        e, socket_->fd(),
-        VarlinkServer::Info{"monitord", "monitord", MONITORD_VERSION, "man:monitord(8)"}, access_,
-        limits);
-    loading_ = std::make_unique<LoadingService>(*server_, *runtime_);
-    loading_->setup();
-    loading_->set_watchdog_on_stop(options_.config.watchdog_on_stop);
-    loading_->set_probe_group(probe_group_);
-    loading_->set_probe_fallback(probe_fallback_);
-    auto counter_options = options_.counters;
-    counter_options.proc_root = options_.proc_root;
-    counter_options.sys_root = options_.sys_root;
-    const monitor::perf::FileBudget files{.most = options_.config.perf_files_per_session,
-                                          .source = kPerfFilesSource};
-    counter_options.files_per_session = files;
-    counters_ = std::make_unique<CounterService>(
-        *server_, *runtime_, [this] { schedule(); }, std::move(counter_options));
-    counters_->setup();
-    counters_->configure_standing(options_.config.counters, std::chrono::steady_clock::now());
-    profiles_ = std::make_unique<ProfileService>(
-        e, *server_, counters_->catalog(), counters_->catalog_error(),
-        [this] { return runtime_->engine().online_cpus(); },
-        ProfileServiceOptions{.cgroup_root = options_.counters.cgroup_root,
-                              .kallsyms = options_.proc_root / "kallsyms",
-                              .modules = options_.proc_root / "modules",
-                              .max_profiles = kMaxProfiles,
-                              .max_profiles_per_user = options_.config.profiles_per_user,
-                              .max_duration_per_user = options_.config.profile_duration,
-                              .files_per_session = files});
-    profiles_->setup();
-    apply_control_group();
-    server_->set_close_handler([this](std::uint64_t connection) {
-        counters_->connection_closed(connection);
-        profiles_->connection_closed(connection);
-    });
-    if (auto r = server_->start(); !r) return r;
-
-    sd_event_source* t = nullptr;
-    if (int r = sd_event_add_time(e, &t, CLOCK_MONOTONIC, usec_from_steady(runtime_->next_due()),
-                                  kTimerAccuracyUsec, on_timer, this);
-        r < 0) {
-        return monitor::fail_errno(-r, "create the runtime's timer");
-    }
-    timer_.reset(t);
-    sd_event_source_set_description(t, "runtime");
+    if (auto r = daemon_->start(); !r) return r;
 
     // Feeds systemd's service watchdog (WatchdogSec=) from this loop; a no-op without it.
     sd_event_set_watchdog(e, 1);
@@ -188,7 +124,7 @@ Result<void> Manager::setup() {
 
 void Manager::set_state(State state) {
     state_ = state;
-    loading_->set_state(state_name(static_cast<int>(state)));
+    daemon_->loading().set_state(state_name(static_cast<int>(state)));
 }
 
 int Manager::run() {
@@ -196,8 +132,8 @@ int Manager::run() {
     spdlog::info("monitord {} listening on {}{}; sampling {} CPUs every second (sources: {})",
                  MONITORD_VERSION, socket_->path(),
                  socket_->activated() ? " (socket activation)" : "",
-                 runtime_->engine().online_cpus().size(),
-                 fmt::join(runtime_->engine().source_names(), ", "));
+                 daemon_->runtime().engine().online_cpus().size(),
+                 fmt::join(daemon_->runtime().engine().source_names(), ", "));
     sd_notify(0, "READY=1");
     notify_status();
 
@@ -296,7 +232,7 @@ void Manager::check_spinners() {
                   "; they were stopped");
     }
     if (group) probe_group_ = *group;
-    loading_->set_probe_group(probe_group_);
+    daemon_->loading().set_probe_group(probe_group_);
 }
 
 void Manager::fall_back(const std::string& why) {
@@ -305,11 +241,11 @@ void Manager::fall_back(const std::string& why) {
         "Spinning probes were asked for, but {}: the probes sleep instead (the loading comes "
         "from /proc/stat alone, the watchdog's credits from the kernel's idle time)",
         why);
-    if (loading_) loading_->set_probe_fallback(probe_fallback_);
+    if (daemon_) daemon_->loading().set_probe_fallback(probe_fallback_);
 }
 
 void Manager::log_probes() const {
-    const auto* probes = runtime_->engine().probes();
+    const auto* probes = daemon_->runtime().engine().probes();
     if (probes == nullptr) return;
     for (const auto& r : probes->read()) {
         switch (r.state) {
@@ -354,21 +290,22 @@ Result<void> Manager::arm_watchdog() {
         monitor::watchdog::pet_policy_name(c.watchdog_policy),
         all ? "any process of any user that keeps one CPU busy"
             : "only a load that keeps every CPU busy");
-    auto r = runtime_->arm_watchdog(device, c.watchdog_timeout);
+    auto& runtime = daemon_->runtime();
+    auto r = runtime.arm_watchdog(device, c.watchdog_timeout);
     if (!r) {
         if (r.error().status == monitor::Status::BadArg) {
             return monitor::fail(monitor::Status::BadArg, "watchdog: " + r.error().message);
         }
         return std::unexpected(r.error());
     }
-    const auto s = runtime_->watchdog()->status();
+    const auto s = runtime.watchdog()->status();
     spdlog::info(
         "Watchdog {} armed{}: timeout {}, petted from the idle probes once a second when {} "
         "CPUs have had idle time (the kernel's{}){}{}",
         device, s.identity ? " (" + s.identity->identity + ")" : std::string{},
         s.timeout_s ? fmt::format("{} s", *s.timeout_s) : std::string{"unknown"},
         monitor::watchdog::pet_policy_name(s.policy),
-        runtime_->engine().probe_mode() == monitor::ProbeMode::Spin
+        runtime.engine().probe_mode() == monitor::ProbeMode::Spin
             ? ", with the spinning probes' time given back to idle"
             : "",
         s.nowayout ? "; the driver has nowayout: it stays armed when monitord stops" : "",
@@ -382,7 +319,7 @@ Result<void> Manager::arm_watchdog() {
 
 // At the end, as [watchdog] on-stop says: the magic close, or left armed.
 void Manager::release_watchdog() {
-    auto* watchdog = runtime_ ? runtime_->watchdog() : nullptr;
+    auto* watchdog = daemon_ ? daemon_->runtime().watchdog() : nullptr;
     if (watchdog == nullptr) return;
     const auto s = watchdog->status();
     if (s.armed) {
@@ -410,7 +347,7 @@ void Manager::release_watchdog() {
 
 void Manager::notify_status() const {
     sd_notifyf(0, "STATUS=Sampling %zu CPUs every second; listening on %s",
-               runtime_->engine().online_cpus().size(), socket_->path().c_str());
+               daemon_->runtime().engine().online_cpus().size(), socket_->path().c_str());
 }
 
 int Manager::on_signal(sd_event_source*, const signalfd_siginfo* si, void* userdata) {
@@ -424,46 +361,10 @@ int Manager::on_signal(sd_event_source*, const signalfd_siginfo* si, void* userd
     return 0;
 }
 
-int Manager::on_timer(sd_event_source*, uint64_t, void* userdata) {
-    // The argument is the time the timer was due, not the time now.
-    auto* self = static_cast<Manager*>(userdata);
-    std::uint64_t now = 0;
-    sd_event_now(self->event_.get(), CLOCK_MONOTONIC, &now);
-    self->run_due(now);
-    self->schedule();
-    return 0;
-}
-
-void Manager::schedule() {
-    if (!timer_) return;
-    sd_event_source_set_time(timer_.get(), usec_from_steady(runtime_->next_due()));
-    sd_event_source_set_enabled(timer_.get(), SD_EVENT_ONESHOT);
-}
-
-void Manager::run_due(std::uint64_t now) {
-    const auto at = steady_from_usec(now);
-    auto due = runtime_->run_due(at);
-    for (const auto& step : due.runs) counters_->run_stepped(step, at);
-    if (due.failed_pets > 0) {
-        spdlog::error("Watchdog {}: {} pet(s) failed, last: {}",
-                      runtime_->watchdog()->status().device, due.failed_pets, due.last_pet_error);
-    }
-    if (!due.ticked) return;
+void Manager::ticked() {
     if (++ticks_ % kCheckSpinnersEvery == 0) check_spinners();
-    loading_->loading_changed();
-    counters_->ticked(at);
-    // A failure that persists is logged once, and its end once.
-    std::string error = due.tick ? std::string{} : due.tick.error().to_string();
-    if (error != last_tick_error_) {
-        if (!error.empty()) {
-            spdlog::warn("Sampling: {}", error);
-        } else {
-            spdlog::info("Sampling works again");
-        }
-        last_tick_error_ = error;
-    }
     if (options_.show_loading) {
-        std::puts(loading_->loading_line().c_str());
+        std::puts(daemon_->loading().loading_line().c_str());
         std::fflush(stdout);
     }
 }
@@ -485,20 +386,6 @@ monitor::Result<std::optional<gid_t>> Manager::socket_group() const {
     return std::optional<gid_t>{};
 }
 
-void Manager::apply_control_group() {
-    const auto& name = options_.config.control_group;
-    std::optional<gid_t> gid;
-    if (!name.empty()) {
-        // Checked when the file was read; the group may have gone away since.
-        if (auto g = group_id(name)) {
-            gid = *g;
-        } else {
-            spdlog::warn("[access] control-group: {}; only root may count", g.error().message);
-        }
-    }
-    access_.set_control_group(gid, gid ? name : std::string{});
-}
-
 void Manager::reload() {
     set_state(State::Reloading);
     sd_notify(0, "RELOADING=1\nSTATUS=Reloading the configuration");
@@ -515,18 +402,7 @@ void Manager::reload() {
         auto plan = plan_reload(options_.config, next);
         if (!plan.at_restart.empty()) spdlog::warn("{}", plan.restart_message());
         options_.config = std::move(plan.config);
-        set_log_level(options_.config.log_level);
-        runtime_->engine().set_history_seconds(options_.config.history_seconds);
-        loading_->forget_replies();
-        loading_->set_watchdog_on_stop(options_.config.watchdog_on_stop);
-        apply_control_group();
-        server_->set_idle_timeout(options_.config.idle_timeout);
-        server_->set_max_pending_per_user(options_.config.reply_memory_per_user << 20);
-        profiles_->set_max_profiles_per_user(options_.config.profiles_per_user);
-        profiles_->set_max_duration_per_user(options_.config.profile_duration);
-        profiles_->set_max_files_per_session(options_.config.perf_files_per_session);
-        counters_->set_max_files_per_session(options_.config.perf_files_per_session);
-        counters_->configure_standing(options_.config.counters, std::chrono::steady_clock::now());
+        daemon_->apply(options_.config);
         spdlog::info("Reloaded {}", have_file ? file.string() : std::string{"the defaults"});
     }
     set_state(State::Running);

@@ -1,6 +1,6 @@
-// The Manager owns monitord's event loop and everything the loop drives: the runtime (the
-// engine, the watchdog, the counter runs) on one timer set to when the runtime is next due,
-// the control socket with its varlink server and services, signals, sd_notify.
+// The Manager is monitord's process: it owns the event loop, the signals, sd_notify, the
+// control socket's place, the spinning probes' process and the watchdog's arming, and runs the
+// Daemon (daemon.hpp) on them: built at start, applied the new settings at each reload.
 #pragma once
 
 #include <filesystem>
@@ -11,12 +11,9 @@
 #include "config.hpp"
 #include "control_socket.hpp"
 #include "counter_service.hpp"
-#include "loading_service.hpp"
+#include "daemon.hpp"
 #include "monitor/loading/probe_process.hpp"
-#include "monitor/runtime/runtime.hpp"
-#include "profile_service.hpp"
 #include "sd_event_ptr.hpp"
-#include "varlink_server.hpp"
 
 namespace monitord {
 
@@ -45,9 +42,8 @@ class Manager {
     explicit Manager(ManagerOptions options);
     monitor::Result<void> setup();
     void set_state(State state);
-    // Sets the timer to when the runtime is next due.
-    void schedule();
-    void run_due(std::uint64_t now_usec);
+    // After each loading tick: the spinners' place every few ticks, the loading line.
+    void ticked();
     void reload();
     void notify_status() const;
     void log_probes() const;
@@ -67,31 +63,21 @@ class Manager {
     // The group for a socket the daemon makes: [access] socket-group, else "monitor" when it
     // exists and the daemon may give it (root, or a member), else none (its own group).
     monitor::Result<std::optional<gid_t>> socket_group() const;
-    // Applies [access] control-group to the access rules (at start and reload).
-    void apply_control_group();
     void release_watchdog();
 
-    static int on_timer(sd_event_source* s, uint64_t usec, void* userdata);
     static int on_signal(sd_event_source* s, const signalfd_siginfo* si, void* userdata);
 
     ManagerOptions options_;
     State state_ = State::Starting;
     EventPtr event_;
-    SourcePtr timer_;
     SourcePtr sigterm_, sigint_, sighup_;
-    std::unique_ptr<monitor::Runtime> runtime_;
     std::optional<monitor::ProbeGroup> probe_group_;
     std::shared_ptr<monitor::ProbeProcess> spinners_;  // with --probe spin, while they run
     bool made_probe_cgroup_ = false;                   // by place_in_idle_cgroup
     std::optional<std::string> probe_fallback_;
     std::uint64_t ticks_ = 0;
     std::optional<ControlSocket> socket_;
-    AccessRules access_;  // before the server, which checks every call against it
-    std::unique_ptr<VarlinkServer> server_;
-    std::unique_ptr<LoadingService> loading_;
-    std::unique_ptr<CounterService> counters_;
-    std::unique_ptr<ProfileService> profiles_;
-    std::string last_tick_error_;
+    std::unique_ptr<Daemon> daemon_;  // after the socket it serves
 };
 
 }  // namespace monitord

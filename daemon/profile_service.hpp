@@ -61,6 +61,7 @@ class ProfileService {
     void set_max_profiles_per_user(std::size_t n) { options_.max_profiles_per_user = n; }
     void set_max_duration_per_user(std::chrono::seconds d) { options_.max_duration_per_user = d; }
     void set_max_files_per_session(std::size_t n) { options_.files_per_session.most = n; }
+    const ProfileServiceOptions& options() const { return options_; }
 
   private:
     struct Run;

@@ -109,6 +109,7 @@ class VarlinkServer {
     void set_idle_timeout(std::chrono::milliseconds timeout);
     // From now on (a reload): replies are held to it as they are queued.
     void set_max_pending_per_user(std::size_t bytes) { limits_.max_pending_per_user = bytes; }
+    const ServerLimits& limits() const { return limits_; }
     // The bytes of replies waiting for `uid`'s connections to read them.
     std::size_t pending_of(uid_t uid) const;
 

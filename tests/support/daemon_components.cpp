@@ -16,20 +16,8 @@ namespace test_support {
 
 namespace {
 
-// The daemon's accuracy for its timer.
-constexpr std::uint64_t kTimerAccuracyUsec = 1'000;
 // Where the runtime's first tick is put with manual_ticks: beyond any test.
 constexpr auto kManualTicksAway = std::chrono::hours(1);
-
-// sd-event's CLOCK_MONOTONIC and std::chrono::steady_clock are one clock.
-DaemonComponents::Clock::time_point steady_from_usec(std::uint64_t usec) {
-    return DaemonComponents::Clock::time_point{std::chrono::microseconds{usec}};
-}
-
-std::uint64_t usec_from_steady(DaemonComponents::Clock::time_point t) {
-    return static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count());
-}
 
 }  // namespace
 
@@ -112,59 +100,42 @@ monitor::Result<void> DaemonComponents::setup() {
     ::chmod(socket_path_.c_str(), 0666);
     if (::listen(listen_fd_.get(), 64) < 0) return monitor::fail_errno(errno, "listen");
 
-    monitor::EngineOptions eo;
-    eo.proc_root = machine_.proc();
-    eo.sys_root = machine_.sys();
-    eo.probe = options_.probe;
+    if (options_.bare_server) {
+        server_ = std::make_unique<monitord::VarlinkServer>(
+            e, listen_fd_.get(),
+            monitord::VarlinkServer::Info{"monitord", "monitord", "test", "man:monitord(8)"},
+            access_, options_.limits);
+        options_.bare_server(*server_);
+        return server_->start();
+    }
+    monitord::DaemonParts parts;
+    parts.event = e;
+    parts.listen_fd = listen_fd_.get();
+    parts.version = "test";
+    parts.proc_root = machine_.proc();
+    parts.sys_root = machine_.sys();
+    parts.probe = options_.probe;
+    parts.watchdog = options_.watchdog;
     const auto away = options_.manual_ticks ? Clock::duration{kManualTicksAway} : Clock::duration{};
-    auto runtime =
-        monitor::Runtime::create(eo, options_.watchdog, [away] { return Clock::now() + away; });
-    if (!runtime) return std::unexpected(runtime.error());
-    runtime_ = std::move(*runtime);
-
-    server_ = std::make_unique<monitord::VarlinkServer>(
-        e, listen_fd_.get(),
-        monitord::VarlinkServer::Info{"monitord", "monitord", "test", "man:monitord(8)"}, access_,
-        options_.limits);
-    if (options_.loading_service) {
-        loading_ = std::make_unique<monitord::LoadingService>(*server_, *runtime_);
-        loading_->setup();
-    }
-    if (options_.counter_service) {
-        auto counter_options = *options_.counter_service;
-        counter_options.proc_root = machine_.proc();
-        counter_options.sys_root = machine_.sys();
-        counters_ = std::make_unique<monitord::CounterService>(
-            *server_, *runtime_, [this] { schedule(); }, std::move(counter_options));
-        counters_->setup();
-        server_->set_close_handler(
-            [this](std::uint64_t connection) { counters_->connection_closed(connection); });
-    }
-    if (options_.setup) options_.setup(*server_);
-    if (auto r = server_->start(); !r) return r;
-
-    sd_event_source* t = nullptr;
-    if (int r = sd_event_add_time(e, &t, CLOCK_MONOTONIC, usec_from_steady(runtime_->next_due()),
-                                  kTimerAccuracyUsec, on_timer, this);
-        r < 0) {
-        return monitor::fail_errno(-r, "create the runtime's timer");
-    }
-    timer_.reset(t);
-    return {};
+    parts.clock = [away] { return Clock::now() + away; };
+    parts.limits = options_.limits;
+    parts.counters = options_.counters;
+    parts.on_timer = options_.on_timer;
+    auto daemon = monitord::Daemon::create(std::move(parts), options_.config);
+    if (!daemon) return std::unexpected(daemon.error());
+    daemon_ = std::move(*daemon);
+    return daemon_->start();
 }
 
 void DaemonComponents::teardown() {
-    // As Manager's destructor: the runs before the runtime, the server before its socket.
-    if (runtime_ && runtime_->watchdog() != nullptr && runtime_->watchdog()->status().armed) {
-        EXPECT_TRUE(runtime_->watchdog()->disarm());
+    // As Manager's destructor: the daemon before its socket and loop.
+    if (daemon_ && daemon_->runtime().watchdog() != nullptr &&
+        daemon_->runtime().watchdog()->status().armed) {
+        EXPECT_TRUE(daemon_->runtime().watchdog()->disarm());
     }
-    if (server_) server_->set_close_handler({});
-    counters_.reset();
-    loading_.reset();
+    daemon_.reset();
     server_.reset();
     listen_fd_.reset();
-    timer_.reset();
-    runtime_.reset();
     wake_source_.reset();
     event_.reset();
 }
@@ -204,35 +175,7 @@ void DaemonComponents::write_stat(const std::map<int, Ticks>& cpus) {
 }
 
 void DaemonComponents::tick() {
-    on_loop([this] {
-        run_due(runtime_->ticks().next());
-        schedule();
-    });
-}
-
-int DaemonComponents::on_timer(sd_event_source*, uint64_t, void* userdata) {
-    auto* self = static_cast<DaemonComponents*>(userdata);
-    if (self->options_.on_timer) self->options_.on_timer();
-    std::uint64_t now = 0;
-    sd_event_now(self->event_.get(), CLOCK_MONOTONIC, &now);
-    self->run_due(steady_from_usec(now));
-    self->schedule();
-    return 0;
-}
-
-void DaemonComponents::run_due(Clock::time_point now) {
-    auto due = runtime_->run_due(now);
-    if (counters_) {
-        for (const auto& step : due.runs) counters_->run_stepped(step, now);
-        if (due.ticked) counters_->ticked(now);
-    }
-    if (due.ticked && loading_) loading_->loading_changed();
-}
-
-void DaemonComponents::schedule() {
-    if (!timer_) return;
-    sd_event_source_set_time(timer_.get(), usec_from_steady(runtime_->next_due()));
-    sd_event_source_set_enabled(timer_.get(), SD_EVENT_ONESHOT);
+    on_loop([this] { daemon_->run_due(daemon_->runtime().ticks().next()); });
 }
 
 }  // namespace test_support

@@ -1,11 +1,11 @@
-// The daemon's components as monitord's Manager wires them, without the daemon process: an
-// sd-event loop on a thread of its own, a listening AF_UNIX socket in a scratch directory, a
-// VarlinkServer with its AccessRules, a monitor::Runtime over a temporary /proc and /sys,
-// one timer set to when the runtime is next due (run_due()'s results handed to the services,
-// as Manager::run_due does), and the services a test asks for. The test's thread talks to
-// them over the socket with the real varlink client. Everything of sd-event and the
-// components belongs to the loop's thread: a test that must act on them directly posts the
-// work there with on_loop().
+// monitord's Daemon (daemon/daemon.hpp), the very object the daemon's process runs, without the
+// process: an sd-event loop on a thread of its own, a listening AF_UNIX socket in a scratch
+// directory, the Daemon built on them from a Config over a temporary /proc and /sys (with its
+// runtime, server and every service, as monitord wires them). Or, for the server's own tests,
+// a VarlinkServer alone with the test's handlers. The test's thread talks to them over the
+// socket with the real varlink client. Everything of sd-event and the components belongs to
+// the loop's thread: a test that must act on them directly posts the work there with
+// on_loop().
 #pragma once
 
 #include <gtest/gtest.h>
@@ -26,7 +26,9 @@
 #include <type_traits>
 
 #include "access_rules.hpp"
+#include "config.hpp"
 #include "counter_service.hpp"
+#include "daemon.hpp"
 #include "loading_service.hpp"
 #include "monitor/protocol/varlink_client.hpp"
 #include "monitor/runtime/runtime.hpp"
@@ -48,17 +50,19 @@ struct ComponentOptions {
     monitor::ProbeMode probe = monitor::ProbeMode::Off;
     // Given to the runtime, to be armed by a test (it needs probes).
     std::shared_ptr<monitor::watchdog::Watchdog> watchdog;
+    // The connections served (idle-timeout and reply memory are the config's).
     monitord::ServerLimits limits;
     // The loading tick comes only from tick(), not a second apart from the timer: the
     // runtime's first tick is put an hour away. Counter runs keep their own times.
     bool manual_ticks = false;
-    // The services to run: GetStatus and GetLoading; the counter methods.
-    bool loading_service = false;
-    std::optional<monitord::CounterServiceOptions> counter_service;
-    // Run on the loop's thread before the server starts: a test's own handlers and
-    // interfaces.
-    std::function<void(monitord::VarlinkServer&)> setup;
-    // Run on the loop's thread whenever the timer fires, before the runtime's run_due().
+    // The Daemon's settings, applied as at start.
+    monitord::Config config;
+    // The counter service's device (empty: perf_event_open) and cgroup root.
+    monitord::CounterServiceOptions counters;
+    // Not empty: no Daemon, a VarlinkServer alone, to which this adds the test's own handlers
+    // and interfaces on the loop's thread before it starts (the server's own tests).
+    std::function<void(monitord::VarlinkServer&)> bare_server;
+    // Run on the loop's thread whenever the runtime's timer fires, before what is due runs.
     std::function<void()> on_timer;
 };
 
@@ -109,21 +113,21 @@ class DaemonComponents {
     // runs due by then), as if the timer had fired at that time.
     void tick();
 
-    // The loop's thread only (inside on_loop, a handler, or the hooks).
-    monitord::VarlinkServer& server() { return *server_; }
-    monitord::AccessRules& access() { return access_; }
-    monitor::Runtime& runtime() { return *runtime_; }
-    monitord::LoadingService& loading() { return *loading_; }
-    monitord::CounterService& counters() { return *counters_; }
+    // The loop's thread only (inside on_loop, a handler, or the hooks). All but server() and
+    // access() need the Daemon (no bare_server).
+    monitord::VarlinkServer& server() { return daemon_ ? daemon_->server() : *server_; }
+    monitord::AccessRules& access() { return daemon_ ? daemon_->access() : access_; }
+    monitord::Daemon& daemon() { return *daemon_; }
+    monitor::Runtime& runtime() { return daemon_->runtime(); }
+    monitord::LoadingService& loading() { return daemon_->loading(); }
+    monitord::CounterService& counters() { return daemon_->counters(); }
+    monitord::ProfileService& profiles() { return daemon_->profiles(); }
 
   private:
     monitor::Result<void> setup();
     void teardown();
     void post(std::function<void()> fn);
-    void run_due(Clock::time_point now);
-    void schedule();
 
-    static int on_timer(sd_event_source* s, uint64_t usec, void* userdata);
     static int on_wake(sd_event_source* s, int fd, uint32_t revents, void* userdata);
 
     ComponentOptions options_;
@@ -138,16 +142,14 @@ class DaemonComponents {
     std::deque<std::function<void()>> posted_;
     monitor::UniqueFd wake_fd_;
 
-    // The loop's thread only, in the order Manager declares them.
+    // The loop's thread only.
     monitord::EventPtr event_;
-    monitord::SourcePtr timer_;
     monitord::SourcePtr wake_source_;
-    std::unique_ptr<monitor::Runtime> runtime_;
     monitor::UniqueFd listen_fd_;
+    std::unique_ptr<monitord::Daemon> daemon_;
+    // bare_server only.
     monitord::AccessRules access_;
     std::unique_ptr<monitord::VarlinkServer> server_;
-    std::unique_ptr<monitord::LoadingService> loading_;
-    std::unique_ptr<monitord::CounterService> counters_;
 };
 
 }  // namespace test_support

@@ -122,7 +122,7 @@ class CounterServiceTest : public ::testing::Test {
             ++devices_;
             return pmu;
         };
-        o.counter_service = counters;
+        o.counters = counters;
         o.on_timer = [this] {
             if (advance_on_timer_ && session_running()) pmu_->advance(*advance_on_timer_);
         };

@@ -75,7 +75,6 @@ void ExpectStats(json stats, double last, double avg, double min, double max, in
 class LoadingServiceTest : public ::testing::Test {
   protected:
     void start(ComponentOptions o = {}) {
-        o.loading_service = true;
         components_.emplace(std::move(o));
         ASSERT_TRUE(components_->ok()) << components_->error();
         client_.emplace(components_->connect());
@@ -320,7 +319,7 @@ TEST_F(LoadingServiceTest, AnHourOn256CpusIsAReplyHeldToTheBudget) {
     o.online = fmt::format("0-{}", kCpus - 1);
     o.stat.clear();
     for (int cpu = 0; cpu < kCpus; ++cpu) o.stat[cpu] = {100, 900};
-    o.limits.max_pending_per_user = kBudget;
+    o.config.reply_memory_per_user = kBudget >> 20;
     start(std::move(o));
     components_->on_loop([&] { components_->runtime().engine().set_history_seconds(kSeconds); });
     auto stat = std::map<int, Ticks>{};

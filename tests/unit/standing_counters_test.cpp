@@ -67,7 +67,7 @@ class StandingCountersTest : public ::testing::Test {
             pmus_.push_back(pmu.get());
             return pmu;
         };
-        o.counter_service = counters;
+        o.counters = counters;
         components_.emplace(std::move(o));
         ASSERT_TRUE(components_->ok()) << components_->error();
         client_.emplace(components_->connect());

@@ -109,7 +109,7 @@ class VarlinkServerTest : public ::testing::Test {
     void start(ServerLimits limits = {}) {
         test_support::ComponentOptions o;
         o.limits = limits;
-        o.setup = [this](VarlinkServer& server) { add_fakes(server); };
+        o.bare_server = [this](VarlinkServer& server) { add_fakes(server); };
         components_.emplace(std::move(o));
         ASSERT_TRUE(components_->ok()) << components_->error();
     }

@@ -1,0 +1,178 @@
+#include "daemon.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <utility>
+
+#include "logging.hpp"
+
+namespace monitord {
+
+namespace {
+
+// The timer's accuracy: the loading tick, a rotation or a period's end may come this late.
+constexpr std::uint64_t kTimerAccuracyUsec = 1'000;
+
+// sd-event's CLOCK_MONOTONIC and std::chrono::steady_clock are one clock.
+Daemon::Clock::time_point steady_from_usec(std::uint64_t usec) {
+    return Daemon::Clock::time_point{std::chrono::microseconds{usec}};
+}
+
+std::uint64_t usec_from_steady(Daemon::Clock::time_point t) {
+    return static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count());
+}
+
+}  // namespace
+
+monitor::Result<std::unique_ptr<Daemon>> Daemon::create(DaemonParts parts, const Config& config) {
+    std::unique_ptr<Daemon> d{new Daemon(std::move(parts))};
+    if (auto r = d->setup(config); !r) return std::unexpected(r.error());
+    return d;
+}
+
+Daemon::~Daemon() {
+    if (server_) server_->set_close_handler({});
+    profiles_.reset();  // its rings and sources, before the loop goes
+    counters_.reset();  // its runs, before the runtime goes
+    loading_.reset();
+    server_.reset();
+    timer_.reset();
+    runtime_.reset();
+}
+
+monitor::Result<void> Daemon::setup(const Config& config) {
+    config_ = config;
+    monitor::EngineOptions eo;
+    eo.proc_root = parts_.proc_root;
+    eo.sys_root = parts_.sys_root;
+    eo.history_seconds = config.history_seconds;
+    eo.probe = parts_.probe.value_or(config.probe);
+    eo.spinners = parts_.spinners;
+    auto watchdog = parts_.watchdog != nullptr
+                        ? parts_.watchdog
+                        : std::make_shared<monitor::watchdog::Watchdog>(config.watchdog_policy);
+    auto runtime = monitor::Runtime::create(eo, std::move(watchdog), parts_.clock);
+    if (!runtime) return std::unexpected(runtime.error());
+    runtime_ = std::move(*runtime);
+
+    server_ = std::make_unique<VarlinkServer>(
+        parts_.event, parts_.listen_fd,
+        VarlinkServer::Info{"monitord", "monitord", parts_.version, "man:monitord(8)"}, access_,
+        parts_.limits);
+    loading_ = std::make_unique<LoadingService>(*server_, *runtime_);
+    loading_->setup();
+    auto counter_options = parts_.counters;
+    counter_options.proc_root = parts_.proc_root;
+    counter_options.sys_root = parts_.sys_root;
+    const monitor::perf::FileBudget files{.most = config.perf_files_per_session,
+                                          .source = kPerfFilesSource};
+    counter_options.files_per_session = files;
+    counters_ = std::make_unique<CounterService>(
+        *server_, *runtime_, [this] { schedule(); }, std::move(counter_options));
+    counters_->setup();
+    profiles_ = std::make_unique<ProfileService>(
+        parts_.event, *server_, counters_->catalog(), counters_->catalog_error(),
+        [this] { return runtime_->engine().online_cpus(); },
+        ProfileServiceOptions{.cgroup_root = parts_.counters.cgroup_root,
+                              .kallsyms = parts_.proc_root / "kallsyms",
+                              .modules = parts_.proc_root / "modules",
+                              .max_profiles = kMaxProfiles,
+                              .max_profiles_per_user = config.profiles_per_user,
+                              .max_duration_per_user = config.profile_duration,
+                              .files_per_session = files});
+    profiles_->setup();
+    server_->set_close_handler([this](std::uint64_t connection) {
+        counters_->connection_closed(connection);
+        profiles_->connection_closed(connection);
+    });
+    apply(config);
+    return {};
+}
+
+void Daemon::apply(const Config& config) {
+    config_ = config;
+    set_log_level(config.log_level);
+    runtime_->engine().set_history_seconds(config.history_seconds);
+    loading_->forget_replies();
+    loading_->set_watchdog_on_stop(config.watchdog_on_stop);
+    apply_control_group();
+    server_->set_idle_timeout(config.idle_timeout);
+    server_->set_max_pending_per_user(config.reply_memory_per_user << 20);
+    profiles_->set_max_profiles_per_user(config.profiles_per_user);
+    profiles_->set_max_duration_per_user(config.profile_duration);
+    profiles_->set_max_files_per_session(config.perf_files_per_session);
+    counters_->set_max_files_per_session(config.perf_files_per_session);
+    counters_->configure_standing(config.counters, Clock::now());
+}
+
+void Daemon::apply_control_group() {
+    const auto& name = config_.control_group;
+    std::optional<gid_t> gid;
+    if (!name.empty()) {
+        // Checked when the file was read; the group may have gone away since.
+        if (auto g = group_id(name)) {
+            gid = *g;
+        } else {
+            spdlog::warn("[access] control-group: {}; only root may count", g.error().message);
+        }
+    }
+    access_.set_control_group(gid, gid ? name : std::string{});
+}
+
+monitor::Result<void> Daemon::start() {
+    if (auto r = server_->start(); !r) return r;
+    sd_event_source* t = nullptr;
+    if (int r = sd_event_add_time(parts_.event, &t, CLOCK_MONOTONIC,
+                                  usec_from_steady(runtime_->next_due()), kTimerAccuracyUsec,
+                                  on_timer, this);
+        r < 0) {
+        return monitor::fail_errno(-r, "create the runtime's timer");
+    }
+    timer_.reset(t);
+    sd_event_source_set_description(t, "runtime");
+    return {};
+}
+
+int Daemon::on_timer(sd_event_source*, uint64_t, void* userdata) {
+    // The argument is the time the timer was due, not the time now.
+    auto* self = static_cast<Daemon*>(userdata);
+    if (self->parts_.on_timer) self->parts_.on_timer();
+    std::uint64_t now = 0;
+    sd_event_now(self->parts_.event, CLOCK_MONOTONIC, &now);
+    self->run_due(steady_from_usec(now));
+    return 0;
+}
+
+void Daemon::schedule() {
+    if (!timer_) return;
+    sd_event_source_set_time(timer_.get(), usec_from_steady(runtime_->next_due()));
+    sd_event_source_set_enabled(timer_.get(), SD_EVENT_ONESHOT);
+}
+
+void Daemon::run_due(Clock::time_point now) {
+    auto due = runtime_->run_due(now);
+    for (const auto& step : due.runs) counters_->run_stepped(step, now);
+    if (due.failed_pets > 0) {
+        spdlog::error("Watchdog {}: {} pet(s) failed, last: {}",
+                      runtime_->watchdog()->status().device, due.failed_pets, due.last_pet_error);
+    }
+    if (due.ticked) {
+        loading_->loading_changed();
+        counters_->ticked(now);
+        // A failure that persists is logged once, and its end once.
+        std::string error = due.tick ? std::string{} : due.tick.error().to_string();
+        if (error != last_tick_error_) {
+            if (!error.empty()) {
+                spdlog::warn("Sampling: {}", error);
+            } else {
+                spdlog::info("Sampling works again");
+            }
+            last_tick_error_ = error;
+        }
+        if (parts_.on_tick) parts_.on_tick();
+    }
+    schedule();
+}
+
+}  // namespace monitord
