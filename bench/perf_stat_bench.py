@@ -31,8 +31,10 @@ cost       For 2, 4 and 8 software events on all CPUs with a 1 s interval, over
            and monctl's own; for comparison also the same collection without -i. "session"
            is the whole run, start-up and exit included; "steady" is the rate from 2 s after
            the start to 1 s before the end, when only the per-second reads and reports
-           remain, the cost of every further second. Target: monitord no more than perf
-           stat, in both. CPU time the kernel spends updating the counters is charged to the
+           remain, the cost of every further second. The user pays for the daemon and
+           monctl together, as perf stat's one process does both: the figure is the pair's,
+           and the target the pair at most half of perf stat's, in both (the daemon alone is
+           shown too). CPU time the kernel spends updating the counters is charged to the
            counted tasks, not to either tool, and is the same for both (the same
            perf_event_attr on every CPU).
 
@@ -70,6 +72,8 @@ DETERMINISTIC = {PAGE_FAULTS, MINOR_FAULTS, CONTEXT_SWITCHES}
 
 AGREEMENT_EVENTS = [PAGE_FAULTS, MINOR_FAULTS, CONTEXT_SWITCHES, CPU_MIGRATIONS, TASK_CLOCK]
 SYSTEM_EVENTS = [CPU_CLOCK, PAGE_FAULTS, MINOR_FAULTS, CONTEXT_SWITCHES, CPU_MIGRATIONS]
+# The cost target: the daemon and monctl together at most this share of perf stat's CPU time.
+PAIR_TARGET = 0.5
 COST_EVENTS = {
     2: [TASK_CLOCK, CONTEXT_SWITCHES],
     4: [TASK_CLOCK, CONTEXT_SWITCHES, CPU_MIGRATIONS, PAGE_FAULTS],
@@ -382,11 +386,13 @@ def cost(args, daemon):
             mon = med(n, "monitord", key)
             ctl = med(n, "monitord", "monctl_" + key)
             bare = med(n, "no_interval", key)
-            passed = mon <= perf
+            pair = mon + ctl
+            passed = pair <= PAIR_TARGET * perf
             verdict[key] &= passed
-            print(f"{n:>2} {key:<8} {perf:>10.3f} {mon:>10.3f} {mon + ctl:>10.3f} {ctl:>10.3f}"
+            print(f"{n:>2} {key:<8} {perf:>10.3f} {mon:>10.3f} {pair:>10.3f} {ctl:>10.3f}"
                   f" {bare:>10.3f}  {'pass' if passed else 'FAIL'}"
-                  f" ({mon / perf if perf > 0 else float('inf'):.2f} x perf)")
+                  f" (pair {pair / perf if perf > 0 else float('inf'):.2f} x perf,"
+                  f" daemon {mon / perf if perf > 0 else float('inf'):.2f} x)")
     print(f"""  ms of CPU time per second of counting, medians over the rounds.
   session: the whole run of {seconds} s, perf's start-up (reading its event tables, opening
     the counters) and monitord's session set-up included.
@@ -401,7 +407,7 @@ def cost(args, daemon):
         print(f"  N={n} runs (session/steady): perf {runs('perf')}; monitord -i 1s"
               f" {runs('monitord')}; no -i {runs('no_interval')}")
     for key in ("session", "steady"):
-        print(f"  monitord (-i 1s) no more than perf stat, {key}:"
+        print(f"  monitord and monctl (-i 1s) at most {PAIR_TARGET} x perf stat, {key}:"
               f" {'yes' if verdict[key] else 'NO'}")
     return verdict["session"] and verdict["steady"]
 
