@@ -5,47 +5,16 @@
 #include <pwd.h>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "monitor/protocol/method_descriptors.hpp"
 #include "monitor/protocol/varlink_idl.hpp"
 
 namespace monitord {
 
 namespace {
-
-// Counting runs with the daemon's privileges (every CPU, any process): starting and ending a
-// session controls; listing, planning and reading the counts look.
-constexpr std::string_view kCounting = "counting";
-constexpr std::string_view kCountYourOwn =
-    "a session counts with the daemon's privileges. `monctl perf stat -- CMD` counts your own "
-    "command without them";
-
-// A profile samples with them too, and reads the sampled processes' memory maps.
-constexpr std::string_view kSampling = "sampling";
-constexpr std::string_view kSampleYourOwn =
-    "a profile samples with the daemon's privileges. `perf record` samples your own command "
-    "without them";
-
-constexpr std::array kTable{
-    MethodAccess{"org.varlink.service.GetInfo", Access::Read, {}, {}},
-    MethodAccess{"org.varlink.service.GetInterfaceDescription", Access::Read, {}, {}},
-    MethodAccess{"io.monitord.Monitor.GetStatus", Access::Read, {}, {}},
-    MethodAccess{"io.monitord.Monitor.GetLoading", Access::Read, {}, {}},
-    MethodAccess{"io.monitord.Monitor.GetPmuInfo", Access::Read, {}, {}},
-    MethodAccess{"io.monitord.Monitor.ListEvents", Access::Read, {}, {}},
-    MethodAccess{"io.monitord.Monitor.PlanCounters", Access::Read, {}, {}},
-    MethodAccess{"io.monitord.Monitor.CollectCounters", Access::Control, kCounting, kCountYourOwn},
-    MethodAccess{"io.monitord.Monitor.StartCounters", Access::Control, kCounting, kCountYourOwn},
-    MethodAccess{"io.monitord.Monitor.ReadCounters", Access::Read, {}, {}},
-    MethodAccess{"io.monitord.Monitor.StopCounters", Access::Control, kCounting, kCountYourOwn},
-    MethodAccess{"io.monitord.Monitor.ResetCounters", Access::Control, kCounting, kCountYourOwn},
-    MethodAccess{"io.monitord.Monitor.GetStandingCounters", Access::Read, {}, {}},
-    MethodAccess{"io.monitord.Monitor.Profile", Access::Control, kSampling, kSampleYourOwn},
-    MethodAccess{"io.monitord.Monitor.WatchOverflows", Access::Control, kSampling, kSampleYourOwn},
-};
 
 // The interface's own PermissionDenied when it has one (io.monitord.Monitor), else the
 // varlink service's.
@@ -58,15 +27,6 @@ std::string permission_denied(std::string_view method) {
 }
 
 }  // namespace
-
-std::span<const MethodAccess> method_access() {
-    return kTable;
-}
-
-const MethodAccess* find_method_access(std::string_view method) {
-    auto it = std::ranges::find(kTable, method, &MethodAccess::method);
-    return it == kTable.end() ? nullptr : &*it;
-}
 
 monitor::perf::CallerRights perf_rights(const Peer& peer) {
     if (peer.privileged()) return monitor::perf::CallerRights::everything();
@@ -105,7 +65,7 @@ void AccessRules::set_control_group(std::optional<gid_t> gid, std::string name) 
 
 std::optional<monitor::varlink::Reply> AccessRules::refusal(std::string_view method,
                                                             const Peer& peer) const {
-    const MethodAccess* rule = find_method_access(method);
+    const monitor::protocol::MethodDescriptor* rule = monitor::protocol::find_method(method);
     if (rule == nullptr) {
         return monitor::varlink::make_error(
             permission_denied(method),

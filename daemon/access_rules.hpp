@@ -1,39 +1,25 @@
-// Who may call what: every method of the interfaces the daemon serves, and whether it reads
-// (anyone who may reach the socket) or controls (root, the daemon's own user, or a member of
-// [access] control-group). The varlink server checks this table before it dispatches a call,
-// so that a method cannot be open to every member of the socket's group by forgetting a
-// check; a method without an entry is refused.
+// Who may call what: the rule of each method's descriptor (monitor/protocol/
+// method_descriptors.hpp), read (anyone who may reach the socket) or control (root, the
+// daemon's own user, or a member of [access] control-group). The varlink server checks these
+// rules before it dispatches a call, so that a method cannot be open to every member of the
+// socket's group by forgetting a check; a method without a descriptor is refused.
 #pragma once
 
 #include <sys/types.h>
 
 #include <functional>
 #include <optional>
-#include <span>
 #include <string>
 #include <string_view>
 
 #include "monitor/perf/caller_rights.hpp"
+#include "monitor/protocol/method_descriptors.hpp"
 #include "monitor/protocol/varlink_message.hpp"
 #include "peer.hpp"
 
 namespace monitord {
 
-enum class Access { Read, Control };
-
-struct MethodAccess {
-    std::string_view method;  // qualified: "io.monitord.Monitor.StartCounters"
-    Access access = Access::Control;
-    // What a refusal says the method does: "counting" (for Control methods).
-    std::string_view action;
-    // What the refused can do instead, said after the refusal; may be empty.
-    std::string_view instead;
-};
-
-// The table, one entry per method of io.monitord.Monitor and org.varlink.service.
-std::span<const MethodAccess> method_access();
-// The entry of `method`; nullptr for a method the table does not know.
-const MethodAccess* find_method_access(std::string_view method);
+using monitor::protocol::Access;
 
 // Whether the group database (passwd and group, through NSS) lists `uid` in group `gid` now,
 // as its primary group or a supplementary one.

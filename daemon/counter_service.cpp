@@ -139,28 +139,28 @@ void CounterService::setup() {
     // Its methods are io.monitord.Monitor's: served whether or not another service added it.
     server_.add_interface(
         *monitor::varlink::builtin_interface(monitor::varlink::kMonitorInterface));
-    const std::string p(kPrefix);
-    server_.add_method(p + "GetPmuInfo",
+    namespace method = monitor::protocol::method;
+    server_.add_method(method::GetPmuInfo,
                        [this](const Call&, const Peer&) -> Response { return get_pmu_info(); });
-    server_.add_method(p + "ListEvents",
+    server_.add_method(method::ListEvents,
                        [this](const Call& c, const Peer&) -> Response { return list_events(c); });
-    server_.add_method(p + "PlanCounters", [this](const Call& c, const Peer& peer) -> Response {
+    server_.add_method(method::PlanCounters, [this](const Call& c, const Peer& peer) -> Response {
         return plan(c, peer);
     });
-    server_.add_method(p + "CollectCounters", [this](const Call& c, const Peer& peer) -> Response {
-        return collect(c, peer);
-    });
-    server_.add_method(p + "StartCounters", [this](const Call& c, const Peer& peer) -> Response {
+    server_.add_method(
+        method::CollectCounters,
+        [this](const Call& c, const Peer& peer) -> Response { return collect(c, peer); });
+    server_.add_method(method::StartCounters, [this](const Call& c, const Peer& peer) -> Response {
         return start(c, peer);
     });
-    server_.add_method(p + "ReadCounters",
+    server_.add_method(method::ReadCounters,
                        [this](const Call&, const Peer& peer) -> Response { return read(peer); });
-    server_.add_method(p + "StopCounters",
+    server_.add_method(method::StopCounters,
                        [this](const Call&, const Peer& peer) -> Response { return stop(peer); });
-    server_.add_method(p + "ResetCounters", [this](const Call& c, const Peer& peer) -> Response {
+    server_.add_method(method::ResetCounters, [this](const Call& c, const Peer& peer) -> Response {
         return reset(c, peer);
     });
-    server_.add_method(p + "GetStandingCounters",
+    server_.add_method(method::GetStandingCounters,
                        [this](const Call& c, const Peer&) -> Response { return get_standing(c); });
 }
 

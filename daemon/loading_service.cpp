@@ -20,12 +20,12 @@ LoadingService::LoadingService(VarlinkServer& server, const monitor::Runtime& ru
 void LoadingService::setup() {
     server_.add_interface(
         *monitor::varlink::builtin_interface(monitor::varlink::kMonitorInterface));
-    const std::string p = std::string{monitor::varlink::kMonitorInterface} + ".";
+    namespace method = monitor::protocol::method;
     server_.add_method(
-        p + "GetStatus",
+        method::GetStatus,
         [this](const Call&, const Peer&) -> VarlinkServer::Response { return status(); });
     // With "more", the caller gets a reply after every tick (monctl --watch).
-    server_.add_method(p + "GetLoading",
+    server_.add_method(method::GetLoading,
                        [this](const Call& call, const Peer& peer) -> VarlinkServer::Response {
                            auto query = monitor::protocol::loading_query_from_json(call.parameters);
                            if (call.more) watchers_.push_back({peer.connection, query});

@@ -152,10 +152,10 @@ ProfileService::~ProfileService() = default;
 
 void ProfileService::setup() {
     server_.add_method(
-        "io.monitord.Monitor.Profile",
+        monitor::protocol::method::Profile,
         [this](const Call& c, const Peer& peer) -> Response { return profile(c, peer); });
     server_.add_method(
-        "io.monitord.Monitor.WatchOverflows",
+        monitor::protocol::method::WatchOverflows,
         [this](const Call& c, const Peer& peer) -> Response { return watch_overflows(c, peer); });
 }
 

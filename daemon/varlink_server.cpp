@@ -80,10 +80,10 @@ VarlinkServer::VarlinkServer(sd_event* event, int listen_fd, Info info, const Ac
       limits_(limits) {
     const auto* service = monitor::varlink::builtin_interface(monitor::varlink::kServiceInterface);
     add_interface(*service);
-    const std::string prefix{monitor::varlink::kServiceInterface};
-    add_method(prefix + ".GetInfo",
+    namespace method = monitor::protocol::method;
+    add_method(method::GetInfo,
                [this](const Call&, const Peer&) -> Response { return get_info(); });
-    add_method(prefix + ".GetInterfaceDescription", [this](const Call& c, const Peer&) -> Response {
+    add_method(method::GetInterfaceDescription, [this](const Call& c, const Peer&) -> Response {
         return get_interface_description(c);
     });
 }
@@ -92,6 +92,10 @@ VarlinkServer::~VarlinkServer() = default;
 
 void VarlinkServer::add_interface(const monitor::varlink::Interface& iface) {
     interfaces_[iface.name()] = &iface;
+}
+
+void VarlinkServer::add_method(const monitor::protocol::MethodDescriptor& method, Handler handler) {
+    handlers_[std::string{method.qualified}] = std::move(handler);
 }
 
 void VarlinkServer::add_method(const std::string& method, Handler handler) {

@@ -19,6 +19,7 @@
 
 #include "access_rules.hpp"
 #include "monitor/protocol/message_buffer.hpp"
+#include "monitor/protocol/method_descriptors.hpp"
 #include "monitor/protocol/varlink_idl.hpp"
 #include "monitor/protocol/varlink_message.hpp"
 #include "monitor/unique_fd.hpp"
@@ -87,7 +88,10 @@ class VarlinkServer {
     // Serves `iface`, which must be one of the embedded interfaces. org.varlink.service is
     // always served.
     void add_interface(const monitor::varlink::Interface& iface);
-    // `method` is qualified: "io.monitord.Monitor.GetLoading".
+    // Handles the method `method` describes.
+    void add_method(const monitor::protocol::MethodDescriptor& method, Handler handler);
+    // A method by its qualified name ("io.monitord.Monitor.GetLoading"): the server's tests,
+    // which serve methods of their own (without a descriptor, the access rules refuse them).
     void add_method(const std::string& method, Handler handler);
 
     monitor::Result<void> start();

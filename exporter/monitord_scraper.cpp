@@ -23,7 +23,7 @@ Scrape MonitordScraper::scrape(monitor::Error* error) {
     // after a timeout (NOTRDY): a monitord that is stopped or busy would make the scrape wait
     // twice as long.
     std::optional<monitor::Result<nlohmann::json>> status;
-    if (client_) status = client_->call("GetStatus");
+    if (client_) status = client_->call(monitor::protocol::method::GetStatus);
     if (status && !*status && status->error().status == monitor::Status::NotRdy) {
         return finish(&status->error());
     }
@@ -32,12 +32,13 @@ Scrape MonitordScraper::scrape(monitor::Error* error) {
         if (!c) return finish(&c.error());
         client_.emplace(std::move(*c));
         client_->set_timeout(timeout_);
-        status = client_->call("GetStatus");
+        status = client_->call(monitor::protocol::method::GetStatus);
         if (!*status) return finish(&status->error());
     }
-    auto loading = client_->call("GetLoading", {{"per_cpu", true}, {"totals", true}});
+    auto loading =
+        client_->call(monitor::protocol::method::GetLoading, {{"per_cpu", true}, {"totals", true}});
     if (!loading) return finish(&loading.error());
-    auto standing = client_->call("GetStandingCounters");
+    auto standing = client_->call(monitor::protocol::method::GetStandingCounters);
     if (!standing) return finish(&standing.error());
     s.status = monitor::protocol::status_from_json(**status);
     s.loading = monitor::protocol::loading_from_json(*loading);

@@ -34,19 +34,17 @@ std::optional<Status> status_of_error(std::string_view error) {
     return std::nullopt;
 }
 
-Result<nlohmann::json> DaemonClient::call(const std::string& method,
+Result<nlohmann::json> DaemonClient::call(const MethodDescriptor& method,
                                           const nlohmann::json& parameters) {
-    return checked(
-        method,
-        client_.call(std::string{monitor::varlink::kMonitorInterface} + "." + method, parameters));
+    return checked(method, client_.call(std::string{method.qualified}, parameters));
 }
 
-Result<std::optional<nlohmann::json>> DaemonClient::call_unless(const std::string& method,
+Result<std::optional<nlohmann::json>> DaemonClient::call_unless(const MethodDescriptor& method,
                                                                 std::string_view absent,
                                                                 const nlohmann::json& parameters) {
-    const std::string prefix = std::string{monitor::varlink::kMonitorInterface} + ".";
-    auto reply = client_.call(prefix + method, parameters);
-    if (reply && reply->error && *reply->error == prefix + std::string{absent}) {
+    auto reply = client_.call(std::string{method.qualified}, parameters);
+    if (reply && reply->error &&
+        *reply->error == std::string{method.interface()} + "." + std::string{absent}) {
         return std::nullopt;
     }
     auto params = checked(method, std::move(reply));
@@ -54,10 +52,10 @@ Result<std::optional<nlohmann::json>> DaemonClient::call_unless(const std::strin
     return std::optional{std::move(*params)};
 }
 
-Result<void> DaemonClient::stream(const std::string& method, const nlohmann::json& parameters,
+Result<void> DaemonClient::stream(const MethodDescriptor& method, const nlohmann::json& parameters,
                                   const std::function<bool(const nlohmann::json&)>& on_reply) {
     monitor::varlink::Call c;
-    c.method = std::string{monitor::varlink::kMonitorInterface} + "." + method;
+    c.method = std::string{method.qualified};
     c.parameters = parameters;
     c.more = true;
     client_.set_timeout(std::chrono::milliseconds(0));  // replies come when the daemon has them
@@ -71,7 +69,7 @@ Result<void> DaemonClient::stream(const std::string& method, const nlohmann::jso
     }
 }
 
-Result<nlohmann::json> DaemonClient::checked(const std::string& method,
+Result<nlohmann::json> DaemonClient::checked(const MethodDescriptor& method,
                                              Result<monitor::varlink::Reply> reply) const {
     if (!reply) return std::unexpected(reply.error());
     if (reply->error) {
@@ -82,17 +80,17 @@ Result<nlohmann::json> DaemonClient::checked(const std::string& method,
                 return fail(*status, it->get<std::string>());
             }
         }
-        std::string msg = method + " failed: " + *reply->error;
+        std::string msg = std::string{method.name()} + " failed: " + *reply->error;
         if (!reply->parameters.empty()) msg += " " + reply->parameters.dump();
         return fail(Status::BadArg, msg);
     }
-    const auto* iface = monitor::varlink::builtin_interface(monitor::varlink::kMonitorInterface);
-    if (const auto* m = iface->method(method)) {
+    const auto* iface = monitor::varlink::builtin_interface(method.interface());
+    if (const auto* m = iface != nullptr ? iface->method(method.name()) : nullptr) {
         if (auto bad =
                 iface->check(*m->output, reply->parameters, monitor::varlink::Extra::Allow)) {
-            return fail(Status::BadData, "the reply of " + path_ + " to " + method +
-                                             " does not match " + iface->name() + ": " + bad->path +
-                                             ": " + bad->reason);
+            return fail(Status::BadData, "the reply of " + path_ + " to " +
+                                             std::string{method.name()} + " does not match " +
+                                             iface->name() + ": " + bad->path + ": " + bad->reason);
         }
     }
     return std::move(reply->parameters);

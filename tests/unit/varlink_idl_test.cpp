@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "monitor/protocol/method_descriptors.hpp"
 #include "monitor/protocol/varlink_message.hpp"
 
 namespace monitor::varlink {
@@ -31,6 +32,35 @@ const Field* field(const Type& t, std::string_view name) {
 }
 
 // ---- the embedded interfaces ----
+
+// Each method of both interfaces has exactly one descriptor, and each descriptor names a
+// method of its interface (a method added to the interface file without one fails here, and
+// is refused to everyone until it has one).
+TEST(MethodDescriptors, EveryMethodOfTheInterfacesHasExactlyOne) {
+    std::set<std::string> served;
+    for (auto name : {kMonitorInterface, kServiceInterface}) {
+        const auto* iface = builtin_interface(name);
+        ASSERT_NE(iface, nullptr) << name;
+        for (const auto& [method, _] : iface->methods()) {
+            const std::string qualified = std::string{name} + "." + method;
+            served.insert(qualified);
+            const auto* d = protocol::find_method(qualified);
+            ASSERT_NE(d, nullptr) << qualified
+                                  << " has no descriptor (monitor/protocol/method_descriptors.hpp)";
+            EXPECT_EQ(d->interface(), name);
+            EXPECT_EQ(d->name(), method);
+        }
+    }
+    std::set<std::string> listed;
+    for (const auto* d : protocol::method_descriptors()) {
+        const std::string qualified{d->qualified};
+        EXPECT_TRUE(listed.insert(qualified).second) << qualified << " twice";
+        EXPECT_TRUE(served.contains(qualified)) << qualified << " is in no interface";
+        if (d->access == protocol::Access::Control) {
+            EXPECT_FALSE(d->action.empty()) << qualified << ": a refusal must say what it is";
+        }
+    }
+}
 
 TEST(VarlinkIdlBuiltin, BothEmbeddedInterfacesAreListed) {
     std::set<std::string> names;

@@ -47,7 +47,7 @@ int print_json(const nlohmann::json& j) {
 int cmd_status(const Options& o) {
     auto c = connect(o);
     if (!c) return report(c.error());
-    auto reply = c->call("GetStatus");
+    auto reply = c->call(monitor::protocol::method::GetStatus);
     if (!reply) return report(reply.error());
     if (o.json) return print_json(*reply);
     std::cout << monctl::format_status(monitor::protocol::status_from_json(*reply), c->path());
@@ -57,7 +57,7 @@ int cmd_status(const Options& o) {
 int cmd_watchdog_status(const Options& o) {
     auto c = connect(o);
     if (!c) return report(c.error());
-    auto reply = c->call("GetStatus");
+    auto reply = c->call(monitor::protocol::method::GetStatus);
     if (!reply) return report(reply.error());
     const auto status = monitor::protocol::status_from_json(*reply);
     if (o.json) return print_json(reply->value("watchdog", nlohmann::json(nullptr)));
@@ -105,11 +105,12 @@ int cmd_loading(const Options& o) {
         return static_cast<bool>(std::cout);
     };
     if (o.watch) {
-        auto r = c->stream("GetLoading", monitor::protocol::to_json(q), show);
+        auto r =
+            c->stream(monitor::protocol::method::GetLoading, monitor::protocol::to_json(q), show);
         if (!r) return report(r.error());
         return kExitOk;
     }
-    auto reply = c->call("GetLoading", monitor::protocol::to_json(q));
+    auto reply = c->call(monitor::protocol::method::GetLoading, monitor::protocol::to_json(q));
     if (!reply) return report(reply.error());
     show(*reply);
     return kExitOk;

@@ -268,7 +268,7 @@ Result<void> put_duration(json& params, const char* key, const std::string& text
 int perf_info(const PerfOptions& o) {
     auto c = connect(o);
     if (!c) return report_error(c.error());
-    auto reply = c->call("GetPmuInfo");
+    auto reply = c->call(monitor::protocol::method::GetPmuInfo);
     if (!reply) return report_error(reply.error());
     if (o.json) {
         std::cout << reply->dump(2) << '\n';
@@ -289,7 +289,7 @@ int perf_list(const PerfOptions& o) {
     if (!c) return report_error(c.error());
     json params = json::object();
     if (!o.pmu.empty()) params["pmu"] = o.pmu;
-    auto reply = c->call("ListEvents", params);
+    auto reply = c->call(monitor::protocol::method::ListEvents, params);
     if (!reply) return report_error(reply.error());
     if (o.json) {
         std::cout << reply->dump(2) << '\n';
@@ -304,7 +304,8 @@ int perf_list(const PerfOptions& o) {
 int perf_plan(const PerfOptions& o) {
     auto c = connect(o);
     if (!c) return report_error(c.error());
-    auto reply = c->call("PlanCounters", json{{"request", protocol::to_json(request_of(o))}});
+    auto reply = c->call(monitor::protocol::method::PlanCounters,
+                         json{{"request", protocol::to_json(request_of(o))}});
     if (!reply) return report_error(reply.error());
     if (o.json) {
         std::cout << reply->dump(2) << '\n';
@@ -328,14 +329,15 @@ int perf_collect(const PerfOptions& o) {
     c->set_timeout(std::chrono::milliseconds(0));  // the reply comes when the duration ends
     if (params.contains("interval_ms")) {
         bool first = true;
-        auto r = c->stream("CollectCounters", params, [&](const json& reply) {
-            show_report(o, reply, first, std::cout);
-            first = false;
-            return static_cast<bool>(std::cout);
-        });
+        auto r =
+            c->stream(monitor::protocol::method::CollectCounters, params, [&](const json& reply) {
+                show_report(o, reply, first, std::cout);
+                first = false;
+                return static_cast<bool>(std::cout);
+            });
         return r ? kExitOk : report_error(r.error());
     }
-    auto reply = c->call("CollectCounters", params);
+    auto reply = c->call(monitor::protocol::method::CollectCounters, params);
     if (!reply) return report_error(reply.error());
     show_report(o, *reply, true, std::cout);
     return kExitOk;
@@ -344,7 +346,8 @@ int perf_collect(const PerfOptions& o) {
 int perf_start(const PerfOptions& o) {
     auto c = connect(o);
     if (!c) return report_error(c.error());
-    auto reply = c->call("StartCounters", json{{"request", protocol::to_json(request_of(o))}});
+    auto reply = c->call(monitor::protocol::method::StartCounters,
+                         json{{"request", protocol::to_json(request_of(o))}});
     if (!reply) return report_error(reply.error());
     if (o.json) {
         std::cout << reply->dump(2) << '\n';
@@ -362,7 +365,7 @@ int perf_start(const PerfOptions& o) {
 int perf_read(const PerfOptions& o) {
     auto c = connect(o);
     if (!c) return report_error(c.error());
-    auto reply = c->call("ReadCounters");
+    auto reply = c->call(monitor::protocol::method::ReadCounters);
     if (!reply) return report_error(reply.error());
     show_report(o, *reply, true, std::cout);
     return kExitOk;
@@ -371,7 +374,7 @@ int perf_read(const PerfOptions& o) {
 int perf_stop(const PerfOptions& o) {
     auto c = connect(o);
     if (!c) return report_error(c.error());
-    auto reply = c->call("StopCounters");
+    auto reply = c->call(monitor::protocol::method::StopCounters);
     if (!reply) return report_error(reply.error());
     show_report(o, *reply, true, std::cout);
     return kExitOk;
@@ -382,7 +385,7 @@ int perf_reset(const PerfOptions& o) {
     if (!c) return report_error(c.error());
     json params = json::object();
     if (!o.session.empty()) params["session"] = o.session;
-    auto reply = c->call("ResetCounters", params);
+    auto reply = c->call(monitor::protocol::method::ResetCounters, params);
     if (!reply) return report_error(reply.error());
     if (!o.json && !o.csv) {
         std::cout << (o.session.empty() ? std::string{"The running session"}
@@ -398,7 +401,7 @@ int perf_show(const PerfOptions& o) {
     if (!c) return report_error(c.error());
     json params = json::object();
     if (!o.session.empty()) params["name"] = o.session;
-    auto reply = c->call("GetStandingCounters", params);
+    auto reply = c->call(monitor::protocol::method::GetStandingCounters, params);
     if (!reply) return report_error(reply.error());
     if (o.json) {
         std::cout << reply->dump(2) << '\n';
@@ -566,7 +569,7 @@ int perf_profile(const PerfOptions& o) {
     int exec_error = 0;
     bool shown = false;
     bool went = false;  // the command was let go to its exec
-    auto r = c->stream("Profile", params, [&](const json& reply) {
+    auto r = c->stream(monitor::protocol::method::Profile, params, [&](const json& reply) {
         if (auto it = reply.find("started"); it != reply.end() && it->is_boolean()) {
             // A command that cannot be run exits at once, which ends its profile.
             if (cmd) exec_error = cmd->go();
@@ -626,7 +629,7 @@ int perf_overflows(const PerfOptions& o) {
     auto c = connect(o);
     if (!c) return report_error(c.error());
     c->set_timeout(std::chrono::milliseconds(0));  // the replies come as overflows do
-    auto r = c->stream("WatchOverflows", params, [&](const json& reply) {
+    auto r = c->stream(monitor::protocol::method::WatchOverflows, params, [&](const json& reply) {
         if (reply.contains("started")) {
             if (!o.json) {
                 std::cout << fmt::format("Overflows of {} every {} events, {}:\n", request.event,

@@ -45,12 +45,13 @@ std::string first_line(const std::string& s) {
 
 // Everything one interval shows, in three calls.
 Result<top::Snapshot> fetch(DaemonClient& c) {
-    auto status = c.call("GetStatus");
+    auto status = c.call(monitor::protocol::method::GetStatus);
     if (!status) return std::unexpected(status.error());
-    auto loading = c.call("GetLoading", protocol::to_json(monitor::LoadingQuery{
-                                            .per_cpu = true, .history = true, .states = true}));
+    auto loading = c.call(
+        monitor::protocol::method::GetLoading,
+        protocol::to_json(monitor::LoadingQuery{.per_cpu = true, .history = true, .states = true}));
     if (!loading) return std::unexpected(loading.error());
-    auto counters = c.call_unless("ReadCounters", "PerfNotRunning");
+    auto counters = c.call_unless(monitor::protocol::method::ReadCounters, "PerfNotRunning");
     if (!counters) return std::unexpected(counters.error());
     top::Snapshot s;
     s.status = protocol::status_from_json(*status);

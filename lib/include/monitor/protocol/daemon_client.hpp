@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "monitor/protocol/method_descriptors.hpp"
 #include "monitor/protocol/varlink_client.hpp"
 
 namespace monitor::protocol {
@@ -21,20 +22,21 @@ class DaemonClient {
     // The error says where it looked and how to start the daemon.
     static monitor::Result<DaemonClient> connect(const std::string& socket);
 
-    // Calls io.monitord.Monitor.<method>. A varlink error reply becomes an Error naming it
-    // and its parameters; a reply that does not match the interface is BADDATA.
+    // Calls `method`. A varlink error reply becomes an Error naming it and its parameters; a
+    // reply that does not match the interface is BADDATA.
     monitor::Result<nlohmann::json> call(
-        const std::string& method, const nlohmann::json& parameters = nlohmann::json::object());
+        const MethodDescriptor& method,
+        const nlohmann::json& parameters = nlohmann::json::object());
 
     // The same, where the daemon's error `absent` ("PerfNotRunning") says there is nothing to
     // show rather than that something failed: nullopt then.
     monitor::Result<std::optional<nlohmann::json>> call_unless(
-        const std::string& method, std::string_view absent,
+        const MethodDescriptor& method, std::string_view absent,
         const nlohmann::json& parameters = nlohmann::json::object());
 
-    // Calls io.monitord.Monitor.<method> with "more" and hands each reply to `on_reply`
-    // until the daemon ends the stream, closes the connection, or `on_reply` returns false.
-    monitor::Result<void> stream(const std::string& method, const nlohmann::json& parameters,
+    // Calls `method` with "more" and hands each reply to `on_reply` until the daemon ends
+    // the stream, closes the connection, or `on_reply` returns false.
+    monitor::Result<void> stream(const MethodDescriptor& method, const nlohmann::json& parameters,
                                  const std::function<bool(const nlohmann::json&)>& on_reply);
 
     const std::string& path() const { return path_; }
@@ -42,7 +44,7 @@ class DaemonClient {
     void set_timeout(std::chrono::milliseconds t) { client_.set_timeout(t); }
 
   private:
-    monitor::Result<nlohmann::json> checked(const std::string& method,
+    monitor::Result<nlohmann::json> checked(const MethodDescriptor& method,
                                             monitor::Result<monitor::varlink::Reply> reply) const;
 
     DaemonClient(monitor::varlink::Client client, std::string path)

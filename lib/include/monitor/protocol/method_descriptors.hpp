@@ -1,0 +1,82 @@
+// Each method of the interfaces monitord serves, described once: its qualified name and who
+// may call it (Read: anyone who reaches the socket; Control: root, the daemon's own user, or
+// [access] control-group). The daemon registers each handler with its descriptor and checks
+// calls against the descriptors before it dispatches them; monctl and the exporter call
+// through them. A test holds them to the interface files: a method without a descriptor is
+// refused to everyone.
+#pragma once
+
+#include <span>
+#include <string_view>
+
+namespace monitor::protocol {
+
+enum class Access { Read, Control };
+
+struct MethodDescriptor {
+    std::string_view qualified;  // "io.monitord.Monitor.GetLoading"
+    Access access = Access::Control;
+    // What a refusal says the method does: "counting" (Control methods).
+    std::string_view action;
+    // What the refused can do instead, said after the refusal; may be empty.
+    std::string_view instead;
+
+    constexpr std::string_view interface() const {
+        return qualified.substr(0, qualified.rfind('.'));
+    }
+    constexpr std::string_view name() const { return qualified.substr(qualified.rfind('.') + 1); }
+};
+
+namespace detail {
+
+// Counting and sampling use the daemon's privileges: starting, stopping and resetting a
+// session controls; listing, planning and reading the counts look.
+inline constexpr std::string_view kCounting = "counting";
+inline constexpr std::string_view kCountYourOwn =
+    "a session counts with the daemon's privileges. `monctl perf stat -- CMD` counts your own "
+    "command without them";
+// A profile samples with them too, and reads the sampled processes' memory maps.
+inline constexpr std::string_view kSampling = "sampling";
+inline constexpr std::string_view kSampleYourOwn =
+    "a profile samples with the daemon's privileges. `perf record` samples your own command "
+    "without them";
+
+}  // namespace detail
+
+namespace method {
+
+using enum Access;
+// org.varlink.service
+inline constexpr MethodDescriptor GetInfo{"org.varlink.service.GetInfo", Read};
+inline constexpr MethodDescriptor GetInterfaceDescription{
+    "org.varlink.service.GetInterfaceDescription", Read};
+// io.monitord.Monitor
+inline constexpr MethodDescriptor GetStatus{"io.monitord.Monitor.GetStatus", Read};
+inline constexpr MethodDescriptor GetLoading{"io.monitord.Monitor.GetLoading", Read};
+inline constexpr MethodDescriptor GetPmuInfo{"io.monitord.Monitor.GetPmuInfo", Read};
+inline constexpr MethodDescriptor ListEvents{"io.monitord.Monitor.ListEvents", Read};
+inline constexpr MethodDescriptor PlanCounters{"io.monitord.Monitor.PlanCounters", Read};
+inline constexpr MethodDescriptor CollectCounters{"io.monitord.Monitor.CollectCounters", Control,
+                                                  detail::kCounting, detail::kCountYourOwn};
+inline constexpr MethodDescriptor StartCounters{"io.monitord.Monitor.StartCounters", Control,
+                                                detail::kCounting, detail::kCountYourOwn};
+inline constexpr MethodDescriptor ReadCounters{"io.monitord.Monitor.ReadCounters", Read};
+inline constexpr MethodDescriptor StopCounters{"io.monitord.Monitor.StopCounters", Control,
+                                               detail::kCounting, detail::kCountYourOwn};
+inline constexpr MethodDescriptor ResetCounters{"io.monitord.Monitor.ResetCounters", Control,
+                                                detail::kCounting, detail::kCountYourOwn};
+inline constexpr MethodDescriptor GetStandingCounters{"io.monitord.Monitor.GetStandingCounters",
+                                                      Read};
+inline constexpr MethodDescriptor Profile{"io.monitord.Monitor.Profile", Control, detail::kSampling,
+                                          detail::kSampleYourOwn};
+inline constexpr MethodDescriptor WatchOverflows{"io.monitord.Monitor.WatchOverflows", Control,
+                                                 detail::kSampling, detail::kSampleYourOwn};
+
+}  // namespace method
+
+// Every descriptor above, once.
+std::span<const MethodDescriptor* const> method_descriptors();
+// The descriptor of `qualified`; nullptr for a method that has none.
+const MethodDescriptor* find_method(std::string_view qualified);
+
+}  // namespace monitor::protocol
