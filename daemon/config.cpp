@@ -253,7 +253,7 @@ Result<StandingSessionConfig> parse_counters(const std::filesystem::path& file,
                                              const std::vector<StandingSessionConfig>& taken) {
     StandingSessionConfig s;
     s.where = where(file, table.source());
-    s.request.mux = "kernel";
+    s.request.mux = monitor::perf::MuxMode::Kernel;
     // The keys in file order, so that the first problem of the table is the one reported.
     std::vector<std::pair<std::string, const toml::node*>> keys;
     for (const auto& [k, v] : table) keys.emplace_back(std::string{k.str()}, &v);
@@ -300,30 +300,29 @@ Result<StandingSessionConfig> parse_counters(const std::filesystem::path& file,
         } else if (k == "events") {
             s.request.events = *text;
         } else if (k == "target") {
-            if (*text == "process") {
+            const auto kind = monitor::value_named(monitor::protocol::kTargetKindNames, *text);
+            if (kind == monitor::protocol::TargetRequest::Kind::Process) {
                 return bad(
                     "a standing session cannot count a process, which ends; count its "
                     "cgroup or its unit, or all, each or one cpu");
             }
-            if (*text != "all" && *text != "each" && *text != "cpu" && *text != "cgroup" &&
-                *text != "unit") {
+            if (!kind) {
                 return bad("'" + *text + "' is not a target; use all, each, cpu, cgroup or unit");
             }
-            s.request.target = *text;
+            s.request.target.kind = *kind;
         } else if (k == "cpu") {
             if (*number < 0 || *number > 65535) {
                 return bad(std::to_string(*number) + " is not a CPU number; use 0 to 65535");
             }
-            s.request.cpu = static_cast<int>(*number);
+            s.request.target.cpu = static_cast<int>(*number);
         } else if (k == "cgroup") {
-            s.request.cgroup = *text;
+            s.request.target.cgroup = *text;
         } else if (k == "unit") {
-            s.request.unit = *text;
+            s.request.target.unit = *text;
         } else if (k == "mux") {
-            if (*text != "kernel" && *text != "daemon") {
-                return bad("'" + *text + "' is not accepted; use kernel or daemon");
-            }
-            s.request.mux = *text;
+            const auto mux = monitor::value_named(monitor::protocol::kMuxModeNames, *text);
+            if (!mux) return bad("'" + *text + "' is not accepted; use kernel or daemon");
+            s.request.mux = *mux;
         } else if (k == "slice-ms") {
             s.request.slice_ms = *number;
         }
@@ -338,23 +337,25 @@ Result<StandingSessionConfig> parse_counters(const std::filesystem::path& file,
                                          "(monctl perf list lists them)");
     }
     // Each target's own key, and no other target's.
+    const auto& target = s.request.target;
+    const std::string target_name{name_of(monitor::protocol::kTargetKindNames, target.kind)};
     const std::pair<const char*, bool> target_keys[] = {
-        {"cpu", s.request.cpu.has_value()},
-        {"cgroup", !s.request.cgroup.empty()},
-        {"unit", !s.request.unit.empty()},
+        {"cpu", target.cpu.has_value()},
+        {"cgroup", !target.cgroup.empty()},
+        {"unit", !target.unit.empty()},
     };
     for (const auto& [key, given] : target_keys) {
-        if (s.request.target == key && !given) {
+        if (target_name == key && !given) {
             return fail(Status::BadArg,
-                        at + "target \"" + s.request.target + "\" needs " + key + " = ...");
+                        fmt::format("{}target \"{}\" needs {} = ...", at, target_name, key));
         }
-        if (s.request.target != key && given) {
-            return fail(Status::BadArg, at + key + " is for target = \"" + key +
-                                            "\"; this table's target is \"" + s.request.target +
-                                            "\"");
+        if (target_name != key && given) {
+            return fail(Status::BadArg,
+                        fmt::format("{}{} is for target = \"{}\"; this table's target is \"{}\"",
+                                    at, key, key, target_name));
         }
     }
-    if (s.request.slice_ms && s.request.mux != "daemon") {
+    if (s.request.slice_ms && s.request.mux != monitor::perf::MuxMode::Daemon) {
         return fail(Status::BadArg,
                     at + "slice-ms is for mux = \"daemon\" (the kernel rotates on its own)");
     }

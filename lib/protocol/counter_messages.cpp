@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
+#include <stdexcept>
 
 namespace monitor::protocol {
 
@@ -70,7 +72,7 @@ constexpr std::int64_t kMaxSliceMs = 10'000;
 }  // namespace
 
 json to_json(const TargetRequest& r) {
-    json t{{"kind", r.kind}};
+    json t{{"kind", name_of(kTargetKindNames, r.kind)}};
     put_optional(t, "cpu", r.cpu);
     put_optional(t, "pid", r.pid);
     if (!r.cgroup.empty()) t["cgroup"] = r.cgroup;
@@ -80,7 +82,13 @@ json to_json(const TargetRequest& r) {
 
 TargetRequest target_request_from_json(const json& j) {
     TargetRequest r;
-    r.kind = j.at("kind").get<std::string>();
+    const auto kind = j.at("kind").get<std::string>();
+    const auto named = value_named(kTargetKindNames, kind);
+    if (!named) {
+        throw std::invalid_argument("unknown target kind '" + kind + "' (" +
+                                    names_list(kTargetKindNames) + ")");
+    }
+    r.kind = *named;
     if (auto v = j.find("cpu"); v != j.end() && !v->is_null()) r.cpu = v->get<int>();
     if (auto v = j.find("pid"); v != j.end() && !v->is_null()) r.pid = v->get<std::int64_t>();
     if (auto v = j.find("cgroup"); v != j.end() && !v->is_null()) r.cgroup = *v;
@@ -89,17 +97,27 @@ TargetRequest target_request_from_json(const json& j) {
 }
 
 std::string target_text(const TargetRequest& r) {
-    if (r.kind == "each") return "each CPU";
-    if (r.kind == "cpu" && r.cpu) return fmt::format("cpu{}", *r.cpu);
-    if (r.kind == "cgroup") return "cgroup " + r.cgroup;
-    if (r.kind == "unit") return "unit " + r.unit;
-    if (r.kind == "process" && r.pid) return fmt::format("process {}", *r.pid);
+    using enum TargetRequest::Kind;
+    switch (r.kind) {
+        case Each:
+            return "each CPU";
+        case Cpu:
+            return r.cpu ? fmt::format("cpu{}", *r.cpu) : "a cpu";
+        case Cgroup:
+            return "cgroup " + r.cgroup;
+        case Unit:
+            return "unit " + r.unit;
+        case Process:
+            return r.pid ? fmt::format("process {}", *r.pid) : "a process";
+        case All:
+            break;
+    }
     return "all CPUs";
 }
 
 json to_json(const CounterRequest& r) {
-    json j{{"events", r.events}, {"mux", r.mux}};
-    j["target"] = to_json(r.where());
+    json j{{"events", r.events}, {"mux", name_of(kMuxModeNames, r.mux)}};
+    j["target"] = to_json(r.target);
     put_optional(j, "slice_ms", r.slice_ms);
     put_optional(j, "counter_budget", r.counter_budget);
     put_optional(j, "sample_every", r.sample_every);
@@ -107,21 +125,24 @@ json to_json(const CounterRequest& r) {
 }
 
 std::string target_text(const CounterRequest& r) {
-    return target_text(r.where());
+    return target_text(r.target);
 }
 
 CounterRequest counter_request_from_json(const json& j) {
     CounterRequest r;
     r.events = j.at("events").get<std::string>();
     if (auto it = j.find("target"); it != j.end() && !it->is_null()) {
-        auto t = target_request_from_json(*it);
-        r.target = std::move(t.kind);
-        r.cpu = t.cpu;
-        r.pid = t.pid;
-        r.cgroup = std::move(t.cgroup);
-        r.unit = std::move(t.unit);
+        r.target = target_request_from_json(*it);
     }
-    if (auto it = j.find("mux"); it != j.end() && !it->is_null()) r.mux = *it;
+    if (auto it = j.find("mux"); it != j.end() && !it->is_null()) {
+        const auto mux = it->get<std::string>();
+        const auto named = value_named(kMuxModeNames, mux);
+        if (!named) {
+            throw std::invalid_argument("unknown mux '" + mux + "' (" + names_list(kMuxModeNames) +
+                                        ")");
+        }
+        r.mux = *named;
+    }
     if (auto it = j.find("slice_ms"); it != j.end() && !it->is_null()) {
         r.slice_ms = it->get<std::int64_t>();
     }
@@ -139,7 +160,7 @@ Result<perf::SessionOptions> counting_options(const CounterRequest& r) {
     auto events = perf::parse_event_list(r.events);
     if (!events) return std::unexpected(events.error());
     o.events = std::move(*events);
-    o.mux = r.mux == "kernel" ? perf::MuxMode::Kernel : perf::MuxMode::Daemon;
+    o.mux = r.mux;
     if (r.slice_ms) {
         if (*r.slice_ms < kMinSliceMs || *r.slice_ms > kMaxSliceMs) {
             return fail(Status::BadArg, fmt::format("slice of {} ms: choose from {} to {} ms",
@@ -165,47 +186,55 @@ Result<perf::CountTarget> count_target(const TargetRequest& r,
                                        const std::filesystem::path& cgroup_root) {
     auto need = [&](bool present, const char* what) -> Result<void> {
         if (!present) {
-            return fail(Status::BadArg, fmt::format("target '{}' needs {}", r.kind, what));
+            return fail(Status::BadArg, fmt::format("target '{}' needs {}",
+                                                    name_of(kTargetKindNames, r.kind), what));
         }
         return {};
     };
     perf::CountTarget t;
-    if (r.kind == "all") {
-        t.kind = perf::TargetKind::AllCpus;
-    } else if (r.kind == "each") {
-        t.kind = perf::TargetKind::EachCpu;
-    } else if (r.kind == "cpu") {
-        if (auto ok = need(r.cpu.has_value(), "a cpu"); !ok) return std::unexpected(ok.error());
-        if (*r.cpu < 0) return fail(Status::BadArg, fmt::format("no cpu {}", *r.cpu));
-        t.kind = perf::TargetKind::OneCpu;
-        t.cpu = *r.cpu;
-    } else if (r.kind == "process") {
-        if (auto ok = need(r.pid.has_value(), "a pid"); !ok) return std::unexpected(ok.error());
-        if (*r.pid <= 0 || *r.pid > std::numeric_limits<pid_t>::max()) {
-            return fail(Status::BadArg, fmt::format("no process {}", *r.pid));
+    using enum TargetRequest::Kind;
+    switch (r.kind) {
+        case All:
+            t.kind = perf::TargetKind::AllCpus;
+            break;
+        case Each:
+            t.kind = perf::TargetKind::EachCpu;
+            break;
+        case Cpu:
+            if (auto ok = need(r.cpu.has_value(), "a cpu"); !ok) return std::unexpected(ok.error());
+            if (*r.cpu < 0) return fail(Status::BadArg, fmt::format("no cpu {}", *r.cpu));
+            t.kind = perf::TargetKind::OneCpu;
+            t.cpu = *r.cpu;
+            break;
+        case Process:
+            if (auto ok = need(r.pid.has_value(), "a pid"); !ok) return std::unexpected(ok.error());
+            if (*r.pid <= 0 || *r.pid > std::numeric_limits<pid_t>::max()) {
+                return fail(Status::BadArg, fmt::format("no process {}", *r.pid));
+            }
+            t.kind = perf::TargetKind::Process;
+            t.pid = static_cast<pid_t>(*r.pid);
+            break;
+        case Cgroup:
+            if (auto ok = need(!r.cgroup.empty(), "a cgroup path"); !ok) {
+                return std::unexpected(ok.error());
+            }
+            // Refused here, before anything is opened, when it could lead out of the tree.
+            if (auto dir = perf::cgroup_directory(cgroup_root.string(), r.cgroup); !dir) {
+                return std::unexpected(dir.error());
+            }
+            t.kind = perf::TargetKind::Cgroup;
+            t.cgroup = r.cgroup;
+            break;
+        case Unit: {
+            if (auto ok = need(!r.unit.empty(), "a unit name"); !ok) {
+                return std::unexpected(ok.error());
+            }
+            auto cgroup = perf::unit_cgroup(cgroup_root, r.unit);
+            if (!cgroup) return std::unexpected(cgroup.error());
+            t.kind = perf::TargetKind::Cgroup;
+            t.cgroup = std::move(*cgroup);
+            break;
         }
-        t.kind = perf::TargetKind::Process;
-        t.pid = static_cast<pid_t>(*r.pid);
-    } else if (r.kind == "cgroup") {
-        if (auto ok = need(!r.cgroup.empty(), "a cgroup path"); !ok) {
-            return std::unexpected(ok.error());
-        }
-        // Refused here, before anything is opened, when it could lead out of the tree.
-        if (auto dir = perf::cgroup_directory(cgroup_root.string(), r.cgroup); !dir) {
-            return std::unexpected(dir.error());
-        }
-        t.kind = perf::TargetKind::Cgroup;
-        t.cgroup = r.cgroup;
-    } else if (r.kind == "unit") {
-        if (auto ok = need(!r.unit.empty(), "a unit name"); !ok) return std::unexpected(ok.error());
-        auto cgroup = perf::unit_cgroup(cgroup_root, r.unit);
-        if (!cgroup) return std::unexpected(cgroup.error());
-        t.kind = perf::TargetKind::Cgroup;
-        t.cgroup = std::move(*cgroup);
-    } else {
-        return fail(Status::BadArg, fmt::format("unknown target '{}' (all, each, cpu, process, "
-                                                "cgroup, unit)",
-                                                r.kind));
     }
     return t;
 }
@@ -215,7 +244,7 @@ Result<perf::SessionOptions> session_options(const CounterRequest& r,
     auto o = counting_options(r);
     if (!o) return o;
     o->cgroup_root = cgroup_root.string();
-    auto target = count_target(r.where(), cgroup_root);
+    auto target = count_target(r.target, cgroup_root);
     if (!target) return std::unexpected(target.error());
     o->target = std::move(*target);
     return o;

@@ -403,24 +403,26 @@ TEST_F(ConfigTest, CountersTablesAreStandingSessionsInFileOrder) {
               "target = \"each\"\n");
     auto r = load_config(p, Config{});
     ASSERT_TRUE(r.has_value()) << r.error().to_string();
+    using TargetKind = monitor::protocol::TargetRequest::Kind;
     const auto& c = r->counters;
     ASSERT_EQ(c.size(), 5u);
     EXPECT_EQ(c[0].name, "clock");
     EXPECT_EQ(c[0].request.events, "task-clock,context-switches");
-    EXPECT_EQ(c[0].request.target, "all");
-    EXPECT_EQ(c[0].request.mux, "kernel") << "standing sessions share counters through the kernel";
+    EXPECT_EQ(c[0].request.target.kind, TargetKind::All);
+    EXPECT_EQ(c[0].request.mux, monitor::perf::MuxMode::Kernel)
+        << "standing sessions share counters through the kernel";
     EXPECT_EQ(c[0].where, p.string() + ":4");
-    EXPECT_EQ(c[1].request.target, "unit");
-    EXPECT_EQ(c[1].request.unit, "nginx.service");
-    EXPECT_EQ(c[1].request.mux, "daemon");
+    EXPECT_EQ(c[1].request.target.kind, TargetKind::Unit);
+    EXPECT_EQ(c[1].request.target.unit, "nginx.service");
+    EXPECT_EQ(c[1].request.mux, monitor::perf::MuxMode::Daemon);
     EXPECT_EQ(c[1].request.slice_ms, 50);
     EXPECT_EQ(c[1].where, p.string() + ":8");
-    EXPECT_EQ(c[2].request.target, "cpu");
-    EXPECT_EQ(c[2].request.cpu, 3);
-    EXPECT_EQ(c[3].request.target, "cgroup");
-    EXPECT_EQ(c[3].request.cgroup, "machine.slice/box");
+    EXPECT_EQ(c[2].request.target.kind, TargetKind::Cpu);
+    EXPECT_EQ(c[2].request.target.cpu, 3);
+    EXPECT_EQ(c[3].request.target.kind, TargetKind::Cgroup);
+    EXPECT_EQ(c[3].request.target.cgroup, "machine.slice/box");
     EXPECT_EQ(c[4].name, "each.one_2");
-    EXPECT_EQ(c[4].request.target, "each");
+    EXPECT_EQ(c[4].request.target.kind, TargetKind::Each);
     EXPECT_EQ(r->log_level, spdlog::level::info);
 }
 

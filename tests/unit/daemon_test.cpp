@@ -122,7 +122,7 @@ TEST(Daemon, AReloadStartsAndStopsTheStandingSessions) {
     StandingSessionConfig table;
     table.name = "reloaded";
     table.request.events = "perf::TASK-CLOCK";
-    table.request.mux = "kernel";
+    table.request.mux = monitor::perf::MuxMode::Kernel;
     next.counters.push_back(table);
     d.on_loop([&] { d.daemon().apply(plan_reload(d.daemon().config(), next).config); });
     EXPECT_EQ(standing(), std::vector<std::string>{"reloaded"});

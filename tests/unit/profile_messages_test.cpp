@@ -66,7 +66,7 @@ TEST(ProfileRequest, MapsOntoTheSessionsOptions) {
     r.event = "perf::TASK-CLOCK";
     r.period = 100'000;
     r.mode = "user";
-    r.target = {.kind = "process", .pid = 42};
+    r.target = {.kind = protocol::TargetRequest::Kind::Process, .pid = 42};
     r.start_at_exec = true;
     r.callchain = true;
     o = protocol::profile_options(r, "/sys/fs/cgroup");
@@ -83,7 +83,7 @@ TEST(ProfileRequest, MapsOntoTheSessionsOptions) {
 
     r = {};
     r.mode = "kernel";
-    r.target = {.kind = "each"};
+    r.target = {.kind = protocol::TargetRequest::Kind::Each};
     o = protocol::profile_options(r, "/sys/fs/cgroup");
     ASSERT_TRUE(o);
     EXPECT_FALSE(o->user);
@@ -104,9 +104,10 @@ TEST(ProfileRequest, BadRequestsAreRefusedNamingWhatIsWrong) {
     cases.push_back({{.mode = "hypervisor"}, "mode 'hypervisor': sample user, kernel or both"});
     cases.push_back({{.top = -1}, "top -1"});
     cases.push_back({{.range = protocol::AddressRange{0x10, 0x10, 4}}, "is empty"});
-    cases.push_back({{.target = {.kind = "process"}}, "target 'process' needs a pid"});
-    cases.push_back({{.target = {.kind = "cpu", .cpu = -1}}, "no cpu -1"});
-    cases.push_back({{.target = {.kind = "moon"}}, "unknown target 'moon'"});
+    cases.push_back({{.target = {.kind = protocol::TargetRequest::Kind::Process}},
+                     "target 'process' needs a pid"});
+    cases.push_back(
+        {{.target = {.kind = protocol::TargetRequest::Kind::Cpu, .cpu = -1}}, "no cpu -1"});
     cases.push_back({{.start_at_exec = true}, "start_at_exec is for a process target"});
     for (const auto& c : cases) {
         auto o = protocol::profile_options(c.request, "/sys/fs/cgroup");
@@ -120,7 +121,7 @@ TEST(ProfileRequest, TravelsUnchangedAndMatchesTheInterface) {
     protocol::ProfileRequest r{
         .event = "perf::TASK-CLOCK:u",
         .period = 250'000,
-        .target = {.kind = "cpu", .cpu = 1},
+        .target = {.kind = protocol::TargetRequest::Kind::Cpu, .cpu = 1},
         .mode = "user",
         .top = 5,
         .range = protocol::AddressRange{0xffffffff81000000, 0xffffffff81100000, 4096},

@@ -36,7 +36,7 @@ StandingSessionConfig table(std::string name, std::string events, std::string wh
     StandingSessionConfig c;
     c.name = std::move(name);
     c.request.events = std::move(events);
-    c.request.mux = "kernel";
+    c.request.mux = monitor::perf::MuxMode::Kernel;
     c.where = std::move(where);
     return c;
 }
@@ -164,8 +164,7 @@ TEST_F(StandingCountersTest, AReloadKeepsTheUnchangedRestartsTheChangedAndEndsTh
 
 TEST_F(StandingCountersTest, ASessionThatCannotOpenSaysWhyAndIsTriedAgain) {
     auto box = table("box", "ppc750::L1_ICACHE_MISSES");
-    box.request.target = "cgroup";
-    box.request.cgroup = "box";
+    box.request.target = {.kind = monitor::protocol::TargetRequest::Kind::Cgroup, .cgroup = "box"};
     configure({box, table("bad", "ppc750::NO_SUCH_EVENT")});
     json bad = session("bad");
     EXPECT_EQ(bad["state"], "failed");
@@ -197,8 +196,7 @@ TEST_F(StandingCountersTest, ACgroupMadeAgainOrGoneIsSeenWithinTheRetryInterval)
     const auto box_dir = cgroups_.path() / "box";
     std::filesystem::create_directory(box_dir);
     auto box = table("box", "ppc750::L1_ICACHE_MISSES");
-    box.request.target = "cgroup";
-    box.request.cgroup = "box";
+    box.request.target = {.kind = monitor::protocol::TargetRequest::Kind::Cgroup, .cgroup = "box"};
     configure({box});
     ASSERT_EQ(session("box")["state"], "counting");
     ASSERT_EQ(devices(), 1u);

@@ -53,24 +53,27 @@ int report_error(const monitor::Error& e) {
 protocol::CounterRequest request_of(const PerfOptions& o) {
     protocol::CounterRequest r;
     r.events = o.events;
-    if (o.per_cpu) r.target = "each";
+    using enum protocol::TargetRequest::Kind;
+    auto& t = r.target;
+    if (o.per_cpu) t.kind = Each;
     if (o.cpu) {
-        r.target = "cpu";
-        r.cpu = *o.cpu;
+        t.kind = Cpu;
+        t.cpu = *o.cpu;
     }
     if (o.pid) {
-        r.target = "process";
-        r.pid = *o.pid;
+        t.kind = Process;
+        t.pid = *o.pid;
     }
     if (!o.cgroup.empty()) {
-        r.target = "cgroup";
-        r.cgroup = o.cgroup;
+        t.kind = Cgroup;
+        t.cgroup = o.cgroup;
     }
     if (!o.unit.empty()) {
-        r.target = "unit";
-        r.unit = o.unit;
+        t.kind = Unit;
+        t.unit = o.unit;
     }
-    r.mux = o.mux;
+    // --mux takes only these names (CLI11 checks them).
+    r.mux = monitor::value_named(protocol::kMuxModeNames, o.mux).value_or(r.mux);
     if (o.slice_ms) r.slice_ms = *o.slice_ms;
     if (o.counters) r.counter_budget = *o.counters;
     r.sample_every = o.sample_every;
@@ -518,10 +521,10 @@ int perf_profile(const PerfOptions& o) {
         if (auto ok = protocol::check_range(*range); !ok) return report_error(ok.error());
         request.range = *range;
     }
-    const auto where = request_of(o).where();
+    const auto where = request_of(o).target;
     request.target = where;
     const bool command = !o.command.empty();
-    if (command && where.kind != "all") {
+    if (command && where.kind != protocol::TargetRequest::Kind::All) {
         return report_error({Status::BadArg, fmt::format("a command is its own target: give it "
                                                          "or {}, not both",
                                                          protocol::target_text(where))});
@@ -553,7 +556,7 @@ int perf_profile(const PerfOptions& o) {
         auto started = WaitingCommand::start(o.command);
         if (!started) return report_error(started.error());
         cmd.emplace(std::move(*started));
-        request.target = {.kind = "process", .pid = cmd->pid()};
+        request.target = {.kind = protocol::TargetRequest::Kind::Process, .pid = cmd->pid()};
         request.start_at_exec = true;
     }
     params["request"] = protocol::to_json(request);
@@ -619,7 +622,7 @@ int perf_overflows(const PerfOptions& o) {
     auto mode = sampled_mode(o);
     if (!mode) return report_error(mode.error());
     request.mode = *mode;
-    request.target = request_of(o).where();
+    request.target = request_of(o).target;
     json params{{"request", protocol::to_json(request)}};
     const std::string duration = o.profile_duration.empty() ? "5s" : o.profile_duration;
     if (auto ok = put_duration(params, "duration_ms", duration); !ok) {

@@ -4,6 +4,7 @@
 // expect values that were checked against it.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "monitor/enum_names.hpp"
 #include "monitor/perf/derived_metrics.hpp"
 #include "monitor/perf/event_catalog.hpp"
 #include "monitor/perf/perf_session.hpp"
@@ -20,7 +22,8 @@ namespace monitor::protocol {
 
 // Where to count or sample, as the interface's Target names it.
 struct TargetRequest {
-    std::string kind = "all";  // all, each, cpu, process, cgroup, unit
+    enum class Kind { All, Each, Cpu, Process, Cgroup, Unit };
+    Kind kind = Kind::All;
     std::optional<int> cpu;
     std::optional<std::int64_t> pid;
     std::string cgroup;
@@ -29,7 +32,23 @@ struct TargetRequest {
     bool operator==(const TargetRequest&) const = default;
 };
 
+// The interface's names of the target kinds and of the multiplexing modes.
+inline constexpr std::array<EnumName<TargetRequest::Kind>, 6> kTargetKindNames{{
+    {TargetRequest::Kind::All, "all"},
+    {TargetRequest::Kind::Each, "each"},
+    {TargetRequest::Kind::Cpu, "cpu"},
+    {TargetRequest::Kind::Process, "process"},
+    {TargetRequest::Kind::Cgroup, "cgroup"},
+    {TargetRequest::Kind::Unit, "unit"},
+}};
+inline constexpr std::array<EnumName<perf::MuxMode>, 2> kMuxModeNames{{
+    {perf::MuxMode::Daemon, "daemon"},
+    {perf::MuxMode::Kernel, "kernel"},
+}};
+
 nlohmann::json to_json(const TargetRequest& t);
+// std::invalid_argument for a kind the interface does not name (a call checked against the
+// interface file has none).
 TargetRequest target_request_from_json(const nlohmann::json& j);
 // What a target is, for people: "all CPUs", "each CPU", "cpu3", "cgroup X", "unit X",
 // "process 42".
@@ -41,13 +60,9 @@ Result<perf::CountTarget> count_target(const TargetRequest& t,
                                        const std::filesystem::path& cgroup_root);
 
 struct CounterRequest {
-    std::string events;          // "a,b,{c,d}"
-    std::string target = "all";  // all, each, cpu, process, cgroup, unit
-    std::optional<int> cpu;
-    std::optional<std::int64_t> pid;
-    std::string cgroup;
-    std::string unit;
-    std::string mux = "daemon";  // daemon, kernel
+    std::string events;  // "a,b,{c,d}"
+    TargetRequest target;
+    perf::MuxMode mux = perf::MuxMode::Daemon;
     std::optional<std::int64_t> slice_ms;
     std::optional<int> counter_budget;
     // Sample each event every N events as well, and give each record the last sampled
@@ -55,7 +70,6 @@ struct CounterRequest {
     std::optional<std::int64_t> sample_every;
 
     bool operator==(const CounterRequest&) const = default;
-    TargetRequest where() const { return {target, cpu, pid, cgroup, unit}; }
 };
 
 nlohmann::json to_json(const CounterRequest& r);
