@@ -1,6 +1,5 @@
 #include "monitor/perf/perf_session.hpp"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <linux/perf_event.h>
@@ -8,12 +7,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <bit>
 #include <cerrno>
-#include <charconv>
-#include <cstring>
-#include <filesystem>
-#include <map>
 
 #include "monitor/perf/pmu.hpp"
 
