@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <limits>
+#include <stdexcept>
 
 namespace monitor::protocol {
 
@@ -55,6 +56,17 @@ template <typename T>
 std::optional<T> optional_of(const json& j, const char* key) {
     if (auto it = j.find(key); it != j.end() && !it->is_null()) return it->get<T>();
     return std::nullopt;
+}
+
+// "mode", both when absent; std::invalid_argument for a mode the interface does not name (a
+// call checked against the interface file has none).
+SampledModes sampled_modes_from_json(const json& j) {
+    const auto mode = optional_of<std::string>(j, "mode").value_or("both");
+    const auto named = value_named(kSampledModeNames, mode);
+    if (!named) {
+        throw std::invalid_argument("mode '" + mode + "': sample " + names_list(kSampledModeNames));
+    }
+    return *named;
 }
 
 json lines_json(const std::vector<perf::ProfileLine>& lines) {
@@ -131,7 +143,7 @@ json to_json(const ProfileRequest& r) {
     if (r.period) j["period"] = *r.period;
     if (r.frequency) j["frequency"] = *r.frequency;
     j["target"] = to_json(r.target);
-    j["mode"] = r.mode;
+    j["mode"] = name_of(kSampledModeNames, r.mode);
     if (r.top) j["top"] = *r.top;
     if (r.range) {
         j["range"] = json{{"start", hex(r.range->start)},
@@ -151,7 +163,7 @@ ProfileRequest profile_request_from_json(const json& j) {
     if (auto it = j.find("target"); it != j.end() && !it->is_null()) {
         r.target = target_request_from_json(*it);
     }
-    r.mode = optional_of<std::string>(j, "mode").value_or("both");
+    r.mode = sampled_modes_from_json(j);
     r.top = optional_of<int>(j, "top");
     if (auto it = j.find("range"); it != j.end() && !it->is_null()) {
         AddressRange range{.start = address_from_json(it->at("start")),
@@ -189,13 +201,8 @@ Result<perf::ProfileOptions> profile_options(const ProfileRequest& r,
         }
         o.rate = {.frequency = static_cast<std::uint64_t>(*r.frequency)};
     }
-    if (r.mode == "user") {
-        o.kernel = false;
-    } else if (r.mode == "kernel") {
-        o.user = false;
-    } else if (r.mode != "both") {
-        return fail(Status::BadArg, fmt::format("mode '{}': sample user, kernel or both", r.mode));
-    }
+    o.user = r.mode != SampledModes::Kernel;
+    o.kernel = r.mode != SampledModes::User;
     if (r.top && *r.top < 0) {
         return fail(Status::BadArg, fmt::format("top {}: give 0 (all) or more", *r.top));
     }
@@ -312,8 +319,10 @@ ProfileMessage profile_message_from_json(const json& j) {
 }
 
 json to_json(const OverflowRequest& r) {
-    return json{
-        {"event", r.event}, {"period", r.period}, {"target", to_json(r.target)}, {"mode", r.mode}};
+    return json{{"event", r.event},
+                {"period", r.period},
+                {"target", to_json(r.target)},
+                {"mode", name_of(kSampledModeNames, r.mode)}};
 }
 
 OverflowRequest overflow_request_from_json(const json& j) {
@@ -323,7 +332,7 @@ OverflowRequest overflow_request_from_json(const json& j) {
     if (auto it = j.find("target"); it != j.end() && !it->is_null()) {
         r.target = target_request_from_json(*it);
     }
-    r.mode = optional_of<std::string>(j, "mode").value_or("both");
+    r.mode = sampled_modes_from_json(j);
     return r;
 }
 

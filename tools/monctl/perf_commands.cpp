@@ -248,13 +248,14 @@ void show_report(const PerfOptions& o, const json& reply, bool first, std::ostre
 }
 
 // The modes sampled, as --user and --kernel ask.
-Result<std::string> sampled_mode(const PerfOptions& o) {
+Result<protocol::SampledModes> sampled_mode(const PerfOptions& o) {
     if (o.user && o.kernel) {
         return fail(Status::BadArg,
                     "--user and --kernel: give one (both modes are sampled when "
                     "neither is given)");
     }
-    return o.user ? "user" : o.kernel ? "kernel" : "both";
+    using enum protocol::SampledModes;
+    return o.user ? User : o.kernel ? Kernel : Both;
 }
 
 // Puts `text` (a duration) into params[key] in milliseconds; nothing for an empty text.

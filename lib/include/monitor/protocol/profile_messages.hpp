@@ -5,6 +5,7 @@
 // that every reader takes.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -14,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "monitor/enum_names.hpp"
 #include "monitor/perf/profile.hpp"
 #include "monitor/perf/profile_session.hpp"
 #include "monitor/protocol/counter_messages.hpp"
@@ -37,13 +39,21 @@ Result<void> check_range(const AddressRange& r);
 
 inline constexpr int kDefaultProfileTop = 20;
 
+// The modes a profile samples, as the interface names them.
+enum class SampledModes { Both, User, Kernel };
+inline constexpr std::array<EnumName<SampledModes>, 3> kSampledModeNames{{
+    {SampledModes::User, "user"},
+    {SampledModes::Kernel, "kernel"},
+    {SampledModes::Both, "both"},
+}};
+
 struct ProfileRequest {
     std::string event;  // empty: perf::CPU-CLOCK
     std::optional<std::int64_t> period;
     std::optional<std::int64_t> frequency;  // neither: 4000 a second
     TargetRequest target;
-    std::string mode = "both";  // user, kernel, both
-    std::optional<int> top;     // the functions and objects kept (0: all)
+    SampledModes mode = SampledModes::Both;
+    std::optional<int> top;  // the functions and objects kept (0: all)
     std::optional<AddressRange> range;
     // A process stopped before exec()ing a command (monctl perf profile -- CMD): sampling
     // starts at the exec.
@@ -99,7 +109,7 @@ struct OverflowRequest {
     std::string event;
     std::int64_t period = 0;
     TargetRequest target;
-    std::string mode = "both";
+    SampledModes mode = SampledModes::Both;
 
     bool operator==(const OverflowRequest&) const = default;
 };
