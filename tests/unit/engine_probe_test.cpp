@@ -99,7 +99,10 @@ class EngineProbeTest : public ::testing::Test {
         options.proc_root = "/proc";
         options.sys_root = sys_;
         options.probe = mode;
-        options.calibration_wait = 3000ms;
+        // Returns as soon as both probes calibrate; a SCHED_IDLE spinner calibrates only
+        // when its CPU has idle time, which a parallel, sanitized test run can keep away
+        // for seconds.
+        options.calibration_wait = 15s;
         auto engine = Engine::create(options, [] { return Clock::now(); });
         ASSERT_TRUE(engine.has_value()) << engine.error().to_string();
         engine_ = std::move(*engine);
