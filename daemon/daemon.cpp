@@ -72,8 +72,8 @@ monitor::Result<void> Daemon::setup(const Config& config) {
         *server_, *runtime_, [this] { schedule(); }, std::move(counter_options));
     counters_->setup();
     profiles_ = std::make_unique<ProfileService>(
-        parts_.event, *server_, counters_->catalog(), counters_->catalog_error(),
-        [this] { return runtime_->engine().online_cpus(); },
+        parts_.event, *server_, *runtime_, [this] { schedule(); }, counters_->catalog(),
+        counters_->catalog_error(), [this] { return runtime_->engine().online_cpus(); },
         ProfileServiceOptions{.cgroup_root = parts_.counters.cgroup_root,
                               .kallsyms = parts_.proc_root / "kallsyms",
                               .modules = parts_.proc_root / "modules",
@@ -153,6 +153,7 @@ void Daemon::schedule() {
 void Daemon::run_due(Clock::time_point now) {
     auto due = runtime_->run_due(now);
     for (const auto& step : due.runs) counters_->run_stepped(step, now);
+    for (auto& step : due.samplings) profiles_->run_stepped(step);
     if (due.failed_pets > 0) {
         spdlog::error("Watchdog {}: {} pet(s) failed, last: {}",
                       runtime_->watchdog()->status().device, due.failed_pets, due.last_pet_error);

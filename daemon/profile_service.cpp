@@ -6,15 +6,13 @@
 
 #include <algorithm>
 #include <chrono>
-#include <deque>
 #include <optional>
 #include <utility>
 
 #include "monitor/perf/caller_rights.hpp"
-#include "monitor/perf/profile_namer.hpp"
 #include "monitor/perf/profile_session.hpp"
 #include "monitor/protocol/profile_messages.hpp"
-#include "monitor/runtime/counter_run.hpp"
+#include "monitor/runtime/sample_run.hpp"
 #include "monitor/status.hpp"
 #include "monitor/unique_fd.hpp"
 #include "perf_errors.hpp"
@@ -30,29 +28,11 @@ namespace perf = monitor::perf;
 namespace protocol = monitor::protocol;
 using Clock = std::chrono::steady_clock;
 
-namespace {
-
-// How often the rings are drained besides when the kernel says they fill: a process is named
-// from its memory map, which has to be read while it still runs.
-constexpr std::uint64_t kDrainUsec = 50'000;
-constexpr std::uint64_t kAccuracyUsec = 1'000;
-
-std::uint64_t now_usec() {
-    return static_cast<std::uint64_t>(
-        std::chrono::duration_cast<std::chrono::microseconds>(Clock::now().time_since_epoch())
-            .count());
-}
-
-}  // namespace
-
 struct ProfileService::Run {
     ProfileService* service = nullptr;
+    monitor::Runtime::RunId id = 0;  // its SampleRun in the runtime; 0 before it is there
     std::uint64_t connection = 0;
     uid_t uid = 0;  // of the client that started it
-    std::unique_ptr<perf::ProfileSession> session;
-    // A profile's samples are named on a thread of their own (they read other users' files,
-    // which the loop must not wait for); a watch of overflows names none.
-    std::unique_ptr<perf::ProfileNamer> namer;
     // A profile's request; or, for a watch of overflows, its request and what it saw.
     protocol::ProfileRequest request;
     std::optional<protocol::OverflowRequest> overflows;
@@ -61,6 +41,7 @@ struct ProfileService::Run {
     std::optional<perf::Sample> last;
     pid_t pid = 0;       // a process target
     std::string target;  // target_text
+    std::string event;   // as replies name it (with ":u" for user_only)
     // Its client may sample user mode only (perf_rights): the event is named with ":u"
     // added, as perf names it then.
     bool user_only = false;
@@ -70,47 +51,32 @@ struct ProfileService::Run {
     std::string started_by;      // "pid 42 (uid 0)"
     std::string kernel_unnamed;  // why kernel functions go unnamed; empty when they are named
     bool stream = false;         // "more": the started reply, and the intervals with interval_ms
-    std::optional<std::chrono::milliseconds> interval;
-    Clock::time_point started;
-    Clock::time_point interval_started;
+    std::size_t threads = 0;     // of a process target, opened at the start
     std::int64_t intervals = 0;
-    monitor::UniqueFd pidfd;  // a process target: readable once it has exited
-    // The intervals asked of the namer and not sent yet, oldest first: their times.
-    std::deque<std::pair<Clock::time_point, Clock::time_point>> intervals_asked;
-    // Sampling ended, the whole profile asked of the namer: why, and when.
-    std::optional<std::pair<std::string, Clock::time_point>> ending;
-    std::vector<SourcePtr> rings;
-    SourcePtr drain, interval_timer, end, exit;
-    SourcePtr named;  // the namer's results
+    std::string ended;  // sampling ended, a profile's whole asked of the namer: why
+    // The run's descriptors on the loop (its rings, the process's pidfd, the namer's).
+    std::vector<SourcePtr> sources;
 
-    // Reads what the rings hold: named now (a watch), or handed to the namer.
-    void read() {
-        if (!namer) {
-            session->drain(observer());
-            return;
-        }
-        perf::SampleBatch batch;
-        session->read(batch);
-        namer->add(std::move(batch));
+    ~Run() {
+        sources.clear();
+        if (id != 0) service->runtime_.remove_sampling(id);
     }
+    monitor::SampleRun& sampling() const { return *service->runtime_.sampling(id); }
 
-    std::string event_name() const { return session->event().name + (user_only ? ":u" : ""); }
     std::size_t top() const {
         return static_cast<std::size_t>(request.top.value_or(protocol::kDefaultProfileTop));
     }
-    protocol::ProfileMessage message(const perf::Profile& profile, Clock::time_point from,
-                                     Clock::time_point to) const {
-        auto m = protocol::make_profile_message(profile, top(), request.range);
-        m.event = event_name();
+    protocol::ProfileMessage message(const monitor::SampleRun::Named& named) const {
+        auto m = protocol::make_profile_message(named.profile, top(), request.range);
+        m.event = event;
         m.target = target;
-        m.elapsed = std::chrono::duration<double>(to - from).count();
-        if (session->threads() > 0) m.threads = static_cast<int>(session->threads());
+        m.elapsed = std::chrono::duration<double>(named.to - named.from).count();
+        if (threads > 0) m.threads = static_cast<int>(threads);
         m.kernel_symbols = kernel_unnamed;
         return m;
     }
-    // The drain's observer of a watch of overflows.
-    std::function<void(const perf::Sample&)> observer() {
-        if (!overflows) return {};
+    // The observer of a watch of overflows' samples.
+    monitor::SampleRun::Observer observer() {
         return [this](const perf::Sample& s) {
             ++batch_overflows;
             ++total_overflows;
@@ -123,25 +89,30 @@ struct ProfileService::Run {
         if (last && !kernel_addresses && last->mode != perf::SampleMode::User) {
             last->ip = 0;  // as the kernel shows a kernel address to such a reader
         }
-        protocol::OverflowBatch b{.event = event_name(),
-                                  .period = overflows->period,
-                                  .overflows = std::exchange(batch_overflows, 0),
-                                  .total = total_overflows,
-                                  .elapsed = std::chrono::duration<double>(now - started).count(),
-                                  .last = std::exchange(last, std::nullopt)};
-        const auto report = session->profile().report(1);
+        const auto& run = sampling();
+        protocol::OverflowBatch b{
+            .event = event,
+            .period = overflows->period,
+            .overflows = std::exchange(batch_overflows, 0),
+            .total = total_overflows,
+            .elapsed = std::chrono::duration<double>(now - run.started()).count(),
+            .last = std::exchange(last, std::nullopt)};
+        const auto report = run.session().profile().report(1);
         b.lost = report.lost;
         b.throttled = report.throttled;
         return b;
     }
 };
 
-ProfileService::ProfileService(sd_event* event, VarlinkServer& server,
-                               const perf::EventCatalog* catalog, std::string catalog_error,
+ProfileService::ProfileService(sd_event* event, VarlinkServer& server, monitor::Runtime& runtime,
+                               std::function<void()> schedule, const perf::EventCatalog* catalog,
+                               std::string catalog_error,
                                std::function<std::vector<int>()> online_cpus,
                                ProfileServiceOptions options)
     : event_(event),
       server_(server),
+      runtime_(runtime),
+      schedule_(std::move(schedule)),
       catalog_(catalog),
       catalog_error_(std::move(catalog_error)),
       online_cpus_(std::move(online_cpus)),
@@ -238,7 +209,7 @@ ProfileService::Response ProfileService::start_run(std::unique_ptr<Run> run,
                                        runs_.size())},
             nullptr);
     }
-    monitor::CounterRunOptions times;
+    monitor::SampleRunOptions times;
     if (auto it = call.parameters.find("duration_ms");
         it != call.parameters.end() && !it->is_null()) {
         times.duration = std::chrono::milliseconds(it->get<std::int64_t>());
@@ -291,7 +262,6 @@ ProfileService::Response ProfileService::start_run(std::unique_ptr<Run> run,
     run->started_by = fmt::format("pid {} (uid {})", peer.cred.pid, peer.cred.uid);
     run->uid = peer.cred.uid;
     run->stream = call.more;
-    run->interval = call.more ? times.interval : std::nullopt;
     std::optional<perf::PinnedProcess> pinned;
     if (process) {
         // Opened before the rings: a pid reused after the process ended is then not followed.
@@ -317,94 +287,103 @@ ProfileService::Response ProfileService::start_run(std::unique_ptr<Run> run,
                                                             pid)},
                                 catalog_);
     }
-    if (pinned) run->pidfd = pinned->release();
-    if (!run->overflows) {
-        auto namer = perf::ProfileNamer::start((*session)->take_builder());
-        if (!namer) return perf_error_reply(namer.error(), catalog_);
-        run->namer = std::move(*namer);
-    }
-    run->session = std::move(*session);
-    run->started = run->interval_started = Clock::now();
-
-    // The sources: each ring when the kernel says it fills, the drain timer, the end, the
-    // intervals, and the process's exit.
-    Run* r = run.get();
-    auto add_time = [&](SourcePtr& out, std::uint64_t usec, sd_event_time_handler_t handler,
-                        const char* what) -> bool {
-        sd_event_source* s = nullptr;
-        if (sd_event_add_time(event_, &s, CLOCK_MONOTONIC, usec, kAccuracyUsec, handler, r) < 0) {
-            return false;
-        }
-        sd_event_source_set_description(s, what);
-        out.reset(s);
-        return true;
-    };
-    bool ok = true;
-    for (int fd : r->session->fds()) {
-        sd_event_source* s = nullptr;
-        if (sd_event_add_io(event_, &s, fd, EPOLLIN, on_ring, r) < 0) {
-            ok = false;
-            break;
-        }
-        sd_event_source_set_description(s, "profile-ring");
-        r->rings.emplace_back(s);
-    }
-    const std::uint64_t start = now_usec();
-    ok = ok && add_time(r->drain, start + kDrainUsec, on_drain, "profile-drain");
-    if (ok && times.duration) {
-        ok = add_time(r->end, start + static_cast<std::uint64_t>(times.duration->count()) * 1000,
-                      on_end, "profile-end");
-    }
-    if (ok && r->interval) {
-        ok = add_time(r->interval_timer,
-                      start + static_cast<std::uint64_t>(r->interval->count()) * 1000, on_interval,
-                      "profile-interval");
-    }
-    if (ok && r->pidfd) {
-        sd_event_source* s = nullptr;
-        ok = sd_event_add_io(event_, &s, r->pidfd.get(), EPOLLIN, on_exit, r) >= 0;
-        if (ok) r->exit.reset(s);
-    }
-    if (ok && r->namer) {
-        sd_event_source* s = nullptr;
-        ok = sd_event_add_io(event_, &s, r->namer->fd(), EPOLLIN, on_named, r) >= 0;
-        if (ok) {
-            sd_event_source_set_description(s, "profile-named");
-            r->named.reset(s);
-        }
-    }
-    if (!ok) {
+    run->threads = (*session)->threads();
+    run->event = (*session)->event().name + (run->user_only ? ":u" : "");
+    // Intervals are sent only to a client that reads more than one reply.
+    if (!run->stream) times.interval.reset();
+    auto sampling = monitor::SampleRun::start(
+        std::move(*session), times, Clock::now(), pinned ? pinned->release() : monitor::UniqueFd{},
+        run->overflows ? run->observer() : monitor::SampleRun::Observer{});
+    if (!sampling) return perf_error_reply(sampling.error(), catalog_);
+    run->id = runtime_.add_sampling(std::move(*sampling));
+    if (!watch(*run)) {
         return perf_error_reply({Status::IoErr, "cannot watch the sample rings on the event loop"},
                                 catalog_);
     }
-    spdlog::info("{} started: {} of {}{} ({})", r->overflows ? "Watch of overflows" : "Profile",
-                 r->event_name(), r->target,
+    spdlog::info("{} started: {} of {}{} ({})", run->overflows ? "Watch of overflows" : "Profile",
+                 run->event, run->target,
                  times.duration ? fmt::format(" for {} ms", times.duration->count())
                                 : std::string{" until it exits"},
-                 r->started_by);
+                 run->started_by);
+    const bool stream = run->stream;
     runs_.emplace(peer.connection, std::move(run));
-    if (!r->stream) return Response::later();
+    schedule_();
+    if (!stream) return Response::later();
     Reply started;
     started.parameters = json{{"started", true}};
     started.continues = true;
     return started;
 }
 
-void ProfileService::send_interval(Run& run) {
-    run.read();
-    const auto now = Clock::now();
-    if (run.namer) {
-        // Sent once named (on_named).
-        run.intervals_asked.emplace_back(run.interval_started, now);
-        run.interval_started = now;
-        run.namer->end_interval();
+bool ProfileService::watch(Run& run) {
+    run.sources.clear();
+    for (int fd : run.sampling().fds()) {
+        sd_event_source* s = nullptr;
+        if (sd_event_add_io(event_, &s, fd, EPOLLIN, on_ready, &run) < 0) return false;
+        sd_event_source_set_description(s, "profile");
+        run.sources.emplace_back(s);
+    }
+    return true;
+}
+
+void ProfileService::run_stepped(monitor::Runtime::Due::SampleStep& step) {
+    auto it = std::ranges::find_if(runs_, [&](const auto& r) { return r.second->id == step.id; });
+    if (it == runs_.end()) return;  // ended by an earlier step's reply
+    stepped(*it->second, step.step);
+}
+
+void ProfileService::stepped(Run& run, monitor::Result<monitor::SampleRun::Step>& step) {
+    if (!step) {
+        end(run, perf_error_reply(step.error(), catalog_), 0);
         return;
     }
-    if (run.batch_overflows == 0) return;  // a batch is sent when it has overflows
-    Reply reply;
-    reply.parameters = json{{"batch", protocol::to_json(run.batch(now))}};
-    reply.continues = true;
-    send_or_end(run, std::move(reply));
+    const auto now = Clock::now();
+    if (step->interval_ended && run.overflows && run.batch_overflows > 0) {
+        // A batch is sent when it has overflows.
+        Reply reply;
+        reply.parameters = json{{"batch", protocol::to_json(run.batch(now))}};
+        reply.continues = true;
+        if (!send_or_end(run, std::move(reply))) return;  // `run` is gone
+    }
+    if (step->ended) {
+        run.ended = *step->ended == monitor::SampleRun::End::Exited
+                        ? fmt::format("process {} exited", run.pid)
+                        : run.end_reason;
+        if (run.overflows) {
+            auto b = run.batch(now);
+            b.final = true;
+            b.ended = run.ended;
+            const auto samples = run.sampling().session().profile().report(1).samples;
+            Reply reply;
+            reply.parameters = json{{"batch", protocol::to_json(b)}};
+            end(run, std::move(reply), samples);
+            return;  // `run` is gone
+        }
+        // Only the namer's descriptor is left to watch: the whole profile comes through it.
+        if (!watch(run)) {
+            end(run,
+                perf_error_reply({Status::IoErr, "cannot watch the namer on the event loop"},
+                                 catalog_),
+                0);
+            return;
+        }
+    }
+    for (auto& named : step->named) {
+        auto m = run.message(named);
+        Reply reply;
+        if (named.whole) {
+            m.final = true;
+            m.ended = run.ended;
+            const auto samples = named.profile.report(1).samples;
+            reply.parameters = json{{"report", protocol::to_json(m)}};
+            end(run, std::move(reply), samples);
+            return;  // `run` is gone
+        }
+        m.interval = ++run.intervals;
+        reply.parameters = json{{"report", protocol::to_json(m)}};
+        reply.continues = true;
+        if (!send_or_end(run, std::move(reply))) return;  // `run` is gone
+    }
 }
 
 bool ProfileService::send_or_end(Run& run, Reply reply) {
@@ -416,40 +395,10 @@ bool ProfileService::send_or_end(Run& run, Reply reply) {
     return false;
 }
 
-void ProfileService::finish(Run& run, std::string ended) {
-    auto stopped = run.session->disable();
-    run.read();
-    const auto now = Clock::now();
-    if (stopped && run.namer) {
-        // The whole profile is sent once named (on_named); nothing else happens meanwhile.
-        run.rings.clear();
-        run.drain.reset();
-        run.interval_timer.reset();
-        run.end.reset();
-        run.exit.reset();
-        run.ending.emplace(std::move(ended), now);
-        run.namer->finish();
-        return;
-    }
-    Reply reply;
-    std::uint64_t samples = 0;
-    if (!stopped) {
-        reply = perf_error_reply(stopped.error(), catalog_);
-    } else {
-        auto b = run.batch(now);
-        b.final = true;
-        b.ended = std::move(ended);
-        samples = run.session->profile().report(1).samples;
-        reply.parameters = json{{"batch", protocol::to_json(b)}};
-    }
-    end(run, std::move(reply), samples);
-}
-
 void ProfileService::end(Run& run, Reply reply, std::uint64_t samples) {
     spdlog::info("{} ended: {} of {}, {} samples{} ({})",
-                 run.overflows ? "Watch of overflows" : "Profile", run.event_name(), run.target,
-                 samples, reply.error ? fmt::format(": {}", *reply.error) : std::string{},
-                 run.started_by);
+                 run.overflows ? "Watch of overflows" : "Profile", run.event, run.target, samples,
+                 reply.error ? fmt::format(": {}", *reply.error) : std::string{}, run.started_by);
     const auto connection = run.connection;
     runs_.erase(connection);  // `run` is gone from here
     server_.send(connection, Response{std::move(reply)});
@@ -462,63 +411,12 @@ void ProfileService::connection_closed(std::uint64_t connection) {
     runs_.erase(it);
 }
 
-int ProfileService::on_ring(sd_event_source*, int, uint32_t, void* userdata) {
-    static_cast<Run*>(userdata)->read();
-    return 0;
-}
-
-int ProfileService::on_drain(sd_event_source* s, uint64_t usec, void* userdata) {
-    auto& run = *static_cast<Run*>(userdata);
-    run.read();
-    sd_event_source_set_time(s, usec + kDrainUsec);
-    sd_event_source_set_enabled(s, SD_EVENT_ON);
-    return 0;
-}
-
-int ProfileService::on_interval(sd_event_source* s, uint64_t usec, void* userdata) {
-    auto& run = *static_cast<Run*>(userdata);
-    sd_event_source_set_time(s, usec + static_cast<std::uint64_t>(run.interval->count()) * 1000);
-    sd_event_source_set_enabled(s, SD_EVENT_ON);
-    run.service->send_interval(run);  // may end the run
-    return 0;
-}
-
-int ProfileService::on_end(sd_event_source*, uint64_t, void* userdata) {
-    auto& run = *static_cast<Run*>(userdata);
-    run.service->finish(run, run.end_reason);
-    return 0;
-}
-
-int ProfileService::on_exit(sd_event_source*, int, uint32_t, void* userdata) {
-    auto& run = *static_cast<Run*>(userdata);
-    run.service->finish(run, fmt::format("process {} exited", run.pid));
-    return 0;
-}
-
-int ProfileService::on_named(sd_event_source*, int, uint32_t, void* userdata) {
+int ProfileService::on_ready(sd_event_source*, int, uint32_t, void* userdata) {
     auto& run = *static_cast<Run*>(userdata);
     auto& service = *run.service;
-    for (auto& named : run.namer->take()) {
-        if (named.whole) {
-            auto& [ended, at] = *run.ending;
-            auto m = run.message(named.profile, run.started, at);
-            m.final = true;
-            m.ended = std::move(ended);
-            const auto samples = named.profile.report(1).samples;
-            Reply reply;
-            reply.parameters = json{{"report", protocol::to_json(m)}};
-            service.end(run, std::move(reply), samples);
-            return 0;  // `run` is gone
-        }
-        const auto [from, to] = run.intervals_asked.front();
-        run.intervals_asked.pop_front();
-        auto m = run.message(named.profile, from, to);
-        m.interval = ++run.intervals;
-        Reply reply;
-        reply.parameters = json{{"report", protocol::to_json(m)}};
-        reply.continues = true;
-        if (!service.send_or_end(run, std::move(reply))) return 0;  // `run` is gone
-    }
+    auto step = run.sampling().advance(Clock::now());
+    service.stepped(run, step);  // may end the run
+    service.schedule_();
     return 0;
 }
 

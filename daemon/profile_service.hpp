@@ -1,10 +1,10 @@
-// The sampling half of the control interface: Profile samples a target on the daemon's loop
-// (its rings drained when the kernel says they fill, and every 50 ms so that a process is
-// named while it still runs), names the samples on a thread of its own (ProfileNamer: naming
-// reads other users' files, which the loop never waits for), and replies with the profile:
-// once at the end, or streamed per interval. WatchOverflows samples an event every N events and
-// tells of the overflows in batches, each with the last one's address. Several runs at once, each
-// owned by its connection.
+// The sampling half of the control interface: Profile samples a target as a SampleRun in the
+// runtime (which paces it: its rings read when the kernel says they fill and every 50 ms, so
+// that a process is named while it still runs; its samples named on a thread of its own, as
+// naming reads other users' files, which the loop never waits for), and replies with the
+// profile: once at the end, or streamed per interval. WatchOverflows samples an event every N
+// events and tells of the overflows in batches, each with the last one's address. Several runs at
+// once, each owned by its connection.
 #pragma once
 
 #include <systemd/sd-event.h>
@@ -22,6 +22,7 @@
 #include "monitor/perf/event_catalog.hpp"
 #include "monitor/perf/kernel_symbols.hpp"
 #include "monitor/perf/profile_session.hpp"
+#include "monitor/runtime/runtime.hpp"
 #include "varlink_server.hpp"
 
 namespace monitord {
@@ -43,17 +44,21 @@ struct ProfileServiceOptions {
 
 class ProfileService {
   public:
+    // The runs go into `runtime`, whose next_due() changed when `schedule` is called;
     // `catalog` is the counter service's (null: performance counters are unavailable, for
     // `catalog_error`); `online_cpus` gives the CPUs to sample on.
-    ProfileService(sd_event* event, VarlinkServer& server,
-                   const monitor::perf::EventCatalog* catalog, std::string catalog_error,
-                   std::function<std::vector<int>()> online_cpus, ProfileServiceOptions options);
+    ProfileService(sd_event* event, VarlinkServer& server, monitor::Runtime& runtime,
+                   std::function<void()> schedule, const monitor::perf::EventCatalog* catalog,
+                   std::string catalog_error, std::function<std::vector<int>()> online_cpus,
+                   ProfileServiceOptions options);
     ~ProfileService();
     ProfileService(const ProfileService&) = delete;
     ProfileService& operator=(const ProfileService&) = delete;
 
     // Registers the method.
     void setup();
+    // What the runtime's run_due() did to a run: the replies it calls for.
+    void run_stepped(monitor::Runtime::Due::SampleStep& step);
     // A connection closed: its profile ends.
     void connection_closed(std::uint64_t connection);
     std::size_t running() const { return runs_.size(); }
@@ -78,24 +83,22 @@ class ProfileService {
     std::optional<monitor::varlink::Reply> limit_to_rights(
         Run& run, monitor::perf::ProfileOptions& options,
         const monitor::perf::CallerRights& rights) const;
-    // Sampling ends: the end's reply is sent now, or once the profile is named (on_named).
-    void finish(Run& run, std::string ended);
+    // Watches the run's descriptors on the loop (again, after they changed).
+    bool watch(Run& run);
+    // Sends what `step` of the run calls for; may end the run.
+    void stepped(Run& run, monitor::Result<monitor::SampleRun::Step>& step);
     // Logs the run's end with its `samples`, forgets it, and sends `reply`.
     void end(Run& run, monitor::varlink::Reply reply, std::uint64_t samples);
-    void send_interval(Run& run);
     // Sends a reply that continues the run; false when that dropped the connection, which
     // ended the run (`run` is gone).
     bool send_or_end(Run& run, monitor::varlink::Reply reply);
 
-    static int on_ring(sd_event_source* s, int fd, uint32_t revents, void* userdata);
-    static int on_drain(sd_event_source* s, uint64_t usec, void* userdata);
-    static int on_interval(sd_event_source* s, uint64_t usec, void* userdata);
-    static int on_end(sd_event_source* s, uint64_t usec, void* userdata);
-    static int on_exit(sd_event_source* s, int fd, uint32_t revents, void* userdata);
-    static int on_named(sd_event_source* s, int fd, uint32_t revents, void* userdata);
+    static int on_ready(sd_event_source* s, int fd, uint32_t revents, void* userdata);
 
     sd_event* event_;
     VarlinkServer& server_;
+    monitor::Runtime& runtime_;
+    std::function<void()> schedule_;
     const monitor::perf::EventCatalog* catalog_;
     std::string catalog_error_;
     std::function<std::vector<int>()> online_cpus_;

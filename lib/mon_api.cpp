@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "mon.h"
@@ -77,15 +78,16 @@ struct OverflowCall {
 };
 
 // A running session's overflows of one set: its event sampled every `period` events on the
-// session's target.
+// session's target, by a sample run in the runtime.
 struct OverflowWatch {
     int set = 0;
     Overflow overflow;
-    std::unique_ptr<monitor::perf::ProfileSession> sampling;
+    monitor::Runtime::RunId run = 0;
     std::uint64_t seen = 0;
 };
 
-// How often the POLL task looks for overflows while a session has handlers.
+// How often the POLL task looks for overflows while a session has handlers: the watches' sample
+// runs read their rings this often.
 constexpr auto kOverflowLook = std::chrono::milliseconds(10);
 
 struct PerfState {
@@ -95,7 +97,10 @@ struct PerfState {
     std::optional<Collection> collection;
     std::optional<MON_perf_stats> last;              // the counts of the last session that ended
     std::array<Overflow, MON_PERF_SETS> overflow{};  // the handlers, per set
-    std::vector<OverflowWatch> watches;              // the running session's
+    // The running session's; each read by its sample run, which adds the overflows to
+    // `overflows` (under the data lock) for the POLL task to tell of.
+    std::vector<std::unique_ptr<OverflowWatch>> watches;
+    std::vector<OverflowCall> overflows;
 };
 
 struct Mon {
@@ -150,24 +155,16 @@ struct Ending {
     }
 };
 
-// The overflows of the running session's watches since the last look (all that are left,
-// with `stop`), as calls to make. Under m.data.
+// The overflows the running session's watches read since the last look, as calls to make;
+// with `stop`, all that are left, the watches' runs ended. Under m.data.
 std::vector<OverflowCall> take_overflows(Mon& m, bool stop) {
-    std::vector<OverflowCall> calls;
-    for (auto& w : m.perf.watches) {
-        auto count = [&](const monitor::perf::Sample&) {
-            ++w.seen;
-            calls.push_back({w.overflow.handler, w.set,
-                             static_cast<unsigned long long>(w.seen * w.overflow.period),
-                             w.overflow.user});
-        };
-        if (stop) {
-            (void)w.sampling->stop(count);
-        } else {
-            w.sampling->drain(count);
+    if (stop) {
+        for (const auto& w : m.perf.watches) {
+            if (auto* run = m.runtime->sampling(w->run)) (void)run->finish(Clock::now());
+            m.runtime->remove_sampling(w->run);
         }
     }
-    return calls;
+    return std::exchange(m.perf.overflows, {});
 }
 
 // Ends the session: stops it unless its run finished by itself (`failure`: the reason its run
@@ -217,19 +214,16 @@ void poll_loop(Mon& m) noexcept {
     std::unique_lock lock(m.data);
     while (!m.stop_poll) {
         m.schedule_changed = false;
-        auto wake_at = m.runtime->next_due();
-        if (!m.perf.watches.empty()) wake_at = std::min(wake_at, Clock::now() + kOverflowLook);
+        const auto wake_at = m.runtime->next_due();
         m.wake.wait_until(lock, wake_at, [&] { return m.stop_poll || m.schedule_changed; });
         if (m.stop_poll) break;
         std::optional<Ending> ending;
         std::vector<OverflowCall> overflows;
-        (void)guarded("the POLL task's overflows", [&] {
-            overflows = take_overflows(m, false);
-            return MON_SUCCESS;
-        });
         (void)guarded("the POLL task", [&] {
-            // A failed sample is a gap in the history.
+            // A failed sample is a gap in the history; the watches' runs only read their rings
+            // (they have neither a duration nor intervals).
             auto due = m.runtime->run_due(Clock::now());
+            overflows = take_overflows(m, false);
             for (const auto& r : due.runs) {
                 if (r.id != m.perf.run) continue;
                 if (!r.step) {
@@ -281,7 +275,8 @@ MON_status begin_perf(const char* call, const MON_perf_config* config,
                     std::string{call} + ": " + options.error().message);
     }
     // The sets' overflow handlers: each set's event sampled on the same target.
-    std::vector<OverflowWatch> watches;
+    std::vector<std::unique_ptr<OverflowWatch>> watches;
+    std::vector<std::unique_ptr<monitor::SampleRun>> runs;
     for (int set = 0; set < MON_PERF_SETS; ++set) {
         const Overflow& o = m.perf.overflow[static_cast<std::size_t>(set)];
         if (o.handler == nullptr) continue;
@@ -294,15 +289,28 @@ MON_status begin_perf(const char* call, const MON_perf_config* config,
                                          .rate = {.period = o.period},
                                          .target = options->target,
                                          .cpus = online,
-                                         .ring_pages = 16,  // looked at every 10 ms
+                                         .ring_pages = 16,  // read every 10 ms
                                          .profile = false};
         auto sampling = monitor::perf::ProfileSession::start(*m.perf.catalog, std::move(po));
-        if (!sampling) {
-            return fail(static_cast<MON_status>(sampling.error().status),
+        auto watch = std::make_unique<OverflowWatch>(OverflowWatch{set + 1, o, 0, 0});
+        // Called by the run under the data lock, on the POLL task.
+        auto seen = [&m, w = watch.get()](const monitor::perf::Sample&) {
+            ++w->seen;
+            m.perf.overflows.push_back(
+                {w->overflow.handler, w->set,
+                 static_cast<unsigned long long>(w->seen * w->overflow.period), w->overflow.user});
+        };
+        auto run = sampling
+                       ? monitor::SampleRun::start(std::move(*sampling), {.drain = kOverflowLook},
+                                                   Clock::now(), {}, std::move(seen))
+                       : std::unexpected(sampling.error());
+        if (!run) {
+            return fail(static_cast<MON_status>(run.error().status),
                         std::string{call} + ": the overflows of set " + std::to_string(set + 1) +
-                            ": " + sampling.error().message);
+                            ": " + run.error().message);
         }
-        watches.push_back({set + 1, o, std::move(*sampling), 0});
+        runs.push_back(std::move(*run));
+        watches.push_back(std::move(watch));
     }
     auto session = monitor::perf::PerfSession::start(
         *m.perf.catalog, std::make_unique<monitor::perf::PerfEventDevice>(), std::move(*options));
@@ -317,7 +325,11 @@ MON_status begin_perf(const char* call, const MON_perf_config* config,
         m.perf.run = m.runtime->add_run(std::move(*session), run, Clock::now());
         m.perf.event_of_set = event_of_set;
         m.perf.collection = collection;
+        for (std::size_t i = 0; i < watches.size(); ++i) {
+            watches[i]->run = m.runtime->add_sampling(std::move(runs[i]));
+        }
         m.perf.watches = std::move(watches);
+        m.perf.overflows.clear();
         m.schedule_changed = true;
     }
     m.wake.notify_all();

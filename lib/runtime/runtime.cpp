@@ -27,6 +27,7 @@ Runtime::Runtime(std::unique_ptr<Engine> engine, std::shared_ptr<watchdog::Watch
 
 // The runs' counters close before the engine's probes stop.
 Runtime::~Runtime() {
+    samplings_.clear();
     runs_.clear();
 }
 
@@ -87,9 +88,25 @@ void Runtime::remove_run(RunId id) {
     runs_.erase(id);
 }
 
+Runtime::RunId Runtime::add_sampling(std::unique_ptr<SampleRun> run) {
+    const RunId id = next_run_++;
+    samplings_.emplace(id, std::move(run));
+    return id;
+}
+
+SampleRun* Runtime::sampling(RunId id) {
+    auto it = samplings_.find(id);
+    return it == samplings_.end() ? nullptr : it->second.get();
+}
+
+void Runtime::remove_sampling(RunId id) {
+    samplings_.erase(id);
+}
+
 Runtime::Clock::time_point Runtime::next_due() const {
     Clock::time_point due = ticks_.next();
     for (const auto& [id, run] : runs_) due = std::min(due, run->next_due());
+    for (const auto& [id, run] : samplings_) due = std::min(due, run->next_due());
     return due;
 }
 
@@ -103,6 +120,9 @@ Runtime::Due Runtime::run_due(Clock::time_point now) {
     }
     for (auto& [id, run] : runs_) {
         if (run->next_due() <= now) due.runs.push_back({id, run->advance(now)});
+    }
+    for (auto& [id, run] : samplings_) {
+        if (run->next_due() <= now) due.samplings.push_back({id, run->advance(now)});
     }
     return due;
 }

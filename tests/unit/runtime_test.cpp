@@ -1,7 +1,8 @@
 // Tests of the Runtime, what the daemon and the MON_* C API both drive: the loading tick's
 // schedule (a second apart, no drift, no burst after a stall), counter runs paced with it, and
-// the watchdog it arms for its idle probes. The engine reads a temporary /proc; the clock is
-// made up, except where real probes pet a FIFO standing in for /dev/watchdog.
+// the watchdog it arms for its idle probes, sample runs in the same schedule. The engine reads a
+// temporary /proc; the clock is made up, except where real probes pet a FIFO standing in for
+// /dev/watchdog.
 #include "monitor/runtime/runtime.hpp"
 
 #include <fcntl.h>
@@ -16,6 +17,7 @@
 #include <thread>
 
 #include "../support/simulated_ppc750_pmu.hpp"
+#include "monitor/loading/cpu_list.hpp"
 #include "monitor/perf/event_catalog.hpp"
 #include "test_support.hpp"
 
@@ -123,6 +125,50 @@ TEST_F(RuntimeTest, ARunsPeriodsEndOnTheTicks) {
     rt->remove_run(id);
     EXPECT_EQ(rt->run(id), nullptr);
     EXPECT_EQ(rt->next_due(), t0_ + 2s);
+}
+
+// A sample run (a watch of this process's task clock, on real rings) is paced in the same
+// schedule: due at its drains, its steps reported by run_due(), the tick's schedule kept.
+TEST_F(RuntimeTest, ASampleRunIsDueAtItsDrainsAndEndsAtItsDuration) {
+    auto catalog = perf::EventCatalog::create();
+    ASSERT_TRUE(catalog) << catalog.error().to_string();
+    auto online = read_online_cpus("/sys");
+    ASSERT_TRUE(online) << online.error().to_string();
+    perf::ProfileOptions po{.event = "perf::TASK-CLOCK",
+                            .rate = {.period = 1'000'000},
+                            .target = {.kind = perf::TargetKind::Process, .pid = ::getpid()},
+                            .cpus = *online,
+                            .ring_pages = 16,
+                            .kernel = false,
+                            .profile = false};
+    auto session = perf::ProfileSession::start(*catalog, std::move(po));
+    if (!session) GTEST_SKIP() << "cannot sample here: " << session.error().to_string();
+    auto rt = create();
+    ASSERT_TRUE(rt);
+    std::uint64_t seen = 0;
+    auto run = SampleRun::start(std::move(*session), {.duration = 100ms, .drain = 30ms}, t0_, {},
+                                [&](const perf::Sample&) { ++seen; });
+    ASSERT_TRUE(run) << run.error().to_string();
+    const auto id = rt->add_sampling(std::move(*run));
+    ASSERT_NE(rt->sampling(id), nullptr);
+    EXPECT_EQ(rt->next_due(), t0_ + 30ms);
+    auto due = rt->run_due(t0_ + 10ms);  // early: nothing is due
+    EXPECT_TRUE(due.samplings.empty());
+    due = rt->run_due(t0_ + 30ms);
+    ASSERT_EQ(due.samplings.size(), 1u);
+    EXPECT_EQ(due.samplings[0].id, id);
+    ASSERT_TRUE(due.samplings[0].step);
+    EXPECT_FALSE(due.samplings[0].step->ended);
+    EXPECT_EQ(rt->next_due(), t0_ + 60ms) << "the next drain";
+    due = rt->run_due(t0_ + 100ms);
+    ASSERT_EQ(due.samplings.size(), 1u);
+    ASSERT_TRUE(due.samplings[0].step);
+    ASSERT_TRUE(due.samplings[0].step->ended);
+    EXPECT_EQ(*due.samplings[0].step->ended, SampleRun::End::Duration);
+    EXPECT_EQ(rt->next_due(), t0_ + 1s) << "an ended run is due no more; the tick is";
+    rt->remove_sampling(id);
+    EXPECT_EQ(rt->sampling(id), nullptr);
+    EXPECT_TRUE(rt->run_due(t0_ + 1s).samplings.empty());
 }
 
 TEST_F(RuntimeTest, TheWatchdogNeedsProbesToPetIt) {

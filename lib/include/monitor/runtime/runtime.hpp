@@ -1,8 +1,8 @@
 // What every front end of libmonitor runs: the Engine on its tick schedule, the hardware
 // watchdog the engine's idle probes pet (armed with the CPUs that can earn credits, kept in
-// step with them), and the counter runs that pace themselves. The front ends are adapters
-// over it: the daemon drives it from its sd-event loop, the MON_* C API from its POLL task;
-// each asks next_due() when to wake and calls run_due() when woken, so that every rule of
+// step with them), and the counter and sample runs that pace themselves. The front ends are
+// adapters over it: the daemon drives it from its sd-event loop, the MON_* C API from its POLL
+// task; each asks next_due() when to wake and calls run_due() when woken, so that every rule of
 // timing lives here once.
 #pragma once
 
@@ -16,6 +16,7 @@
 
 #include "monitor/engine.hpp"
 #include "monitor/runtime/counter_run.hpp"
+#include "monitor/runtime/sample_run.hpp"
 #include "monitor/runtime/tick_schedule.hpp"
 #include "monitor/status.hpp"
 #include "monitor/watchdog/watchdog.hpp"
@@ -67,6 +68,15 @@ class Runtime {
     // Ends a run: its counters close.
     void remove_run(RunId id);
 
+    // Sample runs (profiles, watches of overflows), in the same id space as the counter runs.
+    // A run is also due when one of its fds() is readable: its owner then calls its advance()
+    // itself, and asks next_due() again.
+    RunId add_sampling(std::unique_ptr<SampleRun> run);
+    // nullptr when there is no such run (any more).
+    SampleRun* sampling(RunId id);
+    // Ends a sample run: its rings close (a namer still naming drops what it names).
+    void remove_sampling(RunId id);
+
     // When run_due() must next be called: the next tick or the earliest run's due time.
     Clock::time_point next_due() const;
 
@@ -85,6 +95,12 @@ class Runtime {
         // The runs that were due, with what they did or why they failed (the owner then
         // removes them).
         std::vector<RunStep> runs;
+        struct SampleStep {
+            RunId id = 0;
+            Result<SampleRun::Step> step;
+        };
+        // The same of the sample runs.
+        std::vector<SampleStep> samplings;
     };
     // Does whatever is due at `now`: the tick (a sample of every source, then the
     // watchdog's CPUs brought in step with the probes), and the runs' work.
@@ -101,6 +117,7 @@ class Runtime {
     std::vector<int> watchdog_cpus_;  // as last given to the watchdog
     std::uint64_t pet_errors_seen_ = 0;
     std::map<RunId, std::unique_ptr<CounterRun>> runs_;
+    std::map<RunId, std::unique_ptr<SampleRun>> samplings_;
     RunId next_run_ = 1;
 };
 
