@@ -1,7 +1,9 @@
-// A FUSE file system of one file, "program", a copy of PROGRAM, whose first read by a thread
-// of process READER stalls for STALL_MS, as a hung network file system stalls its readers: it
-// tells on stdout ("stalled thread T of process P for M ms"), then waits. A test's stand-in
-// for a file that a process maps and that the one who reads it to name its code waits on.
+// A FUSE file system of one file, "program", a copy of PROGRAM, that stalls process READER for
+// STALL_MS from its first read on, as a hung network file system stalls its readers: it tells
+// on stdout ("stalled thread T of process P for M ms"), and every read of the process until
+// then waits (not only the first: that may be the kernel's readahead, which its reader does
+// not wait for). A test's stand-in for a file that a process maps and that the one who reads
+// it to name its code waits on.
 //
 //     stalling_fs PROGRAM READER STALL_MS MOUNTPOINT
 //
@@ -19,6 +21,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,7 +32,8 @@ namespace {
 std::vector<char> program;
 pid_t reader = 0;
 int stall_ms = 0;
-std::atomic<bool> stalled{false};
+std::mutex stall;
+std::optional<std::chrono::steady_clock::time_point> stalled_until;  // under `stall`
 
 // The process of thread `tid` (its Tgid), or 0.
 pid_t process_of(pid_t tid) {
@@ -72,11 +77,20 @@ int open(const char* path, fuse_file_info* fi) {
 int read(const char* path, char* buf, size_t size, off_t offset, fuse_file_info*) {
     if (std::strcmp(path, kName) != 0) return -ENOENT;
     const pid_t tid = fuse_get_context()->pid;
-    if (process_of(tid) == reader && !stalled.exchange(true)) {
-        std::printf("stalled thread %d of process %d for %d ms\n", static_cast<int>(tid),
-                    static_cast<int>(reader), stall_ms);
-        std::fflush(stdout);
-        std::this_thread::sleep_for(std::chrono::milliseconds(stall_ms));
+    if (process_of(tid) == reader) {
+        std::chrono::steady_clock::time_point until;
+        {
+            std::lock_guard lock(stall);
+            if (!stalled_until) {
+                stalled_until =
+                    std::chrono::steady_clock::now() + std::chrono::milliseconds(stall_ms);
+                std::printf("stalled thread %d of process %d for %d ms\n", static_cast<int>(tid),
+                            static_cast<int>(reader), stall_ms);
+                std::fflush(stdout);
+            }
+            until = *stalled_until;
+        }
+        std::this_thread::sleep_until(until);
     }
     if (offset < 0 || static_cast<std::size_t>(offset) >= program.size()) return 0;
     const auto n = std::min(size, program.size() - static_cast<std::size_t>(offset));
