@@ -11,6 +11,9 @@
 // in turn (profile_burner_deep): call chains of as many sizes, so that a profile with call
 // chains has many distinct stacks, and large replies.
 //   profile-burner --deep SECONDS
+// With --phases, SECONDS of CPU time in profile_burner_three, then as many in
+// profile_burner_one: where the last sample falls tells an old sample from a new one.
+//   profile-burner --phases SECONDS
 #include <pthread.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -117,6 +120,12 @@ int main(int argc, char** argv) {
         const auto rounds = static_cast<long>(std::atof(argv[2]) * 1e9 / kBurnNs);
         for (long i = 0; i < rounds; ++i)
             profile_burner_deep(1 + static_cast<int>(i % kDeepest), kBurnNs);
+        return 0;
+    }
+    if (argc > 2 && std::strcmp(argv[1], "--phases") == 0) {
+        const auto ns = static_cast<std::int64_t>(std::atof(argv[2]) * 1e9);
+        profile_burner_three(ns);
+        profile_burner_one(ns);
         return 0;
     }
     const double seconds = argc > 1 ? std::atof(argv[1]) : 2.0;

@@ -32,10 +32,11 @@ std::string error_name(std::string_view member) {
 
 }  // namespace
 
-CounterService::CounterService(VarlinkServer& server, monitor::Runtime& runtime,
+CounterService::CounterService(sd_event* event, VarlinkServer& server, monitor::Runtime& runtime,
                                std::function<void()> schedule_changed,
                                CounterServiceOptions options)
-    : server_(server),
+    : event_(event),
+      server_(server),
       runtime_(runtime),
       schedule_changed_(std::move(schedule_changed)),
       options_(std::move(options)),
@@ -58,7 +59,10 @@ CounterService::CounterService(VarlinkServer& server, monitor::Runtime& runtime,
           [this] { schedule_changed_(); }) {}
 
 CounterService::~CounterService() {
-    if (active_) runtime_.remove_run(active_->run);
+    if (!active_) return;
+    active_->sampling_watch.clear();
+    for (auto id : active_->sampling) runtime_.remove_sampling(id);
+    runtime_.remove_run(active_->run);
 }
 
 void CounterService::configure_standing(const std::vector<StandingSessionConfig>& tables,
@@ -300,8 +304,9 @@ std::optional<Reply> CounterService::begin(const protocol::CounterRequest& reque
         return error_reply(ok.error(), request.events);
     }
     s.per_cpu = (*session)->options().target.kind == perf::TargetKind::EachCpu;
+    std::vector<std::unique_ptr<perf::ProfileSession>> sampling;
     if (request.sample_every) {
-        if (auto refused = start_sampling(request, *options, **session, s)) {
+        if (auto refused = start_sampling(request, *options, **session, sampling)) {
             return refused;
         }
     }
@@ -311,6 +316,7 @@ std::optional<Reply> CounterService::begin(const protocol::CounterRequest& reque
     s.run = runtime_.add_run(std::move(*session), run, std::chrono::steady_clock::now());
     s.started = std::chrono::system_clock::now();
     active_.emplace(std::move(s));
+    run_sampling(std::move(sampling));
     schedule_changed_();
     spdlog::info("Counter session started: {} ({})", request.events, active_->started_by);
     return std::nullopt;
@@ -396,9 +402,10 @@ void CounterService::run_stepped(const monitor::Runtime::Due::RunStep& step,
     server_.send(owner, Response{std::move(reply)});
 }
 
-std::optional<Reply> CounterService::start_sampling(const protocol::CounterRequest& request,
-                                                    const perf::SessionOptions& options,
-                                                    const perf::PerfSession& counting, Session& s) {
+std::optional<Reply> CounterService::start_sampling(
+    const protocol::CounterRequest& request, const perf::SessionOptions& options,
+    const perf::PerfSession& counting,
+    std::vector<std::unique_ptr<perf::ProfileSession>>& sampling) {
     const auto& plan = counting.plan();
     // The session's budget: what its counters left, for its sampled events together.
     std::size_t opened = counting.files();
@@ -425,39 +432,67 @@ std::optional<Reply> CounterService::start_sampling(const protocol::CounterReque
             o.files.most -= opened;
         }
         const perf::FileBudget files = o.files;
-        auto sampling = perf::ProfileSession::start(*catalog_, std::move(o));
-        if (!sampling && files.refused(sampling.error())) {
+        auto sampled = perf::ProfileSession::start(*catalog_, std::move(o));
+        if (!sampled && files.refused(sampled.error())) {
             return limit_exceeded(
                 "perf-files-per-session",
                 fmt::format("sampling every {} events: {} (its counters took {} of the {})",
-                            *request.sample_every, sampling.error().message, opened,
+                            *request.sample_every, sampled.error().message, opened,
                             options.files.most));
         }
-        if (!sampling) {
-            return error_reply({sampling.error().status,
+        if (!sampled) {
+            return error_reply({sampled.error().status,
                                 fmt::format("sampling every {} events: {}", *request.sample_every,
-                                            sampling.error().message)},
+                                            sampled.error().message)},
                                request.events);
         }
-        opened += (*sampling)->files();
-        s.sampling.push_back(std::move(*sampling));
+        opened += (*sampled)->files();
+        sampling.push_back(std::move(*sampled));
     }
-    s.last_address.assign(s.sampling.size(), std::nullopt);
-    s.last_address_ever.assign(s.sampling.size(), std::nullopt);
     return std::nullopt;
+}
+
+void CounterService::run_sampling(std::vector<std::unique_ptr<perf::ProfileSession>> sampling) {
+    Session& s = *active_;
+    s.last_address.assign(sampling.size(), std::nullopt);
+    s.last_address_ever.assign(sampling.size(), std::nullopt);
+    // Read on the ticks: only the last address of each event counts, and a ring read once a
+    // second holds thousands of samples.
+    const monitor::SampleRunOptions pace{.drain = std::chrono::seconds(1)};
+    for (std::size_t k = 0; k < sampling.size(); ++k) {
+        auto observer = [this, k](const perf::Sample& sample) {
+            const SampledAddress a{.ip = sample.ip,
+                                   .kernel = sample.mode != perf::SampleMode::User};
+            active_->last_address[k] = a;
+            active_->last_address_ever[k] = a;
+        };
+        // With an observer, a run starts without fail (it has no namer to start).
+        auto run =
+            monitor::SampleRun::start(std::move(sampling[k]), pace,
+                                      std::chrono::steady_clock::now(), {}, std::move(observer));
+        if (!run) continue;
+        const auto id = runtime_.add_sampling(std::move(*run));
+        s.sampling.push_back(id);
+        // Read when a ring is half full too, so that a fast event's newest address is not
+        // among the samples a full ring loses.
+        auto watch = std::make_unique<SampleRunWatch>(event_, [this, id] {
+            if (auto* r = runtime_.sampling(id)) (void)r->advance(std::chrono::steady_clock::now());
+            schedule_changed_();
+        });
+        if (watch->watch(runtime_.sampling(id)->fds())) {
+            s.sampling_watch.push_back(std::move(watch));
+        }
+    }
 }
 
 void CounterService::put_sampled_addresses(protocol::CounterReport& report, bool whole,
                                            bool kernel_addresses) {
     Session& s = *active_;
     if (s.sampling.empty()) return;
+    const auto now = std::chrono::steady_clock::now();
     for (std::size_t k = 0; k < s.sampling.size(); ++k) {
-        s.sampling[k]->drain([&](const perf::Sample& sample) {
-            const SampledAddress a{.ip = sample.ip,
-                                   .kernel = sample.mode != perf::SampleMode::User};
-            s.last_address[k] = a;
-            s.last_address_ever[k] = a;
-        });
+        // Reads what its rings hold (the observer keeps the addresses); it has no end to fail.
+        if (auto* run = runtime_.sampling(s.sampling[k])) (void)run->advance(now);
         if (k < report.events.size()) {
             const auto& a = whole ? s.last_address_ever[k] : s.last_address[k];
             report.events[k].sampled_address.reset();
@@ -499,6 +534,8 @@ void CounterService::connection_closed(std::uint64_t connection) {
 
 void CounterService::end_session() {
     if (!active_) return;
+    active_->sampling_watch.clear();
+    for (auto id : active_->sampling) runtime_.remove_sampling(id);
     runtime_.remove_run(active_->run);  // closes every counter
     active_.reset();
     schedule_changed_();

@@ -20,6 +20,7 @@
 #include "monitor/perf/profile_session.hpp"
 #include "monitor/protocol/counter_messages.hpp"
 #include "monitor/runtime/runtime.hpp"
+#include "sample_run_watch.hpp"
 #include "standing_counters.hpp"
 #include "varlink_server.hpp"
 
@@ -43,7 +44,7 @@ class CounterService {
   public:
     // Sessions run in `runtime`; `schedule_changed` is called when one starts or ends, so that
     // the loop asks the runtime again when to wake.
-    CounterService(VarlinkServer& server, monitor::Runtime& runtime,
+    CounterService(sd_event* event, VarlinkServer& server, monitor::Runtime& runtime,
                    std::function<void()> schedule_changed, CounterServiceOptions options);
     ~CounterService();
     CounterService(const CounterService&) = delete;
@@ -92,9 +93,11 @@ class CounterService {
         nlohmann::json record_json;
         std::string started_by;  // "pid 42 (uid 1000)"
         std::chrono::system_clock::time_point started;
-        // With sample_every: each event sampled, and the last address seen of each since
-        // the last record, and since the start.
-        std::vector<std::unique_ptr<monitor::perf::ProfileSession>> sampling;
+        // With sample_every: each event sampled (a sample run in the runtime, its rings read
+        // once a second on the tick and before each record), and the last address seen of
+        // each since the last record, and since the start.
+        std::vector<monitor::Runtime::RunId> sampling;
+        std::vector<std::unique_ptr<SampleRunWatch>> sampling_watch;  // their rings, half full
         std::vector<std::optional<SampledAddress>> last_address;
         std::vector<std::optional<SampledAddress>> last_address_ever;
         // Whether its owner may see kernel addresses (perf_rights): its records' addresses.
@@ -126,12 +129,15 @@ class CounterService {
     const std::vector<int>& online() const { return runtime_.engine().online_cpus(); }
     // The stream's record of the period that ended; false when its client is gone.
     bool send_period();
-    // Opens the sampling of each event of a request with sample_every into `s`; the error
-    // reply when that cannot be.
+    // Opens the sampling of each event of a request with sample_every into `sampling`; the
+    // error reply when that cannot be.
     std::optional<monitor::varlink::Reply> start_sampling(
         const monitor::protocol::CounterRequest& request,
         const monitor::perf::SessionOptions& options, const monitor::perf::PerfSession& counting,
-        Session& s);
+        std::vector<std::unique_ptr<monitor::perf::ProfileSession>>& sampling);
+    // Puts each of `sampling` into the runtime as a run of the active session, whose
+    // observer keeps the last address of its event.
+    void run_sampling(std::vector<std::unique_ptr<monitor::perf::ProfileSession>> sampling);
     // Puts each event's last sampled address into `report`: since the last record, or
     // (`whole`) since the start. A kernel address is 0 for a reader that may not see one
     // (`kernel_addresses` false), as the kernel shows it such readers.
@@ -155,6 +161,7 @@ class CounterService {
                                         const std::string& events = {}) const;
     void end_session();
 
+    sd_event* event_;
     VarlinkServer& server_;
     monitor::Runtime& runtime_;
     std::function<void()> schedule_changed_;

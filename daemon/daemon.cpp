@@ -69,7 +69,7 @@ monitor::Result<void> Daemon::setup(const Config& config) {
                                           .source = kPerfFilesSource};
     counter_options.files_per_session = files;
     counters_ = std::make_unique<CounterService>(
-        *server_, *runtime_, [this] { schedule(); }, std::move(counter_options));
+        parts_.event, *server_, *runtime_, [this] { schedule(); }, std::move(counter_options));
     counters_->setup();
     profiles_ = std::make_unique<ProfileService>(
         parts_.event, *server_, *runtime_, [this] { schedule(); }, counters_->catalog(),
@@ -153,6 +153,7 @@ void Daemon::schedule() {
 void Daemon::run_due(Clock::time_point now) {
     auto due = runtime_->run_due(now);
     for (const auto& step : due.runs) counters_->run_stepped(step, now);
+    // The counter service's sample runs only read their rings: their steps call for nothing.
     for (auto& step : due.samplings) profiles_->run_stepped(step);
     if (due.failed_pets > 0) {
         spdlog::error("Watchdog {}: {} pet(s) failed, last: {}",

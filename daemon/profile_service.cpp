@@ -16,7 +16,6 @@
 #include "monitor/status.hpp"
 #include "monitor/unique_fd.hpp"
 #include "perf_errors.hpp"
-#include "sd_event_ptr.hpp"
 
 namespace monitord {
 
@@ -55,10 +54,10 @@ struct ProfileService::Run {
     std::int64_t intervals = 0;
     std::string ended;  // sampling ended, a profile's whole asked of the namer: why
     // The run's descriptors on the loop (its rings, the process's pidfd, the namer's).
-    std::vector<SourcePtr> sources;
+    std::optional<SampleRunWatch> watch;
 
     ~Run() {
-        sources.clear();
+        watch.reset();
         if (id != 0) service->runtime_.remove_sampling(id);
     }
     monitor::SampleRun& sampling() const { return *service->runtime_.sampling(id); }
@@ -296,7 +295,8 @@ ProfileService::Response ProfileService::start_run(std::unique_ptr<Run> run,
         run->overflows ? run->observer() : monitor::SampleRun::Observer{});
     if (!sampling) return perf_error_reply(sampling.error(), catalog_);
     run->id = runtime_.add_sampling(std::move(*sampling));
-    if (!watch(*run)) {
+    run->watch.emplace(event_, [this, r = run.get()] { ready(*r); });
+    if (!run->watch->watch(run->sampling().fds())) {
         return perf_error_reply({Status::IoErr, "cannot watch the sample rings on the event loop"},
                                 catalog_);
     }
@@ -313,17 +313,6 @@ ProfileService::Response ProfileService::start_run(std::unique_ptr<Run> run,
     started.parameters = json{{"started", true}};
     started.continues = true;
     return started;
-}
-
-bool ProfileService::watch(Run& run) {
-    run.sources.clear();
-    for (int fd : run.sampling().fds()) {
-        sd_event_source* s = nullptr;
-        if (sd_event_add_io(event_, &s, fd, EPOLLIN, on_ready, &run) < 0) return false;
-        sd_event_source_set_description(s, "profile");
-        run.sources.emplace_back(s);
-    }
-    return true;
 }
 
 void ProfileService::run_stepped(monitor::Runtime::Due::SampleStep& step) {
@@ -360,7 +349,7 @@ void ProfileService::stepped(Run& run, monitor::Result<monitor::SampleRun::Step>
             return;  // `run` is gone
         }
         // Only the namer's descriptor is left to watch: the whole profile comes through it.
-        if (!watch(run)) {
+        if (!run.watch->watch(run.sampling().fds())) {
             end(run,
                 perf_error_reply({Status::IoErr, "cannot watch the namer on the event loop"},
                                  catalog_),
@@ -411,13 +400,10 @@ void ProfileService::connection_closed(std::uint64_t connection) {
     runs_.erase(it);
 }
 
-int ProfileService::on_ready(sd_event_source*, int, uint32_t, void* userdata) {
-    auto& run = *static_cast<Run*>(userdata);
-    auto& service = *run.service;
+void ProfileService::ready(Run& run) {
     auto step = run.sampling().advance(Clock::now());
-    service.stepped(run, step);  // may end the run
-    service.schedule_();
-    return 0;
+    stepped(run, step);  // may end the run
+    schedule_();
 }
 
 }  // namespace monitord

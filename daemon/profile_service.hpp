@@ -23,6 +23,7 @@
 #include "monitor/perf/kernel_symbols.hpp"
 #include "monitor/perf/profile_session.hpp"
 #include "monitor/runtime/runtime.hpp"
+#include "sample_run_watch.hpp"
 #include "varlink_server.hpp"
 
 namespace monitord {
@@ -83,8 +84,6 @@ class ProfileService {
     std::optional<monitor::varlink::Reply> limit_to_rights(
         Run& run, monitor::perf::ProfileOptions& options,
         const monitor::perf::CallerRights& rights) const;
-    // Watches the run's descriptors on the loop (again, after they changed).
-    bool watch(Run& run);
     // Sends what `step` of the run calls for; may end the run.
     void stepped(Run& run, monitor::Result<monitor::SampleRun::Step>& step);
     // Logs the run's end with its `samples`, forgets it, and sends `reply`.
@@ -93,7 +92,8 @@ class ProfileService {
     // ended the run (`run` is gone).
     bool send_or_end(Run& run, monitor::varlink::Reply reply);
 
-    static int on_ready(sd_event_source* s, int fd, uint32_t revents, void* userdata);
+    // One of the run's descriptors is readable: it advances.
+    void ready(Run& run);
 
     sd_event* event_;
     VarlinkServer& server_;

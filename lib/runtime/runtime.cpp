@@ -90,6 +90,7 @@ void Runtime::remove_run(RunId id) {
 
 Runtime::RunId Runtime::add_sampling(std::unique_ptr<SampleRun> run) {
     const RunId id = next_run_++;
+    run->pace_with(&ticks_);
     samplings_.emplace(id, std::move(run));
     return id;
 }

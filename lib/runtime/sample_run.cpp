@@ -45,6 +45,17 @@ SampleRun::SampleRun(std::unique_ptr<perf::ProfileSession> session, SampleRunOpt
 
 SampleRun::~SampleRun() = default;
 
+void SampleRun::pace_with(const TickSchedule* ticks) {
+    ticks_ = ticks;
+    drain_due_ = next_drain(drain_due_ - options_.drain);
+}
+
+SampleRun::Clock::time_point SampleRun::next_drain(Clock::time_point now) const {
+    const auto target = now + options_.drain;
+    if (ticks_ != nullptr && options_.drain.count() % 1000 == 0) return ticks_->nearest(target);
+    return target;
+}
+
 SampleRun::Clock::time_point SampleRun::next_due() const {
     if (ended_) return Clock::time_point::max();
     return std::min({drain_due_, interval_due_, ends_});
@@ -80,7 +91,7 @@ Result<SampleRun::Step> SampleRun::advance(Clock::time_point now) {
     Step step;
     if (!ended_) {
         read();
-        drain_due_ = now + options_.drain;
+        drain_due_ = next_drain(now);
         if (now >= ends_) {
             if (auto ok = end(End::Duration, now, step); !ok) return std::unexpected(ok.error());
         } else if (exited()) {

@@ -647,7 +647,7 @@ TEST_F(PerfProfile, AStreamNobodyReadsIsDroppedAndTheDaemonSamplesOn) {
 }
 
 // A profiled program whose file stalls its readers (a FUSE file system standing in for a hung
-// network one: the first read of it by the daemon waits 3 s). The samples are named on a thread
+// network one: the daemon's reads of it wait 3 s from its first). The samples are named on a thread
 // of the profile's own, so that the daemon's loop answers every other call at once meanwhile;
 // the profile comes once the file answers, named.
 TEST_F(PerfProfile, AProgramWhoseFileStallsStallsOnlyItsOwnProfile) {
@@ -895,6 +895,36 @@ TEST_F(PerfProfile, OverflowsComeEveryPeriodWithWhereTheLastOneWas) {
     auto zero = daemon_->monctl({"perf", "overflows", "-e", "perf::TASK-CLOCK", "-c", "0"});
     EXPECT_EQ(zero.exit_code, 1);
     EXPECT_NE(zero.err.find("a period of 0 events: give 1 or more"), std::string::npos) << zero.err;
+}
+
+// A session's last sampled address is the newest even when no record was asked for long
+// enough for its rings to fill (50,000 samples a second of CPU; a ring holds about 10,000): the
+// daemon reads them when they are half full, not only for a record. Read only at the record,
+// the full rings would have lost every sample after the first phase's first quarter second.
+TEST_F(PerfProfile, TheLastSampledAddressIsTheNewestAfterTheRingsFill) {
+    auto burner = Process::start({profile_burner_bin(), "--phases", "1.5"});
+    ASSERT_TRUE(burner);
+    const pid_t pid = burner->pid();
+    const auto code = BurnerCode::of(pid);
+    ASSERT_TRUE(code) << "the burner's functions were not found in process " << pid;
+    auto started = daemon_->monctl({"perf", "start", "-p", std::to_string(pid), "-e",
+                                    "perf::TASK-CLOCK:u", "--sample-every", "20000"});
+    ASSERT_EQ(started.exit_code, 0) << started.err;
+    // Into the second phase (profile_burner_one), half a second of CPU deep.
+    EXPECT_TRUE(test_support::wait_until([&] { return process_cpu_seconds(pid) >= 2.0; }, 20s))
+        << "the burner never reached 2 s of CPU";
+    auto r = daemon_->monctl({"perf", "read", "--json"});
+    EXPECT_EQ(daemon_->monctl({"perf", "stop"}).exit_code, 0);
+    burner->stop(SIGKILL);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    const auto& e = j["report"]["events"][0];
+    ASSERT_TRUE(e["sampled_address"].is_string()) << r.out;
+    const auto ip = std::stoull(e["sampled_address"].get<std::string>(), nullptr, 16);
+    EXPECT_FALSE(ip >= code->three.address && ip < code->three.address + code->three.size)
+        << "the last sampled address is in the first phase's function: a sample from before the "
+           "rings filled, not the newest: "
+        << r.out;
 }
 
 // A collect that samples its events as well gives each period's record the last sampled

@@ -68,9 +68,10 @@ class Runtime {
     // Ends a run: its counters close.
     void remove_run(RunId id);
 
-    // Sample runs (profiles, watches of overflows), in the same id space as the counter runs.
-    // A run is also due when one of its fds() is readable: its owner then calls its advance()
-    // itself, and asks next_due() again.
+    // Sample runs (profiles, watches of overflows, counted events' sampled addresses), in the
+    // same id space as the counter runs, paced with the ticks (SampleRun::pace_with). A run is
+    // also due when one of its fds() is readable: its owner then calls its advance() itself,
+    // and asks next_due() again.
     RunId add_sampling(std::unique_ptr<SampleRun> run);
     // nullptr when there is no such run (any more).
     SampleRun* sampling(RunId id);

@@ -22,6 +22,7 @@
 
 #include "monitor/perf/profile_namer.hpp"
 #include "monitor/perf/profile_session.hpp"
+#include "monitor/runtime/tick_schedule.hpp"
 #include "monitor/status.hpp"
 #include "monitor/unique_fd.hpp"
 
@@ -36,7 +37,8 @@ struct SampleRunOptions {
     std::optional<std::chrono::milliseconds> duration;
     // An interval ends every interval (within the duration); nullopt: no intervals.
     std::optional<std::chrono::milliseconds> interval;
-    // The rings are read at least this often.
+    // The rings are read at least this often; a drain of whole seconds on the loading ticks,
+    // once the run is paced with them (pace_with()).
     std::chrono::milliseconds drain = kDefaultSampleDrain;
 
     // BADARG naming the value and what would work, as CounterRunOptions::check() says it.
@@ -83,6 +85,10 @@ class SampleRun {
     SampleRun(const SampleRun&) = delete;
     SampleRun& operator=(const SampleRun&) = delete;
 
+    // Drains of whole seconds from now on end on the ticks of `ticks` (null: none; it must
+    // outlive the run), so that a caller that ticks once a second wakes only then for them.
+    void pace_with(const TickSchedule* ticks);
+
     // When advance() must next be called, unless one of fds() becomes readable first;
     // Clock::time_point::max() once sampling ended (a profile then waits for its namer only).
     Clock::time_point next_due() const;
@@ -109,6 +115,8 @@ class SampleRun {
     SampleRun(std::unique_ptr<perf::ProfileSession> session, SampleRunOptions options,
               Clock::time_point started, UniqueFd pidfd, Observer observer);
     void read();
+    // When the drain after one at `now` is due.
+    Clock::time_point next_drain(Clock::time_point now) const;
     bool exited() const;
     Result<void> end(End why, Clock::time_point now, Step& step);
     void take_named(Step& step);
@@ -118,6 +126,7 @@ class SampleRun {
     Clock::time_point started_;
     UniqueFd pidfd_;
     Observer observer_;
+    const TickSchedule* ticks_ = nullptr;
     std::unique_ptr<perf::ProfileNamer> namer_;
     Clock::time_point drain_due_;
     Clock::time_point interval_due_ = Clock::time_point::max();
