@@ -952,7 +952,9 @@ TEST_F(PerfProfile, ACollectsRecordsCarryTheLastSampledAddress) {
         if (code->holds(e["sampled_address"].get<std::string>())) ++in_burners;
     }
     EXPECT_GE(records, 6) << r.out;
-    EXPECT_GE(in_burners * 10, records * 8)
+    // Most in the burners' own code; the rest in the clock they read (about one in five on an
+    // idle machine, up to two in five seen with a parallel test run beside it).
+    EXPECT_GT(in_burners * 2, records)
         << "the last sampled address is in the burners' code (the rest in the clock it reads): "
         << r.out;
 
