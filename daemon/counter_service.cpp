@@ -80,11 +80,8 @@ protocol::CounterPlan CounterService::plan_message(const perf::Plan& plan) const
     return message;
 }
 
-CounterService::Response CounterService::get_standing(const Call& call) const {
-    std::optional<std::string> name;
-    if (auto it = call.parameters.find("name"); it != call.parameters.end() && !it->is_null()) {
-        name = it->get<std::string>();
-    }
+CounterService::Response CounterService::get_standing(
+    const std::optional<std::string>& name) const {
     auto sessions = standing_.report(name);
     if (name && sessions.empty()) return no_such_session(*name);
     json list = json::array();
@@ -106,9 +103,10 @@ Reply CounterService::no_such_session(const std::string& name) const {
              {"sessions", names}});
 }
 
-CounterService::Response CounterService::reset(const Call& call, const Peer& peer) {
-    if (auto it = call.parameters.find("session"); it != call.parameters.end() && !it->is_null()) {
-        const auto name = it->get<std::string>();
+CounterService::Response CounterService::reset(const std::optional<std::string>& session,
+                                               const Peer& peer) {
+    if (session) {
+        const auto& name = *session;
         if (!standing_.has(name)) return no_such_session(name);
         auto before = standing_.reset(name);
         if (!before) return error_reply(before.error());
@@ -144,28 +142,36 @@ void CounterService::setup() {
     server_.add_interface(
         *monitor::varlink::builtin_interface(monitor::varlink::kMonitorInterface));
     namespace method = monitor::protocol::method;
+    using protocol::NoInput;
     server_.add_method(method::GetPmuInfo,
-                       [this](const Call&, const Peer&) -> Response { return get_pmu_info(); });
-    server_.add_method(method::ListEvents,
-                       [this](const Call& c, const Peer&) -> Response { return list_events(c); });
-    server_.add_method(method::PlanCounters, [this](const Call& c, const Peer& peer) -> Response {
-        return plan(c, peer);
+                       [this](const NoInput&, const Call&, const Peer&) { return get_pmu_info(); });
+    server_.add_method(method::ListEvents, [this](const protocol::ListEventsIn& in, const Call&,
+                                                  const Peer&) { return list_events(in); });
+    server_.add_method(method::PlanCounters,
+                       [this](const protocol::CounterRequestIn& in, const Call&, const Peer& peer) {
+                           return plan(in.request, peer);
+                       });
+    server_.add_method(method::CollectCounters,
+                       [this](const protocol::CollectCountersIn& in, const Call& c,
+                              const Peer& peer) { return collect(in, c.more, peer); });
+    server_.add_method(method::StartCounters,
+                       [this](const protocol::CounterRequestIn& in, const Call&, const Peer& peer) {
+                           return start(in.request, peer);
+                       });
+    server_.add_method(method::ReadCounters, [this](const NoInput&, const Call&, const Peer& peer) {
+        return read(peer);
     });
-    server_.add_method(
-        method::CollectCounters,
-        [this](const Call& c, const Peer& peer) -> Response { return collect(c, peer); });
-    server_.add_method(method::StartCounters, [this](const Call& c, const Peer& peer) -> Response {
-        return start(c, peer);
+    server_.add_method(method::StopCounters, [this](const NoInput&, const Call&, const Peer& peer) {
+        return stop(peer);
     });
-    server_.add_method(method::ReadCounters,
-                       [this](const Call&, const Peer& peer) -> Response { return read(peer); });
-    server_.add_method(method::StopCounters,
-                       [this](const Call&, const Peer& peer) -> Response { return stop(peer); });
-    server_.add_method(method::ResetCounters, [this](const Call& c, const Peer& peer) -> Response {
-        return reset(c, peer);
-    });
+    server_.add_method(method::ResetCounters,
+                       [this](const protocol::ResetCountersIn& in, const Call&, const Peer& peer) {
+                           return reset(in.session, peer);
+                       });
     server_.add_method(method::GetStandingCounters,
-                       [this](const Call& c, const Peer&) -> Response { return get_standing(c); });
+                       [this](const protocol::StandingCountersIn& in, const Call&, const Peer&) {
+                           return get_standing(in.name);
+                       });
 }
 
 std::string CounterService::describe() const {
@@ -193,13 +199,9 @@ CounterService::Response CounterService::get_pmu_info() const {
     return r;
 }
 
-CounterService::Response CounterService::list_events(const Call& call) const {
+CounterService::Response CounterService::list_events(const protocol::ListEventsIn& in) const {
     if (!catalog_) return error_reply({Status::NoPmu, catalog_error_});
-    std::string pmu;
-    if (auto it = call.parameters.find("pmu"); it != call.parameters.end() && !it->is_null()) {
-        pmu = it->get<std::string>();
-    }
-    auto events = catalog_->list(pmu);
+    auto events = catalog_->list(in.pmu.value_or(std::string{}));
     if (!events) return error_reply(events.error());
     json list = json::array();
     for (const auto& e : *events) list.push_back(protocol::to_json(e));
@@ -240,9 +242,9 @@ Result<void> CounterService::opened_on_checked(const std::optional<perf::PinnedP
                                      options.target.pid));
 }
 
-CounterService::Response CounterService::plan(const Call& call, const Peer& peer) const {
+CounterService::Response CounterService::plan(const protocol::CounterRequest& request,
+                                              const Peer& peer) const {
     if (!catalog_) return error_reply({Status::NoPmu, catalog_error_});
-    auto request = protocol::counter_request_from_json(call.parameters.at("request"));
     auto options = protocol::counting_options(request);
     if (!options) return error_reply(options.error(), request.events);
     // The events as this caller would count them (":u" when it may count user mode only).
@@ -263,20 +265,16 @@ Result<std::unique_ptr<perf::PerfSession>> CounterService::open_session(
     return perf::PerfSession::start(*catalog_, std::move(device), options);
 }
 
-CounterService::Response CounterService::collect(const Call& call, const Peer& peer) {
+CounterService::Response CounterService::collect(const protocol::CollectCountersIn& in, bool more,
+                                                 const Peer& peer) {
     if (!catalog_) return error_reply({Status::NoPmu, catalog_error_});
-    auto request = protocol::counter_request_from_json(call.parameters.at("request"));
-    const std::int64_t duration_ms = call.parameters.at("duration_ms").get<std::int64_t>();
-    monitor::CounterRunOptions run{.duration = std::chrono::milliseconds(duration_ms),
-                                   .interval = std::nullopt};
-    if (auto it = call.parameters.find("interval_ms");
-        it != call.parameters.end() && !it->is_null()) {
-        run.interval = std::chrono::milliseconds(it->get<std::int64_t>());
-    }
+    const auto& request = in.request;
+    const std::int64_t duration_ms = in.duration.count();
+    const monitor::CounterRunOptions run{.duration = in.duration, .interval = in.interval};
     if (auto ok = run.check(); !ok) return error_reply(ok.error());
     Session s;
     s.owner = peer.connection;
-    s.stream = call.more && run.interval.has_value();
+    s.stream = more && run.interval.has_value();
     s.started_by = fmt::format("a collect of {} ms by pid {} (uid {})", duration_ms, peer.cred.pid,
                                peer.cred.uid);
     if (auto refused = begin(request, run, std::move(s), perf_rights(peer))) return *refused;
@@ -322,9 +320,9 @@ std::optional<Reply> CounterService::begin(const protocol::CounterRequest& reque
     return std::nullopt;
 }
 
-CounterService::Response CounterService::start(const Call& call, const Peer& peer) {
+CounterService::Response CounterService::start(const protocol::CounterRequest& request,
+                                               const Peer& peer) {
     if (!catalog_) return error_reply({Status::NoPmu, catalog_error_});
-    auto request = protocol::counter_request_from_json(call.parameters.at("request"));
     Session s;
     s.started_by =
         fmt::format("a session started by pid {} (uid {})", peer.cred.pid, peer.cred.uid);

@@ -106,14 +106,16 @@ class CounterService {
 
     using Response = VarlinkServer::Response;
     Response get_pmu_info() const;
-    Response list_events(const monitor::varlink::Call& call) const;
-    Response plan(const monitor::varlink::Call& call, const Peer& peer) const;
-    Response collect(const monitor::varlink::Call& call, const Peer& peer);
-    Response start(const monitor::varlink::Call& call, const Peer& peer);
+    Response list_events(const monitor::protocol::ListEventsIn& in) const;
+    Response plan(const monitor::protocol::CounterRequest& request, const Peer& peer) const;
+    // `more`: the caller reads a reply per interval.
+    Response collect(const monitor::protocol::CollectCountersIn& in, bool more, const Peer& peer);
+    Response start(const monitor::protocol::CounterRequest& request, const Peer& peer);
     Response read(const Peer& peer);
     Response stop(const Peer& peer);
-    Response get_standing(const monitor::varlink::Call& call) const;
-    Response reset(const monitor::varlink::Call& call, const Peer& peer);
+    Response get_standing(const std::optional<std::string>& name) const;
+    // The standing session `session`, or the running one.
+    Response reset(const std::optional<std::string>& session, const Peer& peer);
     // NoSuchSession for `name`, listing the sessions there are.
     monitor::varlink::Reply no_such_session(const std::string& name) const;
     // The plan as a reply carries it, with the standing sessions it shares counters with.

@@ -21,13 +21,13 @@ void LoadingService::setup() {
     server_.add_interface(
         *monitor::varlink::builtin_interface(monitor::varlink::kMonitorInterface));
     namespace method = monitor::protocol::method;
-    server_.add_method(
-        method::GetStatus,
-        [this](const Call&, const Peer&) -> VarlinkServer::Response { return status(); });
+    server_.add_method(method::GetStatus,
+                       [this](const monitor::protocol::NoInput&, const Call&,
+                              const Peer&) -> VarlinkServer::Response { return status(); });
     // With "more", the caller gets a reply after every tick (monctl --watch).
     server_.add_method(method::GetLoading,
-                       [this](const Call& call, const Peer& peer) -> VarlinkServer::Response {
-                           auto query = monitor::protocol::loading_query_from_json(call.parameters);
+                       [this](const monitor::LoadingQuery& query, const Call& call,
+                              const Peer& peer) -> VarlinkServer::Response {
                            if (call.more) watchers_.push_back({peer.connection, query});
                            return loading(query, call.more);
                        });

@@ -121,34 +121,40 @@ ProfileService::ProfileService(sd_event* event, VarlinkServer& server, monitor::
 ProfileService::~ProfileService() = default;
 
 void ProfileService::setup() {
-    server_.add_method(
-        monitor::protocol::method::Profile,
-        [this](const Call& c, const Peer& peer) -> Response { return profile(c, peer); });
-    server_.add_method(
-        monitor::protocol::method::WatchOverflows,
-        [this](const Call& c, const Peer& peer) -> Response { return watch_overflows(c, peer); });
+    server_.add_method(protocol::method::Profile,
+                       [this](const protocol::ProfileIn& in, const Call& c, const Peer& peer) {
+                           return profile(in, c.more, peer);
+                       });
+    server_.add_method(protocol::method::WatchOverflows,
+                       [this](const protocol::WatchOverflowsIn& in, const Call& c,
+                              const Peer& peer) { return watch_overflows(in, c.more, peer); });
 }
 
-ProfileService::Response ProfileService::profile(const Call& call, const Peer& peer) {
+ProfileService::Response ProfileService::profile(const protocol::ProfileIn& in, bool more,
+                                                 const Peer& peer) {
     if (catalog_ == nullptr) return perf_error_reply({Status::NoPmu, catalog_error_}, nullptr);
-    auto request = protocol::profile_request_from_json(call.parameters.at("request"));
-    auto options = protocol::profile_options(request, options_.cgroup_root);
-    if (!options) return perf_error_reply(options.error(), catalog_, request.event);
+    auto options = protocol::profile_options(in.request, options_.cgroup_root);
+    if (!options) return perf_error_reply(options.error(), catalog_, in.request.event);
     auto run = std::make_unique<Run>();
-    run->request = request;
-    run->target = protocol::target_text(request.target);
-    return start_run(std::move(run), std::move(*options), call, peer, "interval_ms");
+    run->request = in.request;
+    run->target = protocol::target_text(in.request.target);
+    return start_run(std::move(run), std::move(*options),
+                     {.duration = in.duration, .interval = in.interval}, more, peer);
 }
 
-ProfileService::Response ProfileService::watch_overflows(const Call& call, const Peer& peer) {
+ProfileService::Response ProfileService::watch_overflows(const protocol::WatchOverflowsIn& in,
+                                                         bool more, const Peer& peer) {
     if (catalog_ == nullptr) return perf_error_reply({Status::NoPmu, catalog_error_}, nullptr);
-    auto request = protocol::overflow_request_from_json(call.parameters.at("request"));
-    auto options = protocol::overflow_options(request, options_.cgroup_root);
-    if (!options) return perf_error_reply(options.error(), catalog_, request.event);
+    auto options = protocol::overflow_options(in.request, options_.cgroup_root);
+    if (!options) return perf_error_reply(options.error(), catalog_, in.request.event);
     auto run = std::make_unique<Run>();
-    run->overflows = request;
-    run->target = protocol::target_text(request.target);
-    return start_run(std::move(run), std::move(*options), call, peer, "batch_ms");
+    run->overflows = in.request;
+    run->target = protocol::target_text(in.request.target);
+    // The default batch: 100 ms, or the whole of a shorter watch.
+    const auto batch = in.batch.value_or(std::min(
+        std::chrono::milliseconds(100), in.duration.value_or(std::chrono::milliseconds(100))));
+    return start_run(std::move(run), std::move(*options),
+                     {.duration = in.duration, .interval = batch}, more, peer);
 }
 
 std::optional<Reply> ProfileService::limit_to_rights(Run& run, perf::ProfileOptions& options,
@@ -183,8 +189,9 @@ std::optional<Reply> ProfileService::limit_to_rights(Run& run, perf::ProfileOpti
 }
 
 ProfileService::Response ProfileService::start_run(std::unique_ptr<Run> run,
-                                                   perf::ProfileOptions options, const Call& call,
-                                                   const Peer& peer, const char* interval_key) {
+                                                   perf::ProfileOptions options,
+                                                   monitor::SampleRunOptions times, bool more,
+                                                   const Peer& peer) {
     if (runs_.contains(peer.connection)) {
         // A connection reads no further calls while its run goes on; this is a safeguard.
         return perf_error_reply({Status::PrfRun, "this connection already samples"}, nullptr);
@@ -207,19 +214,6 @@ ProfileService::Response ProfileService::start_run(std::unique_ptr<Run> run,
                                        "already, the most at once",
                                        runs_.size())},
             nullptr);
-    }
-    monitor::SampleRunOptions times;
-    if (auto it = call.parameters.find("duration_ms");
-        it != call.parameters.end() && !it->is_null()) {
-        times.duration = std::chrono::milliseconds(it->get<std::int64_t>());
-    }
-    if (auto it = call.parameters.find(interval_key);
-        it != call.parameters.end() && !it->is_null()) {
-        times.interval = std::chrono::milliseconds(it->get<std::int64_t>());
-    } else if (run->overflows) {
-        // The default batch: 100 ms, or the whole of a shorter watch.
-        times.interval = std::min(std::chrono::milliseconds(100),
-                                  times.duration.value_or(std::chrono::milliseconds(100)));
     }
     if (auto ok = times.check(); !ok) return perf_error_reply(ok.error(), catalog_);
     const bool process = options.target.kind == perf::TargetKind::Process;
@@ -260,7 +254,7 @@ ProfileService::Response ProfileService::start_run(std::unique_ptr<Run> run,
     run->connection = peer.connection;
     run->started_by = fmt::format("pid {} (uid {})", peer.cred.pid, peer.cred.uid);
     run->uid = peer.cred.uid;
-    run->stream = call.more;
+    run->stream = more;
     std::optional<perf::PinnedProcess> pinned;
     if (process) {
         // Opened before the rings: a pid reused after the process ended is then not followed.

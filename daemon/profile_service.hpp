@@ -72,13 +72,14 @@ class ProfileService {
   private:
     struct Run;
     using Response = VarlinkServer::Response;
-    Response profile(const monitor::varlink::Call& call, const Peer& peer);
-    Response watch_overflows(const monitor::varlink::Call& call, const Peer& peer);
-    // Opens the run's session with `options` and watches it on the loop, for the call's
-    // duration_ms and its interval (`interval_key`).
+    // `more`: the caller reads the started reply and a reply per interval (or batch).
+    Response profile(const monitor::protocol::ProfileIn& in, bool more, const Peer& peer);
+    Response watch_overflows(const monitor::protocol::WatchOverflowsIn& in, bool more,
+                             const Peer& peer);
+    // Opens the run's session with `options` and puts it in the runtime, paced by `times`
+    // (its intervals sent only when `more`).
     Response start_run(std::unique_ptr<Run> run, monitor::perf::ProfileOptions options,
-                       const monitor::varlink::Call& call, const Peer& peer,
-                       const char* interval_key);
+                       monitor::SampleRunOptions times, bool more, const Peer& peer);
     // Holds the run to what its client may sample (perf_rights): the target, user mode only,
     // no kernel addresses; the refusal when it may not sample what it asked for.
     std::optional<monitor::varlink::Reply> limit_to_rights(

@@ -82,10 +82,12 @@ VarlinkServer::VarlinkServer(sd_event* event, int listen_fd, Info info, const Ac
     add_interface(*service);
     namespace method = monitor::protocol::method;
     add_method(method::GetInfo,
-               [this](const Call&, const Peer&) -> Response { return get_info(); });
-    add_method(method::GetInterfaceDescription, [this](const Call& c, const Peer&) -> Response {
-        return get_interface_description(c);
-    });
+               [this](const monitor::protocol::NoInput&, const Call&, const Peer&) -> Response {
+                   return get_info();
+               });
+    add_method(method::GetInterfaceDescription,
+               [this](const monitor::protocol::InterfaceNameIn& in, const Call&,
+                      const Peer&) -> Response { return get_interface_description(in.interface); });
 }
 
 VarlinkServer::~VarlinkServer() = default;
@@ -531,8 +533,7 @@ Reply VarlinkServer::get_info() const {
     return r;
 }
 
-Reply VarlinkServer::get_interface_description(const Call& call) const {
-    const std::string name = call.parameters.at("interface").get<std::string>();
+Reply VarlinkServer::get_interface_description(const std::string& name) const {
     auto it = interfaces_.find(name);
     if (it == interfaces_.end()) {
         return make_error("org.varlink.service.InterfaceNotFound", json{{"interface", name}});

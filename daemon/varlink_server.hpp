@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
 #include <variant>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "access_rules.hpp"
 #include "monitor/protocol/message_buffer.hpp"
 #include "monitor/protocol/method_descriptors.hpp"
+#include "monitor/protocol/method_inputs.hpp"
 #include "monitor/protocol/varlink_idl.hpp"
 #include "monitor/protocol/varlink_message.hpp"
 #include "monitor/unique_fd.hpp"
@@ -88,7 +90,20 @@ class VarlinkServer {
     // Serves `iface`, which must be one of the embedded interfaces. org.varlink.service is
     // always served.
     void add_interface(const monitor::varlink::Interface& iface);
-    // Handles the method `method` describes.
+    // Handles the method `method` describes, its parameters read into the method's `In` for
+    // `handler` (called with them, the call and its peer).
+    template <typename In, typename F>
+    requires std::is_invocable_r_v<Response, F, const In&, const monitor::varlink::Call&,
+                                   const Peer&>
+    void add_method(const monitor::protocol::Method<In>& method, F handler) {
+        add_method(static_cast<const monitor::protocol::MethodDescriptor&>(method),
+                   [handler = std::move(handler)](const monitor::varlink::Call& call,
+                                                  const Peer& peer) -> Response {
+                       return handler(monitor::protocol::input_from_json<In>(call.parameters), call,
+                                      peer);
+                   });
+    }
+    // The same, for a handler that reads the call itself.
     void add_method(const monitor::protocol::MethodDescriptor& method, Handler handler);
     // A method by its qualified name ("io.monitord.Monitor.GetLoading"): the server's tests,
     // which serve methods of their own (without a descriptor, the access rules refuse them).
@@ -148,7 +163,7 @@ class VarlinkServer {
     void arm_idle_check();
 
     monitor::varlink::Reply get_info() const;
-    monitor::varlink::Reply get_interface_description(const monitor::varlink::Call& call) const;
+    monitor::varlink::Reply get_interface_description(const std::string& name) const;
 
     sd_event* event_;
     int listen_fd_;

@@ -35,8 +35,8 @@ Scrape MonitordScraper::scrape(monitor::Error* error) {
         status = client_->call(monitor::protocol::method::GetStatus);
         if (!*status) return finish(&status->error());
     }
-    auto loading =
-        client_->call(monitor::protocol::method::GetLoading, {{"per_cpu", true}, {"totals", true}});
+    auto loading = client_->call(monitor::protocol::method::GetLoading,
+                                 monitor::LoadingQuery{.per_cpu = true, .totals = true});
     if (!loading) return finish(&loading.error());
     auto standing = client_->call(monitor::protocol::method::GetStandingCounters);
     if (!standing) return finish(&standing.error());

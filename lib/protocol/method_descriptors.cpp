@@ -6,7 +6,7 @@
 namespace monitor::protocol {
 namespace {
 
-constexpr std::array kDescriptors{
+constexpr std::array<const MethodDescriptor*, 15> kDescriptors{
     &method::GetInfo,
     &method::GetInterfaceDescription,
     &method::GetStatus,

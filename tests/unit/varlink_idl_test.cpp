@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "monitor/loading/loading_report.hpp"
 #include "monitor/protocol/method_descriptors.hpp"
+#include "monitor/protocol/method_inputs.hpp"
 #include "monitor/protocol/varlink_message.hpp"
 
 namespace monitor::varlink {
@@ -60,6 +62,74 @@ TEST(MethodDescriptors, EveryMethodOfTheInterfacesHasExactlyOne) {
             EXPECT_FALSE(d->action.empty()) << qualified << ": a refusal must say what it is";
         }
     }
+}
+
+// `in`, every field set, is a call its method takes (as the daemon checks calls: no field the
+// interface does not declare), and reads back to the same parameters.
+template <typename In>
+void expect_call_of(const protocol::Method<In>& m, const In& in) {
+    const auto* iface = builtin_interface(m.interface());
+    ASSERT_NE(iface, nullptr) << m.qualified;
+    const auto* method = iface->method(m.name());
+    ASSERT_NE(method, nullptr) << m.qualified;
+    const json j = protocol::to_json(in);
+    const auto mismatch = iface->check(*method->input, j, Extra::Reject);
+    EXPECT_FALSE(mismatch) << m.qualified << " " << j.dump() << ": " << mismatch->path << ": "
+                           << mismatch->reason;
+    EXPECT_EQ(protocol::to_json(protocol::input_from_json<In>(j)), j)
+        << m.qualified << ": a parameter is lost between JSON and C++";
+}
+
+TEST(MethodInputs, EachMethodsParametersAreACallOfItAndReadBack) {
+    namespace method = protocol::method;
+    const protocol::TargetRequest process{.kind = protocol::TargetRequest::Kind::Process,
+                                          .pid = 42};
+    const protocol::CounterRequest counters{.events = "perf::TASK-CLOCK,{a,b}",
+                                            .target = process,
+                                            .mux = perf::MuxMode::Kernel,
+                                            .slice_ms = 20,
+                                            .counter_budget = 3,
+                                            .sample_every = 1000};
+    expect_call_of(method::GetInfo, protocol::NoInput{});
+    expect_call_of(method::GetInterfaceDescription,
+                   protocol::InterfaceNameIn{.interface = "io.monitord.Monitor"});
+    expect_call_of(method::GetStatus, protocol::NoInput{});
+    expect_call_of(method::GetLoading,
+                   LoadingQuery{.per_cpu = true, .history = true, .states = true, .totals = true});
+    expect_call_of(method::GetPmuInfo, protocol::NoInput{});
+    expect_call_of(method::ListEvents, protocol::ListEventsIn{.pmu = "perf"});
+    expect_call_of(method::PlanCounters, protocol::CounterRequestIn{counters});
+    expect_call_of(method::CollectCounters,
+                   protocol::CollectCountersIn{.request = counters,
+                                               .duration = std::chrono::milliseconds(1500),
+                                               .interval = std::chrono::milliseconds(250)});
+    expect_call_of(method::StartCounters, protocol::CounterRequestIn{counters});
+    expect_call_of(method::ReadCounters, protocol::NoInput{});
+    expect_call_of(method::StopCounters, protocol::NoInput{});
+    expect_call_of(method::ResetCounters, protocol::ResetCountersIn{.session = "cycles"});
+    expect_call_of(method::GetStandingCounters, protocol::StandingCountersIn{.name = "cycles"});
+    expect_call_of(method::Profile,
+                   protocol::ProfileIn{
+                       .request = {.event = "perf::CPU-CLOCK",
+                                   .period = 100000,
+                                   .target = process,
+                                   .mode = protocol::SampledModes::User,
+                                   .top = 5,
+                                   .range = protocol::AddressRange{.start = 0x1000, .end = 0x2000},
+                                   .start_at_exec = true,
+                                   .callchain = true},
+                       .duration = std::chrono::milliseconds(2000),
+                       .interval = std::chrono::milliseconds(500)});
+    expect_call_of(method::WatchOverflows,
+                   protocol::WatchOverflowsIn{.request = {.event = "perf::TASK-CLOCK",
+                                                          .period = 10000000,
+                                                          .target = process,
+                                                          .mode = protocol::SampledModes::Kernel},
+                                              .duration = std::chrono::milliseconds(1000),
+                                              .batch = std::chrono::milliseconds(100)});
+    // The optional parameters left out are left out of the call.
+    EXPECT_EQ(protocol::to_json(protocol::ProfileIn{}).size(), 1u) << "only the request";
+    EXPECT_EQ(protocol::to_json(protocol::ResetCountersIn{}), json::object());
 }
 
 TEST(VarlinkIdlBuiltin, BothEmbeddedInterfacesAreListed) {

@@ -105,12 +105,11 @@ int cmd_loading(const Options& o) {
         return static_cast<bool>(std::cout);
     };
     if (o.watch) {
-        auto r =
-            c->stream(monitor::protocol::method::GetLoading, monitor::protocol::to_json(q), show);
+        auto r = c->stream(monitor::protocol::method::GetLoading, q, show);
         if (!r) return report(r.error());
         return kExitOk;
     }
-    auto reply = c->call(monitor::protocol::method::GetLoading, monitor::protocol::to_json(q));
+    auto reply = c->call(monitor::protocol::method::GetLoading, q);
     if (!reply) return report(reply.error());
     show(*reply);
     return kExitOk;

@@ -258,13 +258,12 @@ Result<protocol::SampledModes> sampled_mode(const PerfOptions& o) {
     return o.user ? User : o.kernel ? Kernel : Both;
 }
 
-// Puts `text` (a duration) into params[key] in milliseconds; nothing for an empty text.
-Result<void> put_duration(json& params, const char* key, const std::string& text) {
-    if (text.empty()) return {};
+// `text` (a duration) in milliseconds; nullopt for an empty text.
+Result<std::optional<std::chrono::milliseconds>> optional_duration(const std::string& text) {
+    if (text.empty()) return std::nullopt;
     auto ms = parse_duration_ms(text);
     if (!ms) return std::unexpected(ms.error());
-    params[key] = *ms;
-    return {};
+    return std::chrono::milliseconds(*ms);
 }
 
 }  // namespace
@@ -291,9 +290,9 @@ int perf_info(const PerfOptions& o) {
 int perf_list(const PerfOptions& o) {
     auto c = connect(o);
     if (!c) return report_error(c.error());
-    json params = json::object();
-    if (!o.pmu.empty()) params["pmu"] = o.pmu;
-    auto reply = c->call(monitor::protocol::method::ListEvents, params);
+    protocol::ListEventsIn in;
+    if (!o.pmu.empty()) in.pmu = o.pmu;
+    auto reply = c->call(monitor::protocol::method::ListEvents, in);
     if (!reply) return report_error(reply.error());
     if (o.json) {
         std::cout << reply->dump(2) << '\n';
@@ -308,8 +307,8 @@ int perf_list(const PerfOptions& o) {
 int perf_plan(const PerfOptions& o) {
     auto c = connect(o);
     if (!c) return report_error(c.error());
-    auto reply = c->call(monitor::protocol::method::PlanCounters,
-                         json{{"request", protocol::to_json(request_of(o))}});
+    auto reply =
+        c->call(monitor::protocol::method::PlanCounters, protocol::CounterRequestIn{request_of(o)});
     if (!reply) return report_error(reply.error());
     if (o.json) {
         std::cout << reply->dump(2) << '\n';
@@ -322,26 +321,24 @@ int perf_plan(const PerfOptions& o) {
 int perf_collect(const PerfOptions& o) {
     auto duration = parse_duration_ms(o.duration);
     if (!duration) return report_error(duration.error());
-    json params{{"request", protocol::to_json(request_of(o))}, {"duration_ms", *duration}};
-    if (!o.interval.empty()) {
-        auto interval = parse_duration_ms(o.interval);
-        if (!interval) return report_error(interval.error());
-        params["interval_ms"] = *interval;
-    }
+    auto interval = optional_duration(o.interval);
+    if (!interval) return report_error(interval.error());
+    const protocol::CollectCountersIn in{.request = request_of(o),
+                                         .duration = std::chrono::milliseconds(*duration),
+                                         .interval = *interval};
     auto c = connect(o);
     if (!c) return report_error(c.error());
     c->set_timeout(std::chrono::milliseconds(0));  // the reply comes when the duration ends
-    if (params.contains("interval_ms")) {
+    if (in.interval) {
         bool first = true;
-        auto r =
-            c->stream(monitor::protocol::method::CollectCounters, params, [&](const json& reply) {
-                show_report(o, reply, first, std::cout);
-                first = false;
-                return static_cast<bool>(std::cout);
-            });
+        auto r = c->stream(monitor::protocol::method::CollectCounters, in, [&](const json& reply) {
+            show_report(o, reply, first, std::cout);
+            first = false;
+            return static_cast<bool>(std::cout);
+        });
         return r ? kExitOk : report_error(r.error());
     }
-    auto reply = c->call(monitor::protocol::method::CollectCounters, params);
+    auto reply = c->call(monitor::protocol::method::CollectCounters, in);
     if (!reply) return report_error(reply.error());
     show_report(o, *reply, true, std::cout);
     return kExitOk;
@@ -351,7 +348,7 @@ int perf_start(const PerfOptions& o) {
     auto c = connect(o);
     if (!c) return report_error(c.error());
     auto reply = c->call(monitor::protocol::method::StartCounters,
-                         json{{"request", protocol::to_json(request_of(o))}});
+                         protocol::CounterRequestIn{request_of(o)});
     if (!reply) return report_error(reply.error());
     if (o.json) {
         std::cout << reply->dump(2) << '\n';
@@ -387,9 +384,9 @@ int perf_stop(const PerfOptions& o) {
 int perf_reset(const PerfOptions& o) {
     auto c = connect(o);
     if (!c) return report_error(c.error());
-    json params = json::object();
-    if (!o.session.empty()) params["session"] = o.session;
-    auto reply = c->call(monitor::protocol::method::ResetCounters, params);
+    protocol::ResetCountersIn in;
+    if (!o.session.empty()) in.session = o.session;
+    auto reply = c->call(monitor::protocol::method::ResetCounters, in);
     if (!reply) return report_error(reply.error());
     if (!o.json && !o.csv) {
         std::cout << (o.session.empty() ? std::string{"The running session"}
@@ -403,9 +400,9 @@ int perf_reset(const PerfOptions& o) {
 int perf_show(const PerfOptions& o) {
     auto c = connect(o);
     if (!c) return report_error(c.error());
-    json params = json::object();
-    if (!o.session.empty()) params["name"] = o.session;
-    auto reply = c->call(monitor::protocol::method::GetStandingCounters, params);
+    protocol::StandingCountersIn in;
+    if (!o.session.empty()) in.name = o.session;
+    auto reply = c->call(monitor::protocol::method::GetStandingCounters, in);
     if (!reply) return report_error(reply.error());
     if (o.json) {
         std::cout << reply->dump(2) << '\n';
@@ -530,14 +527,15 @@ int perf_profile(const PerfOptions& o) {
                                                          "or {}, not both",
                                                          protocol::target_text(where))});
     }
-    json params{{"request", json::object()}};
+    protocol::ProfileIn in;
     // A command runs until it exits; the other targets for 5 s unless told.
     const std::string duration = o.profile_duration.empty() && !command ? "5s" : o.profile_duration;
-    if (auto ok = put_duration(params, "duration_ms", duration); !ok)
-        return report_error(ok.error());
-    if (auto ok = put_duration(params, "interval_ms", o.interval); !ok) {
-        return report_error(ok.error());
-    }
+    auto ms = optional_duration(duration);
+    if (!ms) return report_error(ms.error());
+    in.duration = *ms;
+    auto interval = optional_duration(o.interval);
+    if (!interval) return report_error(interval.error());
+    in.interval = *interval;
     // The folded stacks' file, made before anything runs: a bad path is said at once.
     std::ofstream folded_file;
     if (!o.folded.empty() && o.folded != "-") {
@@ -560,7 +558,7 @@ int perf_profile(const PerfOptions& o) {
         request.target = {.kind = protocol::TargetRequest::Kind::Process, .pid = cmd->pid()};
         request.start_at_exec = true;
     }
-    params["request"] = protocol::to_json(request);
+    in.request = request;
 
     // Like perf record: ^C reaches the command, and its profile is still shown.
     struct sigaction ignore {
@@ -573,7 +571,7 @@ int perf_profile(const PerfOptions& o) {
     int exec_error = 0;
     bool shown = false;
     bool went = false;  // the command was let go to its exec
-    auto r = c->stream(monitor::protocol::method::Profile, params, [&](const json& reply) {
+    auto r = c->stream(monitor::protocol::method::Profile, in, [&](const json& reply) {
         if (auto it = reply.find("started"); it != reply.end() && it->is_boolean()) {
             // A command that cannot be run exits at once, which ends its profile.
             if (cmd) exec_error = cmd->go();
@@ -624,16 +622,17 @@ int perf_overflows(const PerfOptions& o) {
     if (!mode) return report_error(mode.error());
     request.mode = *mode;
     request.target = request_of(o).target;
-    json params{{"request", protocol::to_json(request)}};
-    const std::string duration = o.profile_duration.empty() ? "5s" : o.profile_duration;
-    if (auto ok = put_duration(params, "duration_ms", duration); !ok) {
-        return report_error(ok.error());
-    }
-    if (auto ok = put_duration(params, "batch_ms", o.batch); !ok) return report_error(ok.error());
+    protocol::WatchOverflowsIn in{.request = request};
+    auto duration = optional_duration(o.profile_duration.empty() ? "5s" : o.profile_duration);
+    if (!duration) return report_error(duration.error());
+    in.duration = *duration;
+    auto batch = optional_duration(o.batch);
+    if (!batch) return report_error(batch.error());
+    in.batch = *batch;
     auto c = connect(o);
     if (!c) return report_error(c.error());
     c->set_timeout(std::chrono::milliseconds(0));  // the replies come as overflows do
-    auto r = c->stream(monitor::protocol::method::WatchOverflows, params, [&](const json& reply) {
+    auto r = c->stream(monitor::protocol::method::WatchOverflows, in, [&](const json& reply) {
         if (reply.contains("started")) {
             if (!o.json) {
                 std::cout << fmt::format("Overflows of {} every {} events, {}:\n", request.event,

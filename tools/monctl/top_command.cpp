@@ -47,9 +47,8 @@ std::string first_line(const std::string& s) {
 Result<top::Snapshot> fetch(DaemonClient& c) {
     auto status = c.call(monitor::protocol::method::GetStatus);
     if (!status) return std::unexpected(status.error());
-    auto loading = c.call(
-        monitor::protocol::method::GetLoading,
-        protocol::to_json(monitor::LoadingQuery{.per_cpu = true, .history = true, .states = true}));
+    auto loading = c.call(monitor::protocol::method::GetLoading,
+                          monitor::LoadingQuery{.per_cpu = true, .history = true, .states = true});
     if (!loading) return std::unexpected(loading.error());
     auto counters = c.call_unless(monitor::protocol::method::ReadCounters, "PerfNotRunning");
     if (!counters) return std::unexpected(counters.error());

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "monitor/protocol/method_descriptors.hpp"
+#include "monitor/protocol/method_inputs.hpp"
 #include "monitor/protocol/varlink_client.hpp"
 
 namespace monitor::protocol {
@@ -38,6 +39,23 @@ class DaemonClient {
     // the stream, closes the connection, or `on_reply` returns false.
     monitor::Result<void> stream(const MethodDescriptor& method, const nlohmann::json& parameters,
                                  const std::function<bool(const nlohmann::json&)>& on_reply);
+
+    // The same, with the method's parameters as C++ (method_inputs.hpp).
+    template <typename In>
+    monitor::Result<nlohmann::json> call(const Method<In>& method, const In& in) {
+        return call(method, to_json(in));
+    }
+    template <typename In>
+    monitor::Result<std::optional<nlohmann::json>> call_unless(const Method<In>& method,
+                                                               std::string_view absent,
+                                                               const In& in) {
+        return call_unless(method, absent, to_json(in));
+    }
+    template <typename In>
+    monitor::Result<void> stream(const Method<In>& method, const In& in,
+                                 const std::function<bool(const nlohmann::json&)>& on_reply) {
+        return stream(method, to_json(in), on_reply);
+    }
 
     const std::string& path() const { return path_; }
     // How long call() waits for a reply; 0 waits as long as it takes.

@@ -1,13 +1,19 @@
-// Each method of the interfaces monitord serves, described once: its qualified name and who
-// may call it (Read: anyone who reaches the socket; Control: root, the daemon's own user, or
-// [access] control-group). The daemon registers each handler with its descriptor and checks
-// calls against the descriptors before it dispatches them; monctl and the exporter call
-// through them. A test holds them to the interface files: a method without a descriptor is
-// refused to everyone.
+// Each method of the interfaces monitord serves, described once: its qualified name, who may
+// call it (Read: anyone who reaches the socket; Control: root, the daemon's own user, or
+// [access] control-group) and the C++ type of its parameters (Method<In>, the types in
+// method_inputs.hpp). The daemon registers each handler with its descriptor, which reads the
+// parameters for it, and checks calls against the descriptors before it dispatches them;
+// monctl and the exporter call through them with the typed parameters. Tests hold them to the
+// interface files: a method without a descriptor is refused to everyone, and every field of
+// each `In` is one its method takes.
 #pragma once
 
 #include <span>
 #include <string_view>
+
+namespace monitor {
+struct LoadingQuery;
+}  // namespace monitor
 
 namespace monitor::protocol {
 
@@ -26,6 +32,23 @@ struct MethodDescriptor {
     }
     constexpr std::string_view name() const { return qualified.substr(qualified.rfind('.') + 1); }
 };
+
+// A descriptor with the type of the method's parameters.
+template <typename In>
+struct Method : MethodDescriptor {
+    using Input = In;
+};
+
+// The parameters' types (method_inputs.hpp).
+struct NoInput;
+struct InterfaceNameIn;
+struct ListEventsIn;
+struct CounterRequestIn;
+struct CollectCountersIn;
+struct ResetCountersIn;
+struct StandingCountersIn;
+struct ProfileIn;
+struct WatchOverflowsIn;
 
 namespace detail {
 
@@ -47,30 +70,30 @@ namespace method {
 
 using enum Access;
 // org.varlink.service
-inline constexpr MethodDescriptor GetInfo{"org.varlink.service.GetInfo", Read};
-inline constexpr MethodDescriptor GetInterfaceDescription{
-    "org.varlink.service.GetInterfaceDescription", Read};
+inline constexpr Method<NoInput> GetInfo{{"org.varlink.service.GetInfo", Read}};
+inline constexpr Method<InterfaceNameIn> GetInterfaceDescription{
+    {"org.varlink.service.GetInterfaceDescription", Read}};
 // io.monitord.Monitor
-inline constexpr MethodDescriptor GetStatus{"io.monitord.Monitor.GetStatus", Read};
-inline constexpr MethodDescriptor GetLoading{"io.monitord.Monitor.GetLoading", Read};
-inline constexpr MethodDescriptor GetPmuInfo{"io.monitord.Monitor.GetPmuInfo", Read};
-inline constexpr MethodDescriptor ListEvents{"io.monitord.Monitor.ListEvents", Read};
-inline constexpr MethodDescriptor PlanCounters{"io.monitord.Monitor.PlanCounters", Read};
-inline constexpr MethodDescriptor CollectCounters{"io.monitord.Monitor.CollectCounters", Control,
-                                                  detail::kCounting, detail::kCountYourOwn};
-inline constexpr MethodDescriptor StartCounters{"io.monitord.Monitor.StartCounters", Control,
-                                                detail::kCounting, detail::kCountYourOwn};
-inline constexpr MethodDescriptor ReadCounters{"io.monitord.Monitor.ReadCounters", Read};
-inline constexpr MethodDescriptor StopCounters{"io.monitord.Monitor.StopCounters", Control,
-                                               detail::kCounting, detail::kCountYourOwn};
-inline constexpr MethodDescriptor ResetCounters{"io.monitord.Monitor.ResetCounters", Control,
-                                                detail::kCounting, detail::kCountYourOwn};
-inline constexpr MethodDescriptor GetStandingCounters{"io.monitord.Monitor.GetStandingCounters",
-                                                      Read};
-inline constexpr MethodDescriptor Profile{"io.monitord.Monitor.Profile", Control, detail::kSampling,
-                                          detail::kSampleYourOwn};
-inline constexpr MethodDescriptor WatchOverflows{"io.monitord.Monitor.WatchOverflows", Control,
-                                                 detail::kSampling, detail::kSampleYourOwn};
+inline constexpr Method<NoInput> GetStatus{{"io.monitord.Monitor.GetStatus", Read}};
+inline constexpr Method<LoadingQuery> GetLoading{{"io.monitord.Monitor.GetLoading", Read}};
+inline constexpr Method<NoInput> GetPmuInfo{{"io.monitord.Monitor.GetPmuInfo", Read}};
+inline constexpr Method<ListEventsIn> ListEvents{{"io.monitord.Monitor.ListEvents", Read}};
+inline constexpr Method<CounterRequestIn> PlanCounters{{"io.monitord.Monitor.PlanCounters", Read}};
+inline constexpr Method<CollectCountersIn> CollectCounters{
+    {"io.monitord.Monitor.CollectCounters", Control, detail::kCounting, detail::kCountYourOwn}};
+inline constexpr Method<CounterRequestIn> StartCounters{
+    {"io.monitord.Monitor.StartCounters", Control, detail::kCounting, detail::kCountYourOwn}};
+inline constexpr Method<NoInput> ReadCounters{{"io.monitord.Monitor.ReadCounters", Read}};
+inline constexpr Method<NoInput> StopCounters{
+    {"io.monitord.Monitor.StopCounters", Control, detail::kCounting, detail::kCountYourOwn}};
+inline constexpr Method<ResetCountersIn> ResetCounters{
+    {"io.monitord.Monitor.ResetCounters", Control, detail::kCounting, detail::kCountYourOwn}};
+inline constexpr Method<StandingCountersIn> GetStandingCounters{
+    {"io.monitord.Monitor.GetStandingCounters", Read}};
+inline constexpr Method<ProfileIn> Profile{
+    {"io.monitord.Monitor.Profile", Control, detail::kSampling, detail::kSampleYourOwn}};
+inline constexpr Method<WatchOverflowsIn> WatchOverflows{
+    {"io.monitord.Monitor.WatchOverflows", Control, detail::kSampling, detail::kSampleYourOwn}};
 
 }  // namespace method
 
