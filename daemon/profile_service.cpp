@@ -40,7 +40,6 @@ struct ProfileService::Run {
     std::optional<perf::Sample> last;
     pid_t pid = 0;       // a process target
     std::string target;  // target_text
-    std::string event;   // as replies name it (with ":u" for user_only)
     // Its client may sample user mode only (perf_rights): the event is named with ":u"
     // added, as perf names it then.
     bool user_only = false;
@@ -50,7 +49,6 @@ struct ProfileService::Run {
     std::string started_by;      // "pid 42 (uid 0)"
     std::string kernel_unnamed;  // why kernel functions go unnamed; empty when they are named
     bool stream = false;         // "more": the started reply, and the intervals with interval_ms
-    std::size_t threads = 0;     // of a process target, opened at the start
     std::int64_t intervals = 0;
     std::string ended;  // sampling ended, a profile's whole asked of the namer: why
     // The run's descriptors on the loop (its rings, the process's pidfd, the namer's).
@@ -61,16 +59,21 @@ struct ProfileService::Run {
         if (id != 0) service->runtime_.remove_sampling(id);
     }
     monitor::SampleRun& sampling() const { return *service->runtime_.sampling(id); }
+    std::string event_name() const {
+        return sampling().session().event().name + (user_only ? ":u" : "");
+    }
 
     std::size_t top() const {
         return static_cast<std::size_t>(request.top.value_or(protocol::kDefaultProfileTop));
     }
     protocol::ProfileMessage message(const monitor::SampleRun::Named& named) const {
         auto m = protocol::make_profile_message(named.profile, top(), request.range);
-        m.event = event;
+        m.event = event_name();
         m.target = target;
         m.elapsed = std::chrono::duration<double>(named.to - named.from).count();
-        if (threads > 0) m.threads = static_cast<int>(threads);
+        if (const auto threads = sampling().session().threads(); threads > 0) {
+            m.threads = static_cast<int>(threads);
+        }
         m.kernel_symbols = kernel_unnamed;
         return m;
     }
@@ -90,7 +93,7 @@ struct ProfileService::Run {
         }
         const auto& run = sampling();
         protocol::OverflowBatch b{
-            .event = event,
+            .event = event_name(),
             .period = overflows->period,
             .overflows = std::exchange(batch_overflows, 0),
             .total = total_overflows,
@@ -280,8 +283,6 @@ ProfileService::Response ProfileService::start_run(std::unique_ptr<Run> run,
                                                             pid)},
                                 catalog_);
     }
-    run->threads = (*session)->threads();
-    run->event = (*session)->event().name + (run->user_only ? ":u" : "");
     // Intervals are sent only to a client that reads more than one reply.
     if (!run->stream) times.interval.reset();
     auto sampling = monitor::SampleRun::start(
@@ -295,7 +296,7 @@ ProfileService::Response ProfileService::start_run(std::unique_ptr<Run> run,
                                 catalog_);
     }
     spdlog::info("{} started: {} of {}{} ({})", run->overflows ? "Watch of overflows" : "Profile",
-                 run->event, run->target,
+                 run->event_name(), run->target,
                  times.duration ? fmt::format(" for {} ms", times.duration->count())
                                 : std::string{" until it exits"},
                  run->started_by);
@@ -380,8 +381,9 @@ bool ProfileService::send_or_end(Run& run, Reply reply) {
 
 void ProfileService::end(Run& run, Reply reply, std::uint64_t samples) {
     spdlog::info("{} ended: {} of {}, {} samples{} ({})",
-                 run.overflows ? "Watch of overflows" : "Profile", run.event, run.target, samples,
-                 reply.error ? fmt::format(": {}", *reply.error) : std::string{}, run.started_by);
+                 run.overflows ? "Watch of overflows" : "Profile", run.event_name(), run.target,
+                 samples, reply.error ? fmt::format(": {}", *reply.error) : std::string{},
+                 run.started_by);
     const auto connection = run.connection;
     runs_.erase(connection);  // `run` is gone from here
     server_.send(connection, Response{std::move(reply)});
