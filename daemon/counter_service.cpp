@@ -21,6 +21,7 @@ using monitor::varlink::Reply;
 using nlohmann::json;
 namespace perf = monitor::perf;
 namespace protocol = monitor::protocol;
+namespace method = monitor::protocol::method;
 
 namespace {
 
@@ -84,11 +85,7 @@ CounterService::Response CounterService::get_standing(
     const std::optional<std::string>& name) const {
     auto sessions = standing_.report(name);
     if (name && sessions.empty()) return no_such_session(*name);
-    json list = json::array();
-    for (const auto& s : sessions) list.push_back(protocol::to_json(s));
-    Reply r;
-    r.parameters = json{{"sessions", std::move(list)}};
-    return r;
+    return protocol::reply_of(method::GetStandingCounters, {.sessions = std::move(sessions)});
 }
 
 Reply CounterService::no_such_session(const std::string& name) const {
@@ -111,9 +108,7 @@ CounterService::Response CounterService::reset(const std::optional<std::string>&
         auto before = standing_.reset(name);
         if (!before) return error_reply(before.error());
         spdlog::info("Standing counter session '{}' reset to zero", name);
-        Reply r;
-        r.parameters = json{{"report", protocol::to_json(*before)}};
-        return r;
+        return protocol::reply_of(method::ResetCounters, {.report = std::move(*before)});
     }
     if (!active_) return error_reply({Status::NotRdy, "no counter session is running"});
     auto& r = run();
@@ -125,9 +120,7 @@ CounterService::Response CounterService::reset(const std::optional<std::string>&
     put_sampled_addresses(message, true, perf_rights(peer).kernel_addresses());
     // The sampled addresses start again too.
     for (auto& a : active_->last_address_ever) a.reset();
-    Reply reply;
-    reply.parameters = json{{"report", protocol::to_json(message)}};
-    return reply;
+    return protocol::reply_of(method::ResetCounters, {.report = std::move(message)});
 }
 
 void CounterService::setup() {
@@ -141,7 +134,6 @@ void CounterService::setup() {
     // Its methods are io.monitord.Monitor's: served whether or not another service added it.
     server_.add_interface(
         *monitor::varlink::builtin_interface(monitor::varlink::kMonitorInterface));
-    namespace method = monitor::protocol::method;
     using protocol::NoInput;
     server_.add_method(method::GetPmuInfo,
                        [this](const NoInput&, const Call&, const Peer&) { return get_pmu_info(); });
@@ -191,23 +183,20 @@ Reply CounterService::error_reply(const monitor::Error& e, const std::string& ev
 
 CounterService::Response CounterService::get_pmu_info() const {
     if (!catalog_) return error_reply({Status::NoPmu, catalog_error_});
-    json pmus = json::array();
-    for (const auto& p : catalog_->pmus()) pmus.push_back(protocol::to_json(p));
-    Reply r;
-    r.parameters = json{{"pmus", std::move(pmus)}};
-    if (auto level = perf::perf_event_paranoid()) r.parameters["paranoid"] = *level;
-    return r;
+    protocol::PmuInfoOut out;
+    out.pmus = catalog_->pmus();
+    out.paranoid = perf::perf_event_paranoid();
+    return protocol::reply_of(method::GetPmuInfo, out);
 }
 
 CounterService::Response CounterService::list_events(const protocol::ListEventsIn& in) const {
     if (!catalog_) return error_reply({Status::NoPmu, catalog_error_});
     auto events = catalog_->list(in.pmu.value_or(std::string{}));
     if (!events) return error_reply(events.error());
-    json list = json::array();
-    for (const auto& e : *events) list.push_back(protocol::to_json(e));
-    Reply r;
-    r.parameters = json{{"events", std::move(list)}};
-    return r;
+    protocol::EventsOut out;
+    out.events.reserve(events->size());
+    for (const auto& e : *events) out.events.push_back(protocol::event_listing(e));
+    return protocol::reply_of(method::ListEvents, out);
 }
 
 Result<perf::SessionOptions> CounterService::options_for(
@@ -253,9 +242,7 @@ CounterService::Response CounterService::plan(const protocol::CounterRequest& re
     options->no_kernel_addresses = rights.kernel_breakpoint_refusal();
     auto plan = perf::make_plan(*catalog_, *options);
     if (!plan) return error_reply(plan.error(), request.events);
-    Reply r;
-    r.parameters = json{{"plan", protocol::to_json(plan_message(*plan))}};
-    return r;
+    return protocol::reply_of(method::PlanCounters, {.plan = plan_message(*plan)});
 }
 
 Result<std::unique_ptr<perf::PerfSession>> CounterService::open_session(
@@ -328,10 +315,9 @@ CounterService::Response CounterService::start(const protocol::CounterRequest& r
         fmt::format("a session started by pid {} (uid {})", peer.cred.pid, peer.cred.uid);
     if (auto refused = begin(request, {}, std::move(s), perf_rights(peer))) return *refused;
     const auto& session = run().session();
-    Reply r;
-    r.parameters = json{{"plan", protocol::to_json(plan_message(session.plan()))}};
-    if (const int threads = session.threads(); threads > 0) r.parameters["threads"] = threads;
-    return r;
+    protocol::StartCountersOut out{.plan = plan_message(session.plan()), .threads = {}};
+    if (const int threads = session.threads(); threads > 0) out.threads = threads;
+    return protocol::reply_of(method::StartCounters, out);
 }
 
 CounterService::Response CounterService::read(const Peer& peer) {
@@ -342,9 +328,7 @@ CounterService::Response CounterService::read(const Peer& peer) {
     auto message = protocol::make_report(session.plan(), *report, active_->per_cpu, std::nullopt,
                                          false, online());
     put_sampled_addresses(message, true, perf_rights(peer).kernel_addresses());
-    Reply r;
-    r.parameters = json{{"report", protocol::to_json(message)}};
-    return r;
+    return protocol::reply_of(method::ReadCounters, {.report = std::move(message)});
 }
 
 CounterService::Response CounterService::stop(const Peer& peer) {
@@ -362,7 +346,7 @@ CounterService::Response CounterService::stop(const Peer& peer) {
         auto message = protocol::make_report(r.session().plan(), r.totals(), active_->per_cpu,
                                              std::nullopt, true, online());
         put_sampled_addresses(message, true, perf_rights(peer).kernel_addresses());
-        reply.parameters = json{{"report", protocol::to_json(message)}};
+        reply = protocol::reply_of(method::StopCounters, {.report = std::move(message)});
     }
     spdlog::info("Counter session stopped ({})", active_->started_by);
     end_session();
@@ -391,9 +375,9 @@ void CounterService::run_stepped(const monitor::Runtime::Due::RunStep& step,
     auto message = protocol::make_report(r.session().plan(), r.totals(), active_->per_cpu,
                                          std::nullopt, true, online());
     put_sampled_addresses(message, true, active_->owner_kernel_addresses);
-    Reply reply;
-    reply.parameters = json{{"plan", protocol::to_json(plan_message(r.session().plan()))},
-                            {"report", protocol::to_json(message)}};
+    auto reply = protocol::reply_of(
+        method::CollectCounters,
+        {.plan = plan_message(r.session().plan()), .report = std::move(message)});
     const auto owner = *active_->owner;
     spdlog::info("Counter session ended ({})", active_->started_by);
     end_session();
@@ -503,22 +487,18 @@ void CounterService::put_sampled_addresses(protocol::CounterReport& report, bool
 bool CounterService::send_period() {
     Session& s = *active_;
     const auto& r = run();
-    // Every period writes the same record and JSON tree, so that a stream's records allocate
-    // (almost) nothing: only their numbers change.
+    // Every period writes the same record, so that a stream's records allocate (almost)
+    // nothing: only their numbers change.
     protocol::make_report(r.session().plan(), r.period(), s.per_cpu, r.periods(), false, online(),
-                          s.record);
-    put_sampled_addresses(s.record, false, s.owner_kernel_addresses);
-    if (!protocol::update_json(s.record_json, s.record))
-        s.record_json = protocol::to_json(s.record);
-    Reply reply;
-    reply.parameters["report"] = std::move(s.record_json);
+                          s.record.report);
+    put_sampled_addresses(s.record.report, false, s.owner_kernel_addresses);
     // The plan does not change: the first record and the totals carry it.
     if (r.periods() == 1) {
-        reply.parameters["plan"] = protocol::to_json(plan_message(r.session().plan()));
+        s.record.plan = plan_message(r.session().plan());
+    } else {
+        s.record.plan.reset();
     }
-    reply.continues = true;
-    auto text = std::make_shared<const std::string>(monitor::varlink::encode(reply));
-    s.record_json = std::move(reply.parameters["report"]);
+    auto text = std::make_shared<const std::string>(s.records.encode(s.record, true));
     // A client that is gone ends the session (the server's close handler).
     return server_.send(*s.owner, Response{std::move(text), true});
 }

@@ -87,10 +87,10 @@ class CounterService {
         std::optional<std::uint64_t> owner;  // the connection of a collect
         bool stream = false;                 // collect with "more": a reply per period
         bool per_cpu = false;
-        // Kept from period to period, to be filled again: the record of the last period and
-        // its JSON.
-        monitor::protocol::CounterReport record;
-        nlohmann::json record_json;
+        // Kept from period to period, to be filled again: the record of the last period, and
+        // its encoder.
+        monitor::protocol::CollectOut record;
+        monitor::protocol::CollectRecords records;
         std::string started_by;  // "pid 42 (uid 1000)"
         std::chrono::system_clock::time_point started;
         // With sample_every: each event sampled (a sample run in the runtime, its rings read

@@ -54,19 +54,16 @@ VarlinkServer::Response LoadingService::status() const {
             dog->status(),
             monitor::protocol::enum_value(monitor::watchdog::on_stop_name(on_stop_)));
     }
-    Reply r;
-    r.parameters = monitor::protocol::to_json(s);
-    return r;
+    return monitor::protocol::reply_of(monitor::protocol::method::GetStatus, s);
 }
 
 VarlinkServer::Response LoadingService::loading(const monitor::LoadingQuery& query, bool more) {
     auto& cached = replies_[(query.per_cpu ? 1 : 0) + (query.history ? 2 : 0) +
                             (query.states ? 4 : 0) + (query.totals ? 8 : 0) + (more ? 16 : 0)];
     if (!cached) {
-        Reply r;
-        r.parameters = monitor::protocol::to_json(runtime_.engine().loading(query));
-        r.continues = more;
-        cached = std::make_shared<const std::string>(monitor::varlink::encode(r));
+        cached = std::make_shared<const std::string>(
+            monitor::varlink::encode(monitor::protocol::reply_of(
+                monitor::protocol::method::GetLoading, runtime_.engine().loading(query), more)));
     }
     return VarlinkServer::Response{cached, more};
 }

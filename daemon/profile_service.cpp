@@ -25,6 +25,7 @@ using monitor::varlink::Reply;
 using nlohmann::json;
 namespace perf = monitor::perf;
 namespace protocol = monitor::protocol;
+namespace method = monitor::protocol::method;
 using Clock = std::chrono::steady_clock;
 
 struct ProfileService::Run {
@@ -301,13 +302,12 @@ ProfileService::Response ProfileService::start_run(std::unique_ptr<Run> run,
                                 : std::string{" until it exits"},
                  run->started_by);
     const bool stream = run->stream;
+    const bool overflows = run->overflows.has_value();
     runs_.emplace(peer.connection, std::move(run));
     schedule_();
     if (!stream) return Response::later();
-    Reply started;
-    started.parameters = json{{"started", true}};
-    started.continues = true;
-    return started;
+    if (overflows) return protocol::reply_of(method::WatchOverflows, {.started = true}, true);
+    return protocol::reply_of(method::Profile, {.started = true}, true);
 }
 
 void ProfileService::run_stepped(monitor::Runtime::Due::SampleStep& step) {
@@ -324,9 +324,7 @@ void ProfileService::stepped(Run& run, monitor::Result<monitor::SampleRun::Step>
     const auto now = Clock::now();
     if (step->interval_ended && run.overflows && run.batch_overflows > 0) {
         // A batch is sent when it has overflows.
-        Reply reply;
-        reply.parameters = json{{"batch", protocol::to_json(run.batch(now))}};
-        reply.continues = true;
+        auto reply = protocol::reply_of(method::WatchOverflows, {.batch = run.batch(now)}, true);
         if (!send_or_end(run, std::move(reply))) return;  // `run` is gone
     }
     if (step->ended) {
@@ -338,9 +336,7 @@ void ProfileService::stepped(Run& run, monitor::Result<monitor::SampleRun::Step>
             b.final = true;
             b.ended = run.ended;
             const auto samples = run.sampling().session().profile().report(1).samples;
-            Reply reply;
-            reply.parameters = json{{"batch", protocol::to_json(b)}};
-            end(run, std::move(reply), samples);
+            end(run, protocol::reply_of(method::WatchOverflows, {.batch = std::move(b)}), samples);
             return;  // `run` is gone
         }
         // Only the namer's descriptor is left to watch: the whole profile comes through it.
@@ -354,18 +350,15 @@ void ProfileService::stepped(Run& run, monitor::Result<monitor::SampleRun::Step>
     }
     for (auto& named : step->named) {
         auto m = run.message(named);
-        Reply reply;
         if (named.whole) {
             m.final = true;
             m.ended = run.ended;
             const auto samples = named.profile.report(1).samples;
-            reply.parameters = json{{"report", protocol::to_json(m)}};
-            end(run, std::move(reply), samples);
+            end(run, protocol::reply_of(method::Profile, {.report = std::move(m)}), samples);
             return;  // `run` is gone
         }
         m.interval = ++run.intervals;
-        reply.parameters = json{{"report", protocol::to_json(m)}};
-        reply.continues = true;
+        auto reply = protocol::reply_of(method::Profile, {.report = std::move(m)}, true);
         if (!send_or_end(run, std::move(reply))) return;  // `run` is gone
     }
 }

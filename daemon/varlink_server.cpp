@@ -522,15 +522,13 @@ void VarlinkServer::close_connection(Connection& c, const char* why) {
 }
 
 Reply VarlinkServer::get_info() const {
-    json interfaces = json::array();
-    for (const auto& [name, iface] : interfaces_) interfaces.push_back(name);
-    Reply r;
-    r.parameters = json{{"vendor", info_.vendor},
-                        {"product", info_.product},
-                        {"version", info_.version},
-                        {"url", info_.url},
-                        {"interfaces", interfaces}};
-    return r;
+    monitor::protocol::ServiceInfo out{.vendor = info_.vendor,
+                                       .product = info_.product,
+                                       .version = info_.version,
+                                       .url = info_.url,
+                                       .interfaces = {}};
+    for (const auto& [name, iface] : interfaces_) out.interfaces.push_back(name);
+    return monitor::protocol::reply_of(monitor::protocol::method::GetInfo, out);
 }
 
 Reply VarlinkServer::get_interface_description(const std::string& name) const {
@@ -538,9 +536,8 @@ Reply VarlinkServer::get_interface_description(const std::string& name) const {
     if (it == interfaces_.end()) {
         return make_error("org.varlink.service.InterfaceNotFound", json{{"interface", name}});
     }
-    Reply r;
-    r.parameters = json{{"description", it->second->text()}};
-    return r;
+    return monitor::protocol::reply_of(monitor::protocol::method::GetInterfaceDescription,
+                                       {.description = it->second->text()});
 }
 
 }  // namespace monitord

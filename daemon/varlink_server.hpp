@@ -22,6 +22,7 @@
 #include "monitor/protocol/message_buffer.hpp"
 #include "monitor/protocol/method_descriptors.hpp"
 #include "monitor/protocol/method_inputs.hpp"
+#include "monitor/protocol/method_outputs.hpp"
 #include "monitor/protocol/varlink_idl.hpp"
 #include "monitor/protocol/varlink_message.hpp"
 #include "monitor/unique_fd.hpp"
@@ -92,10 +93,11 @@ class VarlinkServer {
     void add_interface(const monitor::varlink::Interface& iface);
     // Handles the method `method` describes, its parameters read into the method's `In` for
     // `handler` (called with them, the call and its peer).
-    template <typename In, typename F>
+    // The handler replies with the method's Out: monitor::protocol::reply_of(method, out).
+    template <typename In, typename Out, typename F>
     requires std::is_invocable_r_v<Response, F, const In&, const monitor::varlink::Call&,
                                    const Peer&>
-    void add_method(const monitor::protocol::Method<In>& method, F handler) {
+    void add_method(const monitor::protocol::Method<In, Out>& method, F handler) {
         add_method(static_cast<const monitor::protocol::MethodDescriptor&>(method),
                    [handler = std::move(handler)](const monitor::varlink::Call& call,
                                                   const Peer& peer) -> Response {

@@ -22,7 +22,7 @@ Scrape MonitordScraper::scrape(monitor::Error* error) {
     // restarted since: then one new connection is tried before monitord counts as down. Not
     // after a timeout (NOTRDY): a monitord that is stopped or busy would make the scrape wait
     // twice as long.
-    std::optional<monitor::Result<nlohmann::json>> status;
+    std::optional<monitor::Result<monitor::protocol::DaemonStatus>> status;
     if (client_) status = client_->call(monitor::protocol::method::GetStatus);
     if (status && !*status && status->error().status == monitor::Status::NotRdy) {
         return finish(&status->error());
@@ -40,11 +40,9 @@ Scrape MonitordScraper::scrape(monitor::Error* error) {
     if (!loading) return finish(&loading.error());
     auto standing = client_->call(monitor::protocol::method::GetStandingCounters);
     if (!standing) return finish(&standing.error());
-    s.status = monitor::protocol::status_from_json(**status);
-    s.loading = monitor::protocol::loading_from_json(*loading);
-    for (const auto& j : standing->at("sessions")) {
-        s.standing.push_back(monitor::protocol::standing_session_from_json(j));
-    }
+    s.status = std::move(**status);
+    s.loading = std::move(*loading);
+    s.standing = std::move(standing->sessions);
     return finish(nullptr);
 }
 

@@ -541,11 +541,19 @@ perf::PmuInfo pmu_from_json(const json& j) {
     return p;
 }
 
-json to_json(const perf::EventInfo& e) {
+EventListing event_listing(const perf::EventInfo& e) {
+    return {.name = e.name,
+            .description = e.description,
+            .pmu = e.pmu,
+            .counters = e.counter_names,
+            .pinned = e.pinned};
+}
+
+json to_json(const EventListing& e) {
     return json{{"name", e.name},
                 {"description", e.description},
                 {"pmu", e.pmu},
-                {"counters", e.counter_names},
+                {"counters", e.counters},
                 {"pinned", e.pinned}};
 }
 

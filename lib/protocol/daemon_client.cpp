@@ -88,12 +88,16 @@ Result<nlohmann::json> DaemonClient::checked(const MethodDescriptor& method,
     if (const auto* m = iface != nullptr ? iface->method(method.name()) : nullptr) {
         if (auto bad =
                 iface->check(*m->output, reply->parameters, monitor::varlink::Extra::Allow)) {
-            return fail(Status::BadData, "the reply of " + path_ + " to " +
-                                             std::string{method.name()} + " does not match " +
-                                             iface->name() + ": " + bad->path + ": " + bad->reason);
+            return std::unexpected(mismatch(method, bad->path + ": " + bad->reason));
         }
     }
     return std::move(reply->parameters);
+}
+
+monitor::Error DaemonClient::mismatch(const MethodDescriptor& method, std::string_view why) const {
+    return {Status::BadData, "the reply of " + path_ + " to " + std::string{method.name()} +
+                                 " does not match " + std::string{method.interface()} + ": " +
+                                 std::string{why}};
 }
 
 }  // namespace monitor::protocol

@@ -351,6 +351,11 @@ const ErrorDef* Interface::error(std::string_view name) const {
     return it == errors_.end() ? nullptr : &it->second;
 }
 
+const Type* Interface::type(std::string_view name) const {
+    auto it = types_.find(name);
+    return it == types_.end() ? nullptr : it->second.get();
+}
+
 std::string Mismatch::parameter() const {
     return path.substr(0, path.find_first_of(".["));
 }

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
@@ -12,6 +13,7 @@
 #include "monitor/loading/loading_report.hpp"
 #include "monitor/protocol/method_descriptors.hpp"
 #include "monitor/protocol/method_inputs.hpp"
+#include "monitor/protocol/method_outputs.hpp"
 #include "monitor/protocol/varlink_message.hpp"
 
 namespace monitor::varlink {
@@ -66,8 +68,8 @@ TEST(MethodDescriptors, EveryMethodOfTheInterfacesHasExactlyOne) {
 
 // `in`, every field set, is a call its method takes (as the daemon checks calls: no field the
 // interface does not declare), and reads back to the same parameters.
-template <typename In>
-void expect_call_of(const protocol::Method<In>& m, const In& in) {
+template <typename In, typename Out>
+void expect_call_of(const protocol::Method<In, Out>& m, const In& in) {
     const auto* iface = builtin_interface(m.interface());
     ASSERT_NE(iface, nullptr) << m.qualified;
     const auto* method = iface->method(m.name());
@@ -130,6 +132,153 @@ TEST(MethodInputs, EachMethodsParametersAreACallOfItAndReadBack) {
     // The optional parameters left out are left out of the call.
     EXPECT_EQ(protocol::to_json(protocol::ProfileIn{}).size(), 1u) << "only the request";
     EXPECT_EQ(protocol::to_json(protocol::ResetCountersIn{}), json::object());
+}
+
+// How much of a type's optional parts an example fills in: Full, every nullable field and an
+// element in each array and map; Required, none of them (nullable fields left out, arrays
+// and maps empty); Sparse, the nullable fields that hold a structure or an array, filled
+// sparsely themselves, with an element in each array (so that the optional fields inside
+// those structures are left out too).
+enum class Fill { Full, Required, Sparse };
+
+bool holds_structure(const Interface& iface, const Type& t) {
+    switch (t.kind) {
+        case K::Struct:
+        case K::Array:
+        case K::Map:
+            return true;
+        case K::Named:
+            return holds_structure(iface, *iface.type(t.name));
+        case K::Maybe:
+            return holds_structure(iface, *t.element);
+        default:
+            return false;
+    }
+}
+
+// A value of `type` as a reply could carry it, filled as `fill` says. Strings are "0x10",
+// which reads as an address where the interface carries one as a string.
+json example_of(const Interface& iface, const Type& t, Fill fill) {
+    switch (t.kind) {
+        case K::Bool:
+            return true;
+        case K::Int:
+            return 3;
+        case K::Float:
+            return 1.5;
+        case K::String:
+            return "0x10";
+        case K::Object:
+            return json::object();
+        case K::Named: {
+            const Type* named = iface.type(t.name);
+            if (named == nullptr) throw std::logic_error("no type " + t.name);
+            return example_of(iface, *named, fill);
+        }
+        case K::Struct: {
+            json o = json::object();
+            for (const auto& f : t.fields) {
+                const bool optional = f.type->kind == K::Maybe;
+                if (optional && fill == Fill::Required) continue;
+                if (optional && fill == Fill::Sparse && !holds_structure(iface, *f.type)) continue;
+                o[f.name] = example_of(iface, *f.type, fill);
+            }
+            return o;
+        }
+        // The last value: the first is often the default a reader falls back to.
+        case K::Enum:
+            return t.values.back();
+        case K::Array:
+            if (fill == Fill::Required) return json::array();
+            return json::array({example_of(iface, *t.element, fill)});
+        case K::Map:
+            if (fill == Fill::Required) return json::object();
+            return json{{"a", example_of(iface, *t.element, fill)}};
+        case K::Maybe:
+            return example_of(iface, *t.element, fill);
+    }
+    return nullptr;
+}
+
+// `j` without its null members, at every depth: to varlink a nullable field that is null and
+// one left out are the same.
+json without_nulls(const json& j) {
+    if (j.is_object()) {
+        json o = json::object();
+        for (const auto& [k, v] : j.items()) {
+            if (!v.is_null()) o[k] = without_nulls(v);
+        }
+        return o;
+    }
+    if (j.is_array()) {
+        json a = json::array();
+        for (const auto& v : j) a.push_back(without_nulls(v));
+        return a;
+    }
+    return j;
+}
+
+// Every reply `m` can make, with every field set, with only the required ones and sparsely,
+// reads into its Out and writes back to the same JSON (a field the Out drops, misnames, or
+// writes when it was not sent fails), and what Out writes is a reply of `m` with nothing the
+// interface does not declare. `consistent` makes an example's derived fields agree with what
+// they derive from.
+template <typename In, typename Out>
+void expect_reply_of(const protocol::Method<In, Out>& m,
+                     const std::function<void(json&)>& consistent = {}) {
+    const auto* iface = builtin_interface(m.interface());
+    ASSERT_NE(iface, nullptr) << m.qualified;
+    const auto* method = iface->method(m.name());
+    ASSERT_NE(method, nullptr) << m.qualified;
+    for (const Fill fill : {Fill::Full, Fill::Required, Fill::Sparse}) {
+        json j = example_of(*iface, *method->output, fill);
+        if (consistent) consistent(j);
+        SCOPED_TRACE(std::string{m.qualified} + ", fill " + std::to_string(static_cast<int>(fill)) +
+                     ": " + j.dump());
+        Out out;
+        try {
+            out = protocol::output_from_json<Out>(j);
+        } catch (const std::exception& e) {
+            ADD_FAILURE() << "does not read: " << e.what();
+            continue;
+        }
+        const json back = protocol::to_json(out);
+        EXPECT_EQ(without_nulls(back), j) << "written back: " << back.dump();
+        const auto mismatch = iface->check(*method->output, back, Extra::Reject);
+        EXPECT_FALSE(mismatch) << mismatch->path << ": " << mismatch->reason;
+    }
+}
+
+TEST(MethodOutputs, EachMethodsRepliesReadIntoItsOutAndBack) {
+    namespace method = protocol::method;
+    expect_reply_of(method::GetInfo);
+    expect_reply_of(method::GetInterfaceDescription);
+    expect_reply_of(method::GetStatus);
+    expect_reply_of(method::GetLoading);
+    expect_reply_of(method::GetPmuInfo);
+    expect_reply_of(method::ListEvents);
+    expect_reply_of(method::PlanCounters);
+    expect_reply_of(method::CollectCounters);
+    expect_reply_of(method::StartCounters);
+    expect_reply_of(method::ReadCounters);
+    expect_reply_of(method::StopCounters);
+    expect_reply_of(method::ResetCounters);
+    // A session's request carries its mux mode, the default ("daemon") when its table gave
+    // none.
+    expect_reply_of(method::GetStandingCounters, [](json& j) {
+        for (auto& session : j["sessions"]) {
+            if (!session["request"].contains("mux")) session["request"]["mux"] = "daemon";
+        }
+    });
+    expect_reply_of(method::Profile);
+    // An overflow batch's count is its total of overflows times the period.
+    expect_reply_of(method::WatchOverflows, [](json& j) {
+        if (auto b = j.find("batch"); b != j.end()) {
+            (*b)["count"] = (*b)["total"].get<std::int64_t>() * (*b)["period"].get<std::int64_t>();
+        }
+    });
+    EXPECT_EQ(protocol::method_descriptors().size(), 15u)
+        << "a method was added: give its replies a line above";
 }
 
 TEST(VarlinkIdlBuiltin, BothEmbeddedInterfacesAreListed) {

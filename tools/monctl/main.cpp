@@ -49,8 +49,8 @@ int cmd_status(const Options& o) {
     if (!c) return report(c.error());
     auto reply = c->call(monitor::protocol::method::GetStatus);
     if (!reply) return report(reply.error());
-    if (o.json) return print_json(*reply);
-    std::cout << monctl::format_status(monitor::protocol::status_from_json(*reply), c->path());
+    if (o.json) return print_json(monitor::protocol::to_json(*reply));
+    std::cout << monctl::format_status(*reply, c->path());
     return kExitOk;
 }
 
@@ -59,9 +59,12 @@ int cmd_watchdog_status(const Options& o) {
     if (!c) return report(c.error());
     auto reply = c->call(monitor::protocol::method::GetStatus);
     if (!reply) return report(reply.error());
-    const auto status = monitor::protocol::status_from_json(*reply);
-    if (o.json) return print_json(reply->value("watchdog", nlohmann::json(nullptr)));
-    std::cout << monctl::format_watchdog(status.watchdog);
+    const auto& watchdog = reply->watchdog;
+    if (o.json) {
+        return print_json(watchdog ? monitor::protocol::to_json(*watchdog)
+                                   : nlohmann::json(nullptr));
+    }
+    std::cout << monctl::format_watchdog(watchdog);
     return kExitOk;
 }
 
@@ -80,13 +83,13 @@ int cmd_loading(const Options& o) {
     if (!c) return report(c.error());
     monitor::LoadingQuery q{.per_cpu = o.per_cpu, .history = o.history, .states = o.states};
     bool first = true;
-    auto show = [&](const nlohmann::json& reply) {
+    auto show = [&](const monitor::LoadingReport& r) {
         if (o.json) {
             // One object per line while watching, so that scripts can read them one by one.
-            std::cout << (o.watch ? reply.dump() : reply.dump(2)) << std::endl;
+            const auto j = monitor::protocol::to_json(r);
+            std::cout << (o.watch ? j.dump() : j.dump(2)) << std::endl;
             return static_cast<bool>(std::cout);
         }
-        auto r = monitor::protocol::loading_from_json(reply);
         std::string text;
         if (o.csv) {
             // One header, then the rows of every sample.

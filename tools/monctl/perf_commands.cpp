@@ -234,12 +234,14 @@ Result<DaemonClient> connect(const PerfOptions& o) {
     return DaemonClient::connect(o.socket);
 }
 
-void show_report(const PerfOptions& o, const json& reply, bool first, std::ostream& out) {
+// A reply that carries a report (CollectOut, ReportOut).
+template <typename Out>
+void show_report(const PerfOptions& o, const Out& reply, bool first, std::ostream& out) {
     if (o.json) {
-        out << reply.dump() << std::endl;
+        out << protocol::to_json(reply).dump() << std::endl;
         return;
     }
-    auto report = protocol::counter_report_from_json(reply.at("report"));
+    const auto& report = reply.report;
     if (o.csv) {
         out << format_counter_csv(report, first, std::chrono::system_clock::now()) << std::flush;
     } else {
@@ -274,16 +276,10 @@ int perf_info(const PerfOptions& o) {
     auto reply = c->call(monitor::protocol::method::GetPmuInfo);
     if (!reply) return report_error(reply.error());
     if (o.json) {
-        std::cout << reply->dump(2) << '\n';
+        std::cout << protocol::to_json(*reply).dump(2) << '\n';
         return kExitOk;
     }
-    std::vector<monitor::perf::PmuInfo> pmus;
-    for (const auto& p : reply->at("pmus")) pmus.push_back(protocol::pmu_from_json(p));
-    std::optional<int> paranoid;
-    if (auto it = reply->find("paranoid"); it != reply->end() && !it->is_null()) {
-        paranoid = it->get<int>();
-    }
-    std::cout << format_pmus(pmus, paranoid);
+    std::cout << format_pmus(reply->pmus, reply->paranoid);
     return kExitOk;
 }
 
@@ -295,12 +291,10 @@ int perf_list(const PerfOptions& o) {
     auto reply = c->call(monitor::protocol::method::ListEvents, in);
     if (!reply) return report_error(reply.error());
     if (o.json) {
-        std::cout << reply->dump(2) << '\n';
+        std::cout << protocol::to_json(*reply).dump(2) << '\n';
         return kExitOk;
     }
-    std::vector<protocol::EventListing> events;
-    for (const auto& e : reply->at("events")) events.push_back(protocol::event_from_json(e));
-    std::cout << format_events(events);
+    std::cout << format_events(reply->events);
     return kExitOk;
 }
 
@@ -311,10 +305,10 @@ int perf_plan(const PerfOptions& o) {
         c->call(monitor::protocol::method::PlanCounters, protocol::CounterRequestIn{request_of(o)});
     if (!reply) return report_error(reply.error());
     if (o.json) {
-        std::cout << reply->dump(2) << '\n';
+        std::cout << protocol::to_json(*reply).dump(2) << '\n';
         return kExitOk;
     }
-    std::cout << format_plan(protocol::counter_plan_from_json(reply->at("plan")));
+    std::cout << format_plan(reply->plan);
     return kExitOk;
 }
 
@@ -331,11 +325,12 @@ int perf_collect(const PerfOptions& o) {
     c->set_timeout(std::chrono::milliseconds(0));  // the reply comes when the duration ends
     if (in.interval) {
         bool first = true;
-        auto r = c->stream(monitor::protocol::method::CollectCounters, in, [&](const json& reply) {
-            show_report(o, reply, first, std::cout);
-            first = false;
-            return static_cast<bool>(std::cout);
-        });
+        auto r = c->stream(monitor::protocol::method::CollectCounters, in,
+                           [&](const protocol::CollectOut& reply) {
+                               show_report(o, reply, first, std::cout);
+                               first = false;
+                               return static_cast<bool>(std::cout);
+                           });
         return r ? kExitOk : report_error(r.error());
     }
     auto reply = c->call(monitor::protocol::method::CollectCounters, in);
@@ -351,15 +346,12 @@ int perf_start(const PerfOptions& o) {
                          protocol::CounterRequestIn{request_of(o)});
     if (!reply) return report_error(reply.error());
     if (o.json) {
-        std::cout << reply->dump(2) << '\n';
+        std::cout << protocol::to_json(*reply).dump(2) << '\n';
         return kExitOk;
     }
-    std::optional<int> threads;
-    if (auto it = reply->find("threads"); it != reply->end() && !it->is_null()) {
-        threads = it->get<int>();
-    }
-    std::cout << "Counting on " << target_text(o, threads) << "; `monctl perf stop` ends it.\n"
-              << format_plan(protocol::counter_plan_from_json(reply->at("plan")));
+    std::cout << "Counting on " << target_text(o, reply->threads)
+              << "; `monctl perf stop` ends it.\n"
+              << format_plan(reply->plan);
     return kExitOk;
 }
 
@@ -405,10 +397,10 @@ int perf_show(const PerfOptions& o) {
     auto reply = c->call(monitor::protocol::method::GetStandingCounters, in);
     if (!reply) return report_error(reply.error());
     if (o.json) {
-        std::cout << reply->dump(2) << '\n';
+        std::cout << protocol::to_json(*reply).dump(2) << '\n';
         return kExitOk;
     }
-    const auto& sessions = reply->at("sessions");
+    const auto& sessions = reply->sessions;
     if (sessions.empty()) {
         std::cout << "No standing sessions: monitord.conf has no [[counters]] tables (see "
                      "monitord.conf(5)).\n";
@@ -418,7 +410,7 @@ int perf_show(const PerfOptions& o) {
     for (const auto& s : sessions) {
         if (!first) std::cout << '\n';
         first = false;
-        std::cout << format_standing_session(protocol::standing_session_from_json(s));
+        std::cout << format_standing_session(s);
     }
     return kExitOk;
 }
@@ -571,32 +563,34 @@ int perf_profile(const PerfOptions& o) {
     int exec_error = 0;
     bool shown = false;
     bool went = false;  // the command was let go to its exec
-    auto r = c->stream(monitor::protocol::method::Profile, in, [&](const json& reply) {
-        if (auto it = reply.find("started"); it != reply.end() && it->is_boolean()) {
-            // A command that cannot be run exits at once, which ends its profile.
-            if (cmd) exec_error = cmd->go();
-            went = true;
-            return true;
-        }
-        if (exec_error != 0) return true;  // nothing ran: nothing to show
-        // A command's profile goes to stderr, as perf stat's counts do, so that the command's
-        // output stays its own; so does the profile whose stacks go to standard output.
-        std::ostream& out = cmd || o.folded == "-" ? std::cerr : std::cout;
-        auto m = protocol::profile_message_from_json(reply.at("report"));
-        if (m.final && !o.folded.empty()) {
-            // The whole run's stacks, "app;main;burn 42" a line, as flamegraph.pl reads them.
-            std::ostream& f = o.folded == "-" ? std::cout : folded_file;
-            for (const auto& s : m.report.stacks) f << s.name << ' ' << s.samples << '\n';
-            if (!f.flush()) return false;
-        }
-        if (o.json) {
-            out << reply.dump() << std::endl;
-        } else {
-            out << (shown || cmd ? "\n" : "") << format_profile(m) << std::flush;
-        }
-        shown = true;
-        return static_cast<bool>(out);
-    });
+    auto r =
+        c->stream(monitor::protocol::method::Profile, in, [&](const protocol::ProfileOut& reply) {
+            if (reply.started) {
+                // A command that cannot be run exits at once, which ends its profile.
+                if (cmd) exec_error = cmd->go();
+                went = true;
+                return true;
+            }
+            if (exec_error != 0) return true;  // nothing ran: nothing to show
+            // A command's profile goes to stderr, as perf stat's counts do, so that the command's
+            // output stays its own; so does the profile whose stacks go to standard output.
+            std::ostream& out = cmd || o.folded == "-" ? std::cerr : std::cout;
+            if (!reply.report) return true;  // a reply of a newer daemon with neither
+            const auto& m = *reply.report;
+            if (m.final && !o.folded.empty()) {
+                // The whole run's stacks, "app;main;burn 42" a line, as flamegraph.pl reads them.
+                std::ostream& f = o.folded == "-" ? std::cout : folded_file;
+                for (const auto& s : m.report.stacks) f << s.name << ' ' << s.samples << '\n';
+                if (!f.flush()) return false;
+            }
+            if (o.json) {
+                out << protocol::to_json(reply).dump() << std::endl;
+            } else {
+                out << (shown || cmd ? "\n" : "") << format_profile(m) << std::flush;
+            }
+            shown = true;
+            return static_cast<bool>(out);
+        });
     int status = 0;
     if (cmd) {
         // A command never let go (the daemon refused the profile) is killed as it waits,
@@ -632,25 +626,25 @@ int perf_overflows(const PerfOptions& o) {
     auto c = connect(o);
     if (!c) return report_error(c.error());
     c->set_timeout(std::chrono::milliseconds(0));  // the replies come as overflows do
-    auto r = c->stream(monitor::protocol::method::WatchOverflows, in, [&](const json& reply) {
-        if (reply.contains("started")) {
-            if (!o.json) {
-                std::cout << fmt::format("Overflows of {} every {} events, {}:\n", request.event,
-                                         format_count(static_cast<std::uint64_t>(request.period)),
-                                         protocol::target_text(request.target))
-                          << std::flush;
+    auto r = c->stream(
+        monitor::protocol::method::WatchOverflows, in, [&](const protocol::OverflowsOut& reply) {
+            if (reply.started) {
+                if (!o.json) {
+                    std::cout << fmt::format(
+                                     "Overflows of {} every {} events, {}:\n", request.event,
+                                     format_count(static_cast<std::uint64_t>(request.period)),
+                                     protocol::target_text(request.target))
+                              << std::flush;
+                }
+                return true;
             }
-            return true;
-        }
-        if (o.json) {
-            std::cout << reply.dump() << std::endl;
-        } else {
-            std::cout << format_overflow_batch(
-                             protocol::overflow_batch_from_json(reply.at("batch")))
-                      << std::flush;
-        }
-        return static_cast<bool>(std::cout);
-    });
+            if (o.json) {
+                std::cout << protocol::to_json(reply).dump() << std::endl;
+            } else if (reply.batch) {
+                std::cout << format_overflow_batch(*reply.batch) << std::flush;
+            }
+            return static_cast<bool>(std::cout);
+        });
     return r ? kExitOk : report_error(r.error());
 }
 

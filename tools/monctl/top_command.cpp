@@ -53,9 +53,9 @@ Result<top::Snapshot> fetch(DaemonClient& c) {
     auto counters = c.call_unless(monitor::protocol::method::ReadCounters, "PerfNotRunning");
     if (!counters) return std::unexpected(counters.error());
     top::Snapshot s;
-    s.status = protocol::status_from_json(*status);
-    s.loading = protocol::loading_from_json(*loading);
-    if (*counters) s.counters = protocol::counter_report_from_json((*counters)->at("report"));
+    s.status = std::move(*status);
+    s.loading = std::move(*loading);
+    if (*counters) s.counters = std::move((*counters)->report);
     return s;
 }
 

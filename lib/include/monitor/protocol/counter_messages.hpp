@@ -179,8 +179,7 @@ StandingSession standing_session_from_json(const nlohmann::json& j);
 
 nlohmann::json to_json(const perf::PmuInfo& p);
 perf::PmuInfo pmu_from_json(const nlohmann::json& j);
-nlohmann::json to_json(const perf::EventInfo& e);
-
+// An event as ListEvents lists it.
 struct EventListing {
     std::string name;
     std::string description;
@@ -188,6 +187,8 @@ struct EventListing {
     std::vector<std::string> counters;
     bool pinned = false;
 };
+EventListing event_listing(const perf::EventInfo& e);
+nlohmann::json to_json(const EventListing& e);
 EventListing event_from_json(const nlohmann::json& j);
 
 }  // namespace monitor::protocol

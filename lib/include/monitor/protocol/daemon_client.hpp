@@ -5,10 +5,12 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "monitor/protocol/method_descriptors.hpp"
 #include "monitor/protocol/method_inputs.hpp"
+#include "monitor/protocol/method_outputs.hpp"
 #include "monitor/protocol/varlink_client.hpp"
 
 namespace monitor::protocol {
@@ -40,21 +42,45 @@ class DaemonClient {
     monitor::Result<void> stream(const MethodDescriptor& method, const nlohmann::json& parameters,
                                  const std::function<bool(const nlohmann::json&)>& on_reply);
 
-    // The same, with the method's parameters as C++ (method_inputs.hpp).
-    template <typename In>
-    monitor::Result<nlohmann::json> call(const Method<In>& method, const In& in) {
-        return call(method, to_json(in));
+    // The same, with the method's parameters and replies as C++ (method_inputs.hpp,
+    // method_outputs.hpp). A reply that cannot be read into the method's Out is BADDATA.
+    template <typename In, typename Out>
+    monitor::Result<Out> call(const Method<In, Out>& method, const In& in) {
+        auto reply = call(static_cast<const MethodDescriptor&>(method), to_json(in));
+        if (!reply) return std::unexpected(reply.error());
+        return read<Out>(method, *reply);
     }
-    template <typename In>
-    monitor::Result<std::optional<nlohmann::json>> call_unless(const Method<In>& method,
-                                                               std::string_view absent,
-                                                               const In& in) {
-        return call_unless(method, absent, to_json(in));
+    // A method without parameters, or with only optional ones left out.
+    template <typename In, typename Out>
+    monitor::Result<Out> call(const Method<In, Out>& method) {
+        return call(method, In{});
     }
-    template <typename In>
-    monitor::Result<void> stream(const Method<In>& method, const In& in,
-                                 const std::function<bool(const nlohmann::json&)>& on_reply) {
-        return stream(method, to_json(in), on_reply);
+    template <typename In, typename Out>
+    monitor::Result<std::optional<Out>> call_unless(const Method<In, Out>& method,
+                                                    std::string_view absent, const In& in = In{}) {
+        auto reply = call_unless(static_cast<const MethodDescriptor&>(method), absent, to_json(in));
+        if (!reply) return std::unexpected(reply.error());
+        if (!*reply) return std::optional<Out>{};
+        auto out = read<Out>(method, **reply);
+        if (!out) return std::unexpected(out.error());
+        return std::optional<Out>{std::move(*out)};
+    }
+    template <typename In, typename Out>
+    monitor::Result<void> stream(
+        const Method<In, Out>& method, const In& in,
+        const std::type_identity_t<std::function<bool(const Out&)>>& on_reply) {
+        std::optional<monitor::Error> bad;
+        auto r = stream(static_cast<const MethodDescriptor&>(method), to_json(in),
+                        [&](const nlohmann::json& reply) {
+                            auto out = read<Out>(method, reply);
+                            if (!out) {
+                                bad = out.error();
+                                return false;
+                            }
+                            return on_reply(*out);
+                        });
+        if (bad) return std::unexpected(std::move(*bad));
+        return r;
     }
 
     const std::string& path() const { return path_; }
@@ -62,6 +88,17 @@ class DaemonClient {
     void set_timeout(std::chrono::milliseconds t) { client_.set_timeout(t); }
 
   private:
+    // The reply's parameters read into `Out`; BADDATA naming what does not fit.
+    template <typename Out>
+    monitor::Result<Out> read(const MethodDescriptor& method, const nlohmann::json& reply) const {
+        try {
+            return output_from_json<Out>(reply);
+        } catch (const std::exception& e) {
+            return std::unexpected(mismatch(method, e.what()));
+        }
+    }
+    monitor::Error mismatch(const MethodDescriptor& method, std::string_view why) const;
+
     monitor::Result<nlohmann::json> checked(const MethodDescriptor& method,
                                             monitor::Result<monitor::varlink::Reply> reply) const;
 

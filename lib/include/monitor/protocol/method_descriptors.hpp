@@ -1,11 +1,13 @@
 // Each method of the interfaces monitord serves, described once: its qualified name, who may
 // call it (Read: anyone who reaches the socket; Control: root, the daemon's own user, or
-// [access] control-group) and the C++ type of its parameters (Method<In>, the types in
-// method_inputs.hpp). The daemon registers each handler with its descriptor, which reads the
-// parameters for it, and checks calls against the descriptors before it dispatches them;
-// monctl and the exporter call through them with the typed parameters. Tests hold them to the
-// interface files: a method without a descriptor is refused to everyone, and every field of
-// each `In` is one its method takes.
+// [access] control-group) and the C++ types of its parameters and of its replies
+// (Method<In, Out>, the types in method_inputs.hpp and method_outputs.hpp). The daemon
+// registers each handler with its descriptor, which reads the parameters for it, replies with
+// the method's Out (reply_of), and checks calls against the descriptors before it dispatches
+// them; monctl and the exporter call through them with the typed parameters and receive the
+// typed replies. Tests hold them to the interface files: a method without a descriptor is
+// refused to everyone, every field of each `In` is one its method takes, and every field of
+// its replies is written and read back by its `Out`.
 #pragma once
 
 #include <span>
@@ -13,6 +15,7 @@
 
 namespace monitor {
 struct LoadingQuery;
+struct LoadingReport;
 }  // namespace monitor
 
 namespace monitor::protocol {
@@ -33,10 +36,11 @@ struct MethodDescriptor {
     constexpr std::string_view name() const { return qualified.substr(qualified.rfind('.') + 1); }
 };
 
-// A descriptor with the type of the method's parameters.
-template <typename In>
+// A descriptor with the types of the method's parameters and replies.
+template <typename In, typename Out>
 struct Method : MethodDescriptor {
     using Input = In;
+    using Output = Out;
 };
 
 // The parameters' types (method_inputs.hpp).
@@ -49,6 +53,19 @@ struct ResetCountersIn;
 struct StandingCountersIn;
 struct ProfileIn;
 struct WatchOverflowsIn;
+// The replies' types (method_outputs.hpp).
+struct ServiceInfo;
+struct InterfaceDescription;
+struct DaemonStatus;
+struct PmuInfoOut;
+struct EventsOut;
+struct PlanOut;
+struct CollectOut;
+struct StartCountersOut;
+struct ReportOut;
+struct StandingSessionsOut;
+struct ProfileOut;
+struct OverflowsOut;
 
 namespace detail {
 
@@ -70,29 +87,33 @@ namespace method {
 
 using enum Access;
 // org.varlink.service
-inline constexpr Method<NoInput> GetInfo{{"org.varlink.service.GetInfo", Read}};
-inline constexpr Method<InterfaceNameIn> GetInterfaceDescription{
+inline constexpr Method<NoInput, ServiceInfo> GetInfo{{"org.varlink.service.GetInfo", Read}};
+inline constexpr Method<InterfaceNameIn, InterfaceDescription> GetInterfaceDescription{
     {"org.varlink.service.GetInterfaceDescription", Read}};
 // io.monitord.Monitor
-inline constexpr Method<NoInput> GetStatus{{"io.monitord.Monitor.GetStatus", Read}};
-inline constexpr Method<LoadingQuery> GetLoading{{"io.monitord.Monitor.GetLoading", Read}};
-inline constexpr Method<NoInput> GetPmuInfo{{"io.monitord.Monitor.GetPmuInfo", Read}};
-inline constexpr Method<ListEventsIn> ListEvents{{"io.monitord.Monitor.ListEvents", Read}};
-inline constexpr Method<CounterRequestIn> PlanCounters{{"io.monitord.Monitor.PlanCounters", Read}};
-inline constexpr Method<CollectCountersIn> CollectCounters{
+inline constexpr Method<NoInput, DaemonStatus> GetStatus{{"io.monitord.Monitor.GetStatus", Read}};
+inline constexpr Method<LoadingQuery, LoadingReport> GetLoading{
+    {"io.monitord.Monitor.GetLoading", Read}};
+inline constexpr Method<NoInput, PmuInfoOut> GetPmuInfo{{"io.monitord.Monitor.GetPmuInfo", Read}};
+inline constexpr Method<ListEventsIn, EventsOut> ListEvents{
+    {"io.monitord.Monitor.ListEvents", Read}};
+inline constexpr Method<CounterRequestIn, PlanOut> PlanCounters{
+    {"io.monitord.Monitor.PlanCounters", Read}};
+inline constexpr Method<CollectCountersIn, CollectOut> CollectCounters{
     {"io.monitord.Monitor.CollectCounters", Control, detail::kCounting, detail::kCountYourOwn}};
-inline constexpr Method<CounterRequestIn> StartCounters{
+inline constexpr Method<CounterRequestIn, StartCountersOut> StartCounters{
     {"io.monitord.Monitor.StartCounters", Control, detail::kCounting, detail::kCountYourOwn}};
-inline constexpr Method<NoInput> ReadCounters{{"io.monitord.Monitor.ReadCounters", Read}};
-inline constexpr Method<NoInput> StopCounters{
+inline constexpr Method<NoInput, ReportOut> ReadCounters{
+    {"io.monitord.Monitor.ReadCounters", Read}};
+inline constexpr Method<NoInput, ReportOut> StopCounters{
     {"io.monitord.Monitor.StopCounters", Control, detail::kCounting, detail::kCountYourOwn}};
-inline constexpr Method<ResetCountersIn> ResetCounters{
+inline constexpr Method<ResetCountersIn, ReportOut> ResetCounters{
     {"io.monitord.Monitor.ResetCounters", Control, detail::kCounting, detail::kCountYourOwn}};
-inline constexpr Method<StandingCountersIn> GetStandingCounters{
+inline constexpr Method<StandingCountersIn, StandingSessionsOut> GetStandingCounters{
     {"io.monitord.Monitor.GetStandingCounters", Read}};
-inline constexpr Method<ProfileIn> Profile{
+inline constexpr Method<ProfileIn, ProfileOut> Profile{
     {"io.monitord.Monitor.Profile", Control, detail::kSampling, detail::kSampleYourOwn}};
-inline constexpr Method<WatchOverflowsIn> WatchOverflows{
+inline constexpr Method<WatchOverflowsIn, OverflowsOut> WatchOverflows{
     {"io.monitord.Monitor.WatchOverflows", Control, detail::kSampling, detail::kSampleYourOwn}};
 
 }  // namespace method

@@ -65,6 +65,8 @@ class Interface {
     const std::string& text() const { return text_; }
     const Method* method(std::string_view name) const;
     const ErrorDef* error(std::string_view name) const;
+    // The type the interface names `name` ("CounterReport"), or nullptr.
+    const Type* type(std::string_view name) const;
     const std::map<std::string, Method, std::less<>>& methods() const { return methods_; }
 
     // Checks `value` against `type`. Calls are checked with Extra::Reject; replies with
