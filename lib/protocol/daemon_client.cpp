@@ -36,24 +36,42 @@ std::optional<Status> status_of_error(std::string_view error) {
 
 Result<nlohmann::json> DaemonClient::call(const MethodDescriptor& method,
                                           const nlohmann::json& parameters) {
-    return checked(method, client_.call(std::string{method.qualified}, parameters));
+    return call(method, parameters, Check::Interface);
+}
+
+Result<nlohmann::json> DaemonClient::call(const MethodDescriptor& method,
+                                          const nlohmann::json& parameters, Check check) {
+    return checked(method, client_.call(std::string{method.qualified}, parameters), check);
 }
 
 Result<std::optional<nlohmann::json>> DaemonClient::call_unless(const MethodDescriptor& method,
                                                                 std::string_view absent,
                                                                 const nlohmann::json& parameters) {
+    return call_unless(method, absent, parameters, Check::Interface);
+}
+
+Result<std::optional<nlohmann::json>> DaemonClient::call_unless(const MethodDescriptor& method,
+                                                                std::string_view absent,
+                                                                const nlohmann::json& parameters,
+                                                                Check check) {
     auto reply = client_.call(std::string{method.qualified}, parameters);
     if (reply && reply->error &&
         *reply->error == std::string{method.interface()} + "." + std::string{absent}) {
         return std::nullopt;
     }
-    auto params = checked(method, std::move(reply));
+    auto params = checked(method, std::move(reply), check);
     if (!params) return std::unexpected(params.error());
     return std::optional{std::move(*params)};
 }
 
 Result<void> DaemonClient::stream(const MethodDescriptor& method, const nlohmann::json& parameters,
                                   const std::function<bool(const nlohmann::json&)>& on_reply) {
+    return stream(method, parameters, on_reply, Check::Interface);
+}
+
+Result<void> DaemonClient::stream(const MethodDescriptor& method, const nlohmann::json& parameters,
+                                  const std::function<bool(const nlohmann::json&)>& on_reply,
+                                  Check check) {
     monitor::varlink::Call c;
     c.method = std::string{method.qualified};
     c.parameters = parameters;
@@ -62,7 +80,7 @@ Result<void> DaemonClient::stream(const MethodDescriptor& method, const nlohmann
     auto reply = client_.call(c);
     for (;;) {
         const bool more = reply && reply->continues;
-        auto params = checked(method, std::move(reply));
+        auto params = checked(method, std::move(reply), check);
         if (!params) return std::unexpected(params.error());
         if (!on_reply(*params) || !more) return {};
         reply = client_.receive();
@@ -70,7 +88,8 @@ Result<void> DaemonClient::stream(const MethodDescriptor& method, const nlohmann
 }
 
 Result<nlohmann::json> DaemonClient::checked(const MethodDescriptor& method,
-                                             Result<monitor::varlink::Reply> reply) const {
+                                             Result<monitor::varlink::Reply> reply,
+                                             Check check) const {
     if (!reply) return std::unexpected(reply.error());
     if (reply->error) {
         // The daemon's own errors carry a message written for people: show just that.
@@ -84,6 +103,7 @@ Result<nlohmann::json> DaemonClient::checked(const MethodDescriptor& method,
         if (!reply->parameters.empty()) msg += " " + reply->parameters.dump();
         return fail(Status::BadArg, msg);
     }
+    if (check == Check::ByReader) return std::move(reply->parameters);
     const auto* iface = monitor::varlink::builtin_interface(method.interface());
     if (const auto* m = iface != nullptr ? iface->method(method.name()) : nullptr) {
         if (auto bad =

@@ -43,10 +43,12 @@ class DaemonClient {
                                  const std::function<bool(const nlohmann::json&)>& on_reply);
 
     // The same, with the method's parameters and replies as C++ (method_inputs.hpp,
-    // method_outputs.hpp). A reply that cannot be read into the method's Out is BADDATA.
+    // method_outputs.hpp). A reply that cannot be read into the method's Out is BADDATA: the
+    // reader is the check (it reads every field the interface gives the reply, a test holds
+    // it to that), so the reply is not walked a second time against the interface file.
     template <typename In, typename Out>
     monitor::Result<Out> call(const Method<In, Out>& method, const In& in) {
-        auto reply = call(static_cast<const MethodDescriptor&>(method), to_json(in));
+        auto reply = call(method, to_json(in), Check::ByReader);
         if (!reply) return std::unexpected(reply.error());
         return read<Out>(method, *reply);
     }
@@ -58,7 +60,7 @@ class DaemonClient {
     template <typename In, typename Out>
     monitor::Result<std::optional<Out>> call_unless(const Method<In, Out>& method,
                                                     std::string_view absent, const In& in = In{}) {
-        auto reply = call_unless(static_cast<const MethodDescriptor&>(method), absent, to_json(in));
+        auto reply = call_unless(method, absent, to_json(in), Check::ByReader);
         if (!reply) return std::unexpected(reply.error());
         if (!*reply) return std::optional<Out>{};
         auto out = read<Out>(method, **reply);
@@ -70,15 +72,17 @@ class DaemonClient {
         const Method<In, Out>& method, const In& in,
         const std::type_identity_t<std::function<bool(const Out&)>>& on_reply) {
         std::optional<monitor::Error> bad;
-        auto r = stream(static_cast<const MethodDescriptor&>(method), to_json(in),
-                        [&](const nlohmann::json& reply) {
-                            auto out = read<Out>(method, reply);
-                            if (!out) {
-                                bad = out.error();
-                                return false;
-                            }
-                            return on_reply(*out);
-                        });
+        auto r = stream(
+            method, to_json(in),
+            [&](const nlohmann::json& reply) {
+                auto out = read<Out>(method, reply);
+                if (!out) {
+                    bad = out.error();
+                    return false;
+                }
+                return on_reply(*out);
+            },
+            Check::ByReader);
         if (bad) return std::unexpected(std::move(*bad));
         return r;
     }
@@ -88,6 +92,18 @@ class DaemonClient {
     void set_timeout(std::chrono::milliseconds t) { client_.set_timeout(t); }
 
   private:
+    // Who checks a reply against the interface: the client, or the typed caller's reader.
+    enum class Check { Interface, ByReader };
+    monitor::Result<nlohmann::json> call(const MethodDescriptor& method,
+                                         const nlohmann::json& parameters, Check check);
+    monitor::Result<std::optional<nlohmann::json>> call_unless(const MethodDescriptor& method,
+                                                               std::string_view absent,
+                                                               const nlohmann::json& parameters,
+                                                               Check check);
+    monitor::Result<void> stream(const MethodDescriptor& method, const nlohmann::json& parameters,
+                                 const std::function<bool(const nlohmann::json&)>& on_reply,
+                                 Check check);
+
     // The reply's parameters read into `Out`; BADDATA naming what does not fit.
     template <typename Out>
     monitor::Result<Out> read(const MethodDescriptor& method, const nlohmann::json& reply) const {
@@ -100,7 +116,8 @@ class DaemonClient {
     monitor::Error mismatch(const MethodDescriptor& method, std::string_view why) const;
 
     monitor::Result<nlohmann::json> checked(const MethodDescriptor& method,
-                                            monitor::Result<monitor::varlink::Reply> reply) const;
+                                            monitor::Result<monitor::varlink::Reply> reply,
+                                            Check check) const;
 
     DaemonClient(monitor::varlink::Client client, std::string path)
         : client_(std::move(client)), path_(std::move(path)) {}
