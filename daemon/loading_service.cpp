@@ -12,7 +12,6 @@
 namespace monitord {
 
 using monitor::varlink::Call;
-using monitor::varlink::Reply;
 
 LoadingService::LoadingService(VarlinkServer& server, const monitor::Runtime& runtime)
     : server_(server), runtime_(runtime), started_(std::chrono::steady_clock::now()) {}
