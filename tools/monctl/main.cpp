@@ -7,6 +7,7 @@
 #include <exception>
 #include <iostream>
 
+#include "completion.hpp"
 #include "monitor/protocol/daemon_client.hpp"
 #include "monitor/protocol/monitor_messages.hpp"
 #include "monitord-config.h"
@@ -309,6 +310,15 @@ int run(int argc, char** argv) {
     perf_profile->add_option("command", po.command,
                              "A command to run and sample until it exits (after --)");
 
+    // The shells' completion scripts ask what may come next (completion.hpp).
+    if (argc >= 2 && std::string_view{argv[1]} == "__complete") {
+        std::vector<std::string> words(argv + 2, argv + argc);
+        if (words.empty()) words.emplace_back();
+        for (const auto& c : monctl::complete(app, words, monctl::live_sources(words))) {
+            std::cout << c << '\n';
+        }
+        return kExitOk;
+    }
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -344,8 +354,8 @@ int run(int argc, char** argv) {
         if (perf_profile->parsed()) return monctl::perf_profile(po);
         if (perf_overflows->parsed()) return monctl::perf_overflows(po);
     } catch (const nlohmann::json::exception& e) {
-        // Replies are checked against the interface first; this is the backstop for a reply
-        // that passes the check and still cannot be read.
+        // Replies are read into their types by the client, which makes what does not read
+        // BADDATA; this is the backstop for a value that reads and still cannot be shown.
         std::fprintf(stderr, "monctl: malformed reply from the daemon: %s\n", e.what());
         return kExitError;
     }
