@@ -1,5 +1,6 @@
 // A client's link to monitord (monctl, monitord-exporter): finds the socket, makes a call,
-// checks the reply against the interface file.
+// and reads the reply into the method's type (or, for an untyped call, checks it against the
+// interface file).
 #pragma once
 
 #include <functional>
