@@ -6,7 +6,9 @@
 #include <grp.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +23,8 @@
 #include <string>
 #include <system_error>
 #include <thread>
+
+#include "monitor/unique_fd.hpp"
 
 namespace test_support {
 
@@ -82,6 +86,19 @@ class ScratchDir {
   private:
     std::filesystem::path path_;
 };
+
+// A Unix stream socket listening at `path` (a stand-in for the daemon's, which nobody
+// answers until the test accepts); a failure is the test's.
+inline monitor::UniqueFd listening_socket(const std::string& path) {
+    monitor::UniqueFd fd{::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)};
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
+    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
+    EXPECT_EQ(::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0) << path;
+    EXPECT_EQ(::listen(fd.get(), 16), 0) << path;
+    return fd;
+}
 
 // Writes `text` to `path`, creating the directories above it.
 inline void write_file(const std::filesystem::path& path, const std::string& text) {

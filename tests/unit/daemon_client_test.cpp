@@ -5,16 +5,14 @@
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
-#include <cstdlib>
-#include <filesystem>
 #include <string>
 #include <thread>
 
 #include "monitor/protocol/method_outputs.hpp"
 #include "monitor/unique_fd.hpp"
+#include "test_support.hpp"
 
 namespace monitor::protocol {
 namespace {
@@ -25,24 +23,9 @@ using nlohmann::json;
 // `replies`, in turn (each a message text without its NUL).
 class StandInDaemon {
   public:
-    StandInDaemon() {
-        char dir[] = "/tmp/monitord-client-test-XXXXXX";
-        if (::mkdtemp(dir) == nullptr) throw std::runtime_error("mkdtemp");
-        dir_ = dir;
-        path_ = dir_ / "socket";
-        fd_ = monitor::UniqueFd{::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)};
-        sockaddr_un addr{};
-        addr.sun_family = AF_UNIX;
-        path_.native().copy(addr.sun_path, sizeof addr.sun_path - 1);
-        // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): the sockets API
-        if (::bind(fd_.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-            ::listen(fd_.get(), 1) != 0) {
-            throw std::runtime_error("bind");
-        }
-    }
+    StandInDaemon() : fd_(test_support::listening_socket(path_)) {}
     ~StandInDaemon() {
         if (server_.joinable()) server_.join();
-        std::filesystem::remove_all(dir_);
     }
     StandInDaemon(const StandInDaemon&) = delete;
     StandInDaemon& operator=(const StandInDaemon&) = delete;
@@ -68,8 +51,8 @@ class StandInDaemon {
     std::string path() const { return path_; }
 
   private:
-    std::filesystem::path dir_;
-    std::filesystem::path path_;
+    test_support::ScratchDir dir_{"monitord-client-test"};
+    std::string path_ = (dir_ / "socket").string();
     monitor::UniqueFd fd_;
     std::thread server_;
 };

@@ -22,14 +22,7 @@ struct SilentSocket {
     test_support::ScratchDir dir{"silent"};
     monitor::UniqueFd fd;
     std::string path = (dir.path() / "io.monitord.Monitor").string();
-    SilentSocket() {
-        fd.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-        sockaddr_un a{};
-        a.sun_family = AF_UNIX;
-        std::strncpy(a.sun_path, path.c_str(), sizeof a.sun_path - 1);
-        EXPECT_EQ(::bind(fd.get(), reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
-        EXPECT_EQ(::listen(fd.get(), 16), 0);
-    }
+    SilentSocket() { fd = test_support::listening_socket(path); }
 };
 
 monitord::EventPtr new_loop() {

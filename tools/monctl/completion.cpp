@@ -66,6 +66,23 @@ std::vector<std::string> values_of(const CLI::Option& opt, std::string_view word
     return {};
 }
 
+// The names of the items of `list` in the reply of `method` (no parameters) from the daemon at
+// `socket`, asked with a short timeout (the shell waits for it at every tab); none when no
+// daemon answers.
+template <typename In, typename Out, typename Item>
+std::vector<std::string> names_from_daemon(const std::string& socket,
+                                           const monitor::protocol::Method<In, Out>& method,
+                                           std::vector<Item> Out::*list) {
+    std::vector<std::string> names;
+    auto c = monitor::protocol::DaemonClient::connect(socket);
+    if (!c) return names;
+    c->set_timeout(std::chrono::milliseconds(500));
+    if (auto r = c->call(method)) {
+        for (const auto& item : (*r).*list) names.push_back(item.name);
+    }
+    return names;
+}
+
 }  // namespace
 
 std::vector<std::string> complete(const CLI::App& app, const std::vector<std::string>& words,
@@ -139,41 +156,18 @@ CompletionSources live_sources(const std::vector<std::string>& words,
             socket = words[i].substr(kAssigned.size());
         }
     }
-    namespace protocol = monitor::protocol;
-    // The daemon, with a short timeout: the shell waits for it at every tab.
-    auto ask = [socket](auto&& read) -> std::vector<std::string> {
-        auto c = protocol::DaemonClient::connect(socket);
-        if (!c) return {};
-        c->set_timeout(std::chrono::milliseconds(500));
-        return read(*c);
-    };
     CompletionSources s;
-    s.events = [ask] {
-        return ask([](protocol::DaemonClient& c) {
-            std::vector<std::string> names;
-            if (auto r = c.call(protocol::method::ListEvents)) {
-                for (const auto& e : r->events) names.push_back(e.name);
-            }
-            return names;
-        });
+    s.events = [socket] {
+        return names_from_daemon(socket, monitor::protocol::method::ListEvents,
+                                 &monitor::protocol::EventsOut::events);
     };
-    s.pmus = [ask] {
-        return ask([](protocol::DaemonClient& c) {
-            std::vector<std::string> names;
-            if (auto r = c.call(protocol::method::GetPmuInfo)) {
-                for (const auto& p : r->pmus) names.push_back(p.name);
-            }
-            return names;
-        });
+    s.pmus = [socket] {
+        return names_from_daemon(socket, monitor::protocol::method::GetPmuInfo,
+                                 &monitor::protocol::PmuInfoOut::pmus);
     };
-    s.sessions = [ask] {
-        return ask([](protocol::DaemonClient& c) {
-            std::vector<std::string> names;
-            if (auto r = c.call(protocol::method::GetStandingCounters)) {
-                for (const auto& session : r->sessions) names.push_back(session.name);
-            }
-            return names;
-        });
+    s.sessions = [socket] {
+        return names_from_daemon(socket, monitor::protocol::method::GetStandingCounters,
+                                 &monitor::protocol::StandingSessionsOut::sessions);
     };
     s.units = [cgroup_root] {
         // A unit that runs something has a cgroup of its name: a few levels down in v2
