@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """Builds monitord's Debian or RPM packages from the tree and checks what they hold.
 
-  check_packages.py deb --out DIR --version V [--unoptimized]   scripts/build-deb, then
-                                                                 lintian and contents
-  check_packages.py rpm --out DIR --version V [--unoptimized]   scripts/build-rpm --nodeps,
-                                                                 then contents
+  check_packages.py deb --out DIR --version V [--quick]   scripts/build-deb, then lintian and
+                                                         contents
+  check_packages.py rpm --out DIR --version V [--quick]   scripts/build-rpm --nodeps, then
+                                                         contents
 
---unoptimized: the packages are compiled at -O0 (the build scripts' --unoptimized), which halves
-their build; what they hold and do is the same.
+--quick: the packages are compiled without debugging information, the Debian ones at -O1 and
+the RPM ones at -O0 (the build scripts' --quick say why), in 60 to 80 % of the time; what they
+hold and do is the same.
 
 Both: the version of the package is the project's (meson.build) and each package holds the
 files it must (the daemon, monctl, the units, sysusers.d and tmpfiles.d, the configuration,
@@ -229,8 +230,8 @@ def main():
     p.add_argument("kind", choices=["deb", "rpm"])
     p.add_argument("--out", required=True)
     p.add_argument("--version", required=True, help="the project's version")
-    p.add_argument("--unoptimized", action="store_true",
-                   help="compile the packages at -O0, in half the time")
+    p.add_argument("--quick", action="store_true",
+                   help="compile the packages faster, for a test of the packaging")
     args = p.parse_args()
     tools = {"deb": ["dpkg-buildpackage", "dh", "lintian"],
              "rpm": ["rpmbuild", "rpm", "rpm2cpio", "cpio"]}
@@ -242,8 +243,8 @@ def main():
     build = [os.path.join(TOP, "scripts", f"build-{args.kind}")]
     if args.kind == "rpm":
         build.append("--nodeps")  # the build dependencies are Debian's packages here
-    if args.unoptimized:
-        build.append("--unoptimized")
+    if args.quick:
+        build.append("--quick")
     if subprocess.run(build + [args.out]).returncode != 0:
         print("FAILED: the package build failed")
         return 1
