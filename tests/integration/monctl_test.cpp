@@ -104,7 +104,7 @@ TEST_F(Monctl, StatesShowMpstatColumnsPerCpu) {
     auto status = daemon_->call("GetStatus");
     auto r = daemon_->monctl({"loading", "--states", "--per-cpu"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    for (const char* title : {"%usr", "%nice", "%sys", "%irq", "%soft", "%iowait", "%steal",
+    for (const char* title : {"%usr", "%nice", "%sys", "%iowait", "%irq", "%soft", "%steal",
                               "%guest", "%gnice", "%idle"}) {
         EXPECT_NE(r.out.find(title), std::string::npos) << title << " in\n" << r.out;
     }
@@ -142,7 +142,8 @@ TEST_F(Monctl, CsvHasATimeColumn) {
 
     auto states = daemon_->monctl({"loading", "--csv", "--states"});
     ASSERT_EQ(states.exit_code, 0) << states.err;
-    EXPECT_EQ(states.out.rfind("time,cpu,source,interval,user,nice,system,irq,softirq,iowait,"
+    // mpstat's order: iowait before irq.
+    EXPECT_EQ(states.out.rfind("time,cpu,source,interval,user,nice,system,iowait,irq,softirq,"
                                "steal,guest,guest_nice,idle\n",
                                0),
               0u)

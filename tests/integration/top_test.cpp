@@ -280,6 +280,48 @@ TEST_F(TopInTmux, ShowsEveryCpuReactsToKeysShrinksSurvivesARestartAndQuits) {
     expect_clean_exit(t);
 }
 
+// The keys htop's users press: h, ? and F1 show the help, any key takes it away, F10 quits.
+// NO_COLOR (no-color.org) takes the colours away: the bar's legend says the letters instead.
+TEST_F(TopInTmux, HelpKeysF10AndNoColor) {
+    auto d = Daemon::start();
+    ASSERT_TRUE(d);
+    ASSERT_TRUE(d->wait_samples(2));
+    for (bool no_color : {false, true}) {
+        SCOPED_TRACE(no_color ? "NO_COLOR=1" : "colours");
+        // Wide enough for the legend of the letters.
+        Tmux t(tmux_, (no_color ? "NO_COLOR=1 " : "NO_COLOR= ") + top_command(*d), 160, 30);
+        std::string screen;
+        ASSERT_TRUE(t.wait_text("source procstat", screen)) << screen;
+        ASSERT_TRUE(t.wait_screen(
+            [](const std::string& s) { return std::regex_search(s, kMachineFigures); }, screen))
+            << screen;
+        // The legend: coloured words, or letters without colours.
+        EXPECT_EQ(screen.find("u=user") != std::string::npos, no_color) << screen;
+        const auto escapes = t.tmux_run({"capture-pane", "-p", "-e", "-t", "top"}).out;
+        // A foreground colour: SGR 30-37, 90-97 or 38;5;N, alone or after other attributes.
+        const std::regex colour{R"(\x1b\[([0-9;]*;)?(3[0-7]|9[0-7]|38;5;[0-9]+)(;[0-9;]*)?m)"};
+        EXPECT_EQ(std::regex_search(escapes, colour), !no_color) << escapes;
+
+        for (const char* key : {"h", "?", "F1"}) {
+            t.keys(key);
+            EXPECT_TRUE(t.wait_text("any key returns", screen)) << key << "\n" << screen;
+            EXPECT_FALSE(has_row(screen, "all")) << screen;
+            t.keys("o");  // takes the help away, sorts nothing
+            EXPECT_TRUE(t.wait_screen(
+                [](const std::string& s) {
+                    return s.find("any key returns") == std::string::npos &&
+                           std::regex_search(s, kMachineFigures);
+                },
+                screen))
+                << key << "\n"
+                << screen;
+            EXPECT_NE(screen.find("source procstat, by cpu"), std::string::npos) << screen;
+        }
+        t.keys("F10");
+        expect_clean_exit(t);
+    }
+}
+
 // Ctrl-C and SIGTERM leave as q does: the screen is given back (the alternate screen left, the
 // cursor shown again) and the exit status is 0.
 TEST_F(TopInTmux, CtrlCAndSigtermRestoreTheTerminal) {

@@ -193,6 +193,53 @@ TEST(TopFrame, ManyCpusScrollIn80x24AndTheTopStays) {
     EXPECT_EQ(build_frame(m, size(80, 24)).first_row, 0);
 }
 
+// h (or ? or F1) shows the help instead of the CPUs, as htop does; any other key takes it
+// away and does nothing else; the scroll position stays; q still quits.
+TEST(TopFrame, TheHelpReplacesTheCpusUntilAKey) {
+    auto m = model_of(snapshot(256));
+    auto f = build_frame(m, size(80, 24));
+    EXPECT_NE(line_text(f.lines.back()).find("h help"), std::string::npos);
+    m.apply(Action::PageDown, f.page);
+    f = build_frame(m, size(80, 24));
+    ASSERT_EQ(f.first_row, 19);
+
+    ASSERT_TRUE(m.apply(Action::Help, f.page));
+    EXPECT_TRUE(m.help());
+    f = build_frame(m, size(80, 24));
+    m.clamp_scroll(f.rows, f.page);
+    const auto t = texts(f);
+    EXPECT_EQ(t[0].rfind("monitord 0.1.0", 0), 0u) << t[0];
+    EXPECT_EQ(line_of(f, "all"), -1) << "no CPU rows under the help";
+    EXPECT_TRUE(cpu_labels(f).empty());
+    EXPECT_LE(f.lines.size(), 24u);
+    for (const auto& l : f.lines) EXPECT_LE(l.size(), 80u) << line_text(l);
+    std::string all;
+    for (const auto& l : t) all += l + "\n";
+    for (const char* needle : {"F10", "F1", "quit", "procstat", "iowait", "NO_COLOR", "offline"}) {
+        EXPECT_NE(all.find(needle), std::string::npos) << needle << " in\n" << all;
+    }
+    EXPECT_NE(t.back().find("any key returns"), std::string::npos) << t.back();
+
+    // A key that would sort only takes the help away.
+    ASSERT_TRUE(m.apply(Action::ToggleSort, f.page));
+    EXPECT_FALSE(m.help());
+    EXPECT_EQ(m.sort(), SortOrder::Cpu);
+    f = build_frame(m, size(80, 24));
+    EXPECT_EQ(f.first_row, 19) << "the place in the list is kept";
+    // The help key again shows it and takes it away.
+    m.apply(Action::Help, f.page);
+    EXPECT_TRUE(m.help());
+    m.apply(Action::Help, f.page);
+    EXPECT_FALSE(m.help());
+    // Quit quits, help or not.
+    m.apply(Action::Help, f.page);
+    EXPECT_FALSE(m.apply(Action::Quit, f.page));
+    // A tiny terminal: what fits, and the last line says how to return.
+    const auto tiny = build_frame(m, size(30, 4));
+    ASSERT_EQ(tiny.lines.size(), 4u);
+    EXPECT_NE(line_text(tiny.lines.back()).find("any key"), std::string::npos);
+}
+
 TEST(TopFrame, ATinyTerminalGetsWhatFits) {
     auto m = model_of(snapshot(4));
     for (auto [w, h] : {std::pair{20, 3}, {1, 1}, {0, 0}, {10, 6}, {30, 5}}) {

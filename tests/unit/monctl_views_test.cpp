@@ -342,7 +342,12 @@ LoadingReport states_report() {
     r.timestamp = std::chrono::system_clock::time_point{std::chrono::milliseconds{1795539301123}};
     r.window_seconds = 60;
     SourceLoad machine{"procstat", stats(50.0, 40.0, 30.0, 60.0), {}};
-    machine.states = monitor::StateStats{shares_with(45.0, 5.0), shares_with(35.0, 5.0), 60};
+    // The last second with iowait and irq apart, to show which column is which.
+    auto last = shares_with(45.0, 5.0);
+    last[monitor::TimeState::IoWait] = 4.0;
+    last[monitor::TimeState::Irq] = 1.0;
+    last[monitor::TimeState::Idle] = 45.0;
+    machine.states = monitor::StateStats{last, shares_with(35.0, 5.0), 60};
     r.machine = {machine};
     SourceLoad cpu0{"procstat", stats(90.0, 80.0, 70.0, 95.0), {}};
     cpu0.states = monitor::StateStats{shares_with(88.0, 2.0), shares_with(78.5, 1.5), 60};
@@ -364,7 +369,7 @@ TEST(FormatStates, MpstatColumnsLastSecondThenTheAverage) {
     auto lines = lines_of(out);
     const auto header = line_starting(out, "CPU");
     EXPECT_EQ(words(header),
-              (std::vector<std::string>{"CPU", "%usr", "%nice", "%sys", "%irq", "%soft", "%iowait",
+              (std::vector<std::string>{"CPU", "%usr", "%nice", "%sys", "%iowait", "%irq", "%soft",
                                         "%steal", "%guest", "%gnice", "%idle"}))
         << out;
     // The first "all" and "cpu0" rows are the last second, the second ones the average.
@@ -377,8 +382,9 @@ TEST(FormatStates, MpstatColumnsLastSecondThenTheAverage) {
     ASSERT_EQ(all.size(), 2u) << out;
     ASSERT_EQ(cpu0.size(), 2u) << out;
     ASSERT_EQ(cpu1.size(), 2u) << out;
-    EXPECT_EQ(all[0], (std::vector<std::string>{"all", "45.0", "0.0", "5.0", "0.0", "0.0", "0.0",
-                                                "0.0", "0.0", "0.0", "50.0"}));
+    // mpstat's order: iowait before irq.
+    EXPECT_EQ(all[0], (std::vector<std::string>{"all", "45.0", "0.0", "5.0", "4.0", "1.0", "0.0",
+                                                "0.0", "0.0", "0.0", "45.0"}));
     EXPECT_EQ(all[1][1], "35.0");
     EXPECT_EQ(cpu0[1][1], "78.5");
     EXPECT_EQ(cpu0[1][10], "20.0");
@@ -413,11 +419,11 @@ TEST(FormatCsv, StatesLastAndAverage) {
     auto lines = lines_of(format_states_csv(states_report(), true));
     ASSERT_EQ(lines.size(), 7u);
     EXPECT_EQ(lines[0],
-              "time,cpu,source,interval,user,nice,system,irq,softirq,iowait,steal,guest,"
+              "time,cpu,source,interval,user,nice,system,iowait,irq,softirq,steal,guest,"
               "guest_nice,idle");
     EXPECT_EQ(lines[1],
-              "2026-11-24T16:55:01.123Z,all,procstat,last,45.000,0.000,5.000,0.000,0.000,0.000,"
-              "0.000,0.000,0.000,50.000");
+              "2026-11-24T16:55:01.123Z,all,procstat,last,45.000,0.000,5.000,4.000,1.000,0.000,"
+              "0.000,0.000,0.000,45.000");
     // An offline CPU's last second is empty fields.
     EXPECT_EQ(lines[5], "2026-11-24T16:55:01.123Z,1,procstat,last,,,,,,,,,,");
 }

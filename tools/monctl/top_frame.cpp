@@ -333,10 +333,45 @@ Line footer_line(const TopModel& m, const Frame& f, const FrameOptions& o) {
                     : fmt::format("cpu {}-{} of {}", f.rows > 0 && f.page > 0 ? f.first_row + 1 : 0,
                                   f.first_row + std::min(f.page, f.rows), f.rows);
     b.text(where, Style::Dim);
-    b.text(fmt::format("   q quit  s source  o order  {} PgUp PgDn Home End",
+    b.text(fmt::format("   q quit  h help  s source  o order  {} PgUp PgDn Home End",
                        o.utf8 ? "↑↓" : "Up Down"),
            Style::Dim);
     return b.take();
+}
+
+// The help, shown instead of the CPUs: the keys, and what the columns and the bar say.
+void help_lines(const FrameOptions& o, std::vector<Line>& out) {
+    auto line = [&](std::string_view text, Style style = Style::Plain) {
+        LineBuilder b(o.width, o.utf8);
+        b.text(text, style);
+        out.push_back(b.take());
+    };
+    line("");
+    line("Keys", Style::Heading);
+    line("  q  F10  Ctrl-C      quit");
+    line("  h  ?  F1            this help; any other key takes it away");
+    line("  s                   the next source: procstat (/proc/stat, by state) or probe");
+    line("  o                   order the CPUs by number, or by the last second's load");
+    line(o.utf8 ? "  ↑ ↓  k j            scroll a row" : "  Up Down  k j        scroll a row");
+    line("  PgUp PgDn Space     scroll a page");
+    line("  Home End  g G       the first or the last page");
+    line("");
+    line("Columns", Style::Heading);
+    line("  last                the load of the last second, in percent");
+    line("  avg  min  max       the average, lowest and highest second of the window");
+    line("  last N s            one mark a second, from a blank (idle) to a full block");
+    line("");
+    line("The bar", Style::Heading);
+    std::string states = "  ";
+    for (const auto& d : kDrawnStates) {
+        states += o.colour
+                      ? fmt::format("{}{}", d.named, &d == std::end(kDrawnStates) - 1 ? "" : ", ")
+                      : fmt::format("{} {}{}", style_letter(d.style), d.named,
+                                    &d == std::end(kDrawnStates) - 1 ? "" : ", ");
+    }
+    line(states);
+    line("  in this order, in their colours (none with NO_COLOR) or by letter; iowait is not");
+    line("  load. A CPU marked * went offline: its figures are from before.");
 }
 
 }  // namespace
@@ -426,6 +461,16 @@ Frame build_frame(const TopModel& m, const FrameOptions& o) {
     f.columns = fit_columns(o.width, label, history);
 
     f.lines.push_back(title_line(m, o));
+    if (m.help() && o.height > 0) {
+        help_lines(o, f.lines);
+        if (static_cast<int>(f.lines.size()) >= o.height) {
+            f.lines.resize(static_cast<std::size_t>(o.height - 1));
+        }
+        LineBuilder b(o.width, o.utf8);
+        b.text("any key returns to the CPUs; q quits", Style::Dim);
+        f.lines.push_back(b.take());
+        return f;
+    }
     f.lines.push_back(watchdog_line(m, o));
     if (snapshot != nullptr && snapshot->counters) {
         const std::size_t events = snapshot->counters->events.size();

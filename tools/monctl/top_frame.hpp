@@ -9,7 +9,7 @@
 //   all  [uuuuusss                        ]   12.4    8.0    0.4   49.9 ▁▂▁▃▄
 //   cpu0 [uuuuuuusssi                     ]   21.9   10.9    0.9   59.9 ▁▁▂▇█
 //   ...
-//   cpu 1-18 of 256   q quit  s source  o order  ↑↓ PgUp PgDn Home End
+//   cpu 1-18 of 256   q quit  h help  s source  o order  ↑↓ PgUp PgDn Home End
 #pragma once
 
 #include <cstdint>

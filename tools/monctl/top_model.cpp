@@ -111,9 +111,15 @@ void TopModel::clamp_scroll(int rows, int page) {
 
 bool TopModel::apply(Action a, int page) {
     page = std::max(page, 1);
+    if (a == Action::Quit) return false;
+    if (help_ || a == Action::Help) {
+        help_ = !help_;
+        return true;
+    }
     switch (a) {
         case Action::Quit:
-            return false;
+        case Action::Help:
+            break;
         case Action::NextSource: {
             const auto names = sources();
             if (names.empty()) break;

@@ -39,6 +39,7 @@ enum class Action {
     PageDown,
     Home,
     End,
+    Help,  // h, ?, F1: the help shows, and any key but those that quit takes it away
 };
 
 // A row of the view: the machine or a CPU, with the figures of the chosen source (nullptr
@@ -79,6 +80,8 @@ class TopModel {
     // The one shown: procstat (it knows the states) until switched, or the first reported.
     std::string source() const;
     SortOrder sort() const { return sort_; }
+    // Whether the help is shown instead of the CPUs.
+    bool help() const { return help_; }
 
     // The machine's row.
     Row machine() const;
@@ -90,7 +93,8 @@ class TopModel {
     // shown (clamp_scroll); `page` is how many rows it shows.
     int scroll() const { return scroll_; }
     void clamp_scroll(int rows, int page);
-    // Applies a key's action; false for Quit, which is the caller's.
+    // Applies a key's action; false for Quit, which is the caller's. While the help is shown,
+    // any other key only takes it away, as in htop.
     bool apply(Action a, int page);
 
     // The counter session's events with their rates; empty without a session.
@@ -101,6 +105,7 @@ class TopModel {
     std::string lost_reason_;
     std::string chosen_source_;  // empty: the default
     SortOrder sort_ = SortOrder::Cpu;
+    bool help_ = false;
     int scroll_ = 0;
     std::vector<EventRate> rates_;
 };

@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 
 namespace monctl::top {
 namespace {
@@ -61,7 +62,13 @@ std::optional<Action> action_of(int key) {
     switch (key) {
         case 'q':
         case 'Q':
+        case KEY_F(10):  // htop's
             return Action::Quit;
+        case 'h':
+        case 'H':
+        case '?':
+        case KEY_F(1):
+            return Action::Help;
         case 's':
         case 'S':
             return Action::NextSource;
@@ -130,7 +137,10 @@ monitor::Result<std::unique_ptr<TopScreen>> TopScreen::open() {
     ::nodelay(stdscr, TRUE);
     ::set_escdelay(25);
     ::curs_set(0);
-    if (::has_colors()) {
+    // NO_COLOR (no-color.org): present and not empty, no colours; the bars then say each
+    // state by its letter, as --once does.
+    const char* no_color = std::getenv("NO_COLOR");  // NOLINT(concurrency-mt-unsafe): one thread
+    if (::has_colors() && (no_color == nullptr || *no_color == '\0')) {
         ::start_color();
         const short background = ::use_default_colors() == OK ? -1 : COLOR_BLACK;
         for (std::size_t i = 0; i < std::size(kColours); ++i) {

@@ -58,26 +58,37 @@ std::vector<std::string> state_sources(const monitor::LoadingReport& r) {
     return names;
 }
 
-// mpstat's column titles, in TimeState order.
-constexpr std::string_view kStateTitles[] = {"%usr",    "%nice",  "%sys",   "%irq",   "%soft",
-                                             "%iowait", "%steal", "%guest", "%gnice", "%idle"};
-static_assert(std::size(kStateTitles) == monitor::kTimeStateCount);
+// The states as mpstat prints them: its column titles, in its order (iowait before irq; the
+// wire and TimeState keep the kernel's order of /proc/stat's fields).
+struct StateColumn {
+    monitor::TimeState state;
+    std::string_view title;
+};
+constexpr StateColumn kStateColumns[] = {
+    {monitor::TimeState::User, "%usr"},        {monitor::TimeState::Nice, "%nice"},
+    {monitor::TimeState::System, "%sys"},      {monitor::TimeState::IoWait, "%iowait"},
+    {monitor::TimeState::Irq, "%irq"},         {monitor::TimeState::SoftIrq, "%soft"},
+    {monitor::TimeState::Steal, "%steal"},     {monitor::TimeState::Guest, "%guest"},
+    {monitor::TimeState::GuestNice, "%gnice"}, {monitor::TimeState::Idle, "%idle"},
+};
+static_assert(std::size(kStateColumns) == monitor::kTimeStateCount);
+
+int column_width(const StateColumn& c) {
+    return static_cast<int>(std::max<std::size_t>(c.title.size(), 6)) + 1;
+}
 
 std::string state_cells(const std::optional<monitor::StateShares>& shares) {
     std::string out;
-    for (std::size_t i = 0; i < monitor::kTimeStateCount; ++i) {
-        const int width = static_cast<int>(std::max<std::size_t>(kStateTitles[i].size(), 6)) + 1;
-        out += shares ? fmt::format("{:>{}.1f}", shares->percent[i], width)
-                      : fmt::format("{:>{}}", "-", width);
+    for (const auto& c : kStateColumns) {
+        out += shares ? fmt::format("{:>{}.1f}", (*shares)[c.state], column_width(c))
+                      : fmt::format("{:>{}}", "-", column_width(c));
     }
     return out;
 }
 
 std::string state_header() {
     std::string out;
-    for (auto t : kStateTitles) {
-        out += fmt::format("{:>{}}", t, static_cast<int>(std::max<std::size_t>(t.size(), 6)) + 1);
-    }
+    for (const auto& c : kStateColumns) out += fmt::format("{:>{}}", c.title, column_width(c));
     return out;
 }
 
@@ -332,16 +343,17 @@ std::string format_states_csv(const monitor::LoadingReport& r, bool header) {
     std::string out;
     if (header) {
         out += "time,cpu,source,interval";
-        for (auto name : monitor::time_state_names()) out += fmt::format(",{}", name);
+        for (const auto& c : kStateColumns)
+            out += fmt::format(",{}", monitor::time_state_name(c.state));
         out += '\n';
     }
     const std::string time = r.timestamp ? csv_time(*r.timestamp) : std::string{};
     auto line = [&](const Row& row, const std::string& source, std::string_view interval,
                     const std::optional<monitor::StateShares>& shares) {
         out += fmt::format("{},{},{},{}", time, row.cpu, source, interval);
-        for (std::size_t i = 0; i < monitor::kTimeStateCount; ++i) {
+        for (const auto& c : kStateColumns) {
             out += ',';
-            if (shares) out += fmt::format("{:.3f}", shares->percent[i]);
+            if (shares) out += fmt::format("{:.3f}", (*shares)[c.state]);
         }
         out += '\n';
     };
