@@ -272,7 +272,7 @@ def run_size(args, ncpu, workdir):
         / (mt1 - mt0)
     for name, metric, label, busy in (
             ("node_exporter", "node_cpu_seconds_total", "mode", NODE_BUSY),
-            ("monitord-exporter", "monitord_cpu_seconds_total", "state", MONITORD_BUSY)):
+            ("monitord-exporter", "monitord_cpu_seconds_total", "mode", MONITORD_BUSY)):
         if name not in first or name not in last:
             continue
         (ta, a), (tb, b) = first[name], last[name]

@@ -101,8 +101,9 @@ void add_loading(Families& fs, const monitor::LoadingReport& loading) {
     const auto cpu = load_families(fs, "monitord_cpu", "a CPU");
     auto& seconds = fs.family(
         "monitord_cpu_seconds_total",
-        "CPU time by state as /proc/stat accounts it, since monitord started, with the idle "
-        "probes' own time given back to idle; guest and guest_nice are not inside user and nice.",
+        "CPU time in each mode (node_exporter's label and names) as /proc/stat accounts it, since "
+        "monitord started, with the idle probes' own time given back to idle; guest and "
+        "guest_nice are modes of their own, not inside user and nice.",
         MetricType::Counter);
     const auto names = monitor::time_state_names();
     for (const auto& c : loading.cpus) {
@@ -111,7 +112,7 @@ void add_loading(Families& fs, const monitor::LoadingReport& loading) {
             if (l.stats) cpu.add_stats({{"cpu", id}, {"source", l.source}}, *l.stats);
             if (!l.state_seconds) continue;
             for (std::size_t i = 0; i < monitor::kTimeStateCount; ++i) {
-                add(seconds, {{"cpu", id}, {"state", std::string{names[i]}}},
+                add(seconds, {{"cpu", id}, {"mode", std::string{names[i]}}},
                     l.state_seconds->seconds[i]);
             }
         }

@@ -121,9 +121,8 @@ std::map<std::string, double> samples(const std::string& text) {
     return out;
 }
 
-std::string cpu_seconds(int cpu, const char* state) {
-    return "monitord_cpu_seconds_total{cpu=\"" + std::to_string(cpu) + "\",state=\"" + state +
-           "\"}";
+std::string cpu_seconds(int cpu, const char* mode) {
+    return "monitord_cpu_seconds_total{cpu=\"" + std::to_string(cpu) + "\",mode=\"" + mode + "\"}";
 }
 
 constexpr const char* kStates[] = {"user",   "nice",  "system", "irq",        "softirq",
@@ -298,9 +297,10 @@ TEST(ExporterStalledMonitord, HoldsUpNoOtherRequest) {
         EXPECT_EQ(samples(scraped[i].body)["monitord_up"], 0);
         EXPECT_LT(took[i], 5.5) << "scrape " << i << " waited for another's timeout";
     }
-    std::printf("monitord stopped: the index page in %.3f s; three scrapes in %.2f, %.2f and "
-                "%.2f s (--timeout 3)\n",
-                index_took, took[0], took[1], took[2]);
+    std::printf(
+        "monitord stopped: the index page in %.3f s; three scrapes in %.2f, %.2f and "
+        "%.2f s (--timeout 3)\n",
+        index_took, took[0], took[1], took[2]);
     // And monitord back: answered again.
     Http h;
     for (int i = 0; i < 20 && samples(h.body)["monitord_up"] != 1; ++i) {
@@ -585,7 +585,7 @@ TEST_F(ExporterTest, PrometheusSeesTheBusyCpuBusyTheIdleOneIdleAndTheStandingSes
         return out;
     };
     const std::string cpu_query =
-        "sum by (cpu) (rate(monitord_cpu_seconds_total{state!~\"idle|iowait\"}[6s]))";
+        "sum by (cpu) (rate(monitord_cpu_seconds_total{mode!~\"idle|iowait\"}[6s]))";
     const std::string session_query =
         "rate(monitord_perf_events_total{session=\"spin\",event=\"perf::TASK-CLOCK\"}[6s]) / 1e9";
     const std::string busy_label = std::to_string(busy_cpu);
@@ -608,6 +608,25 @@ TEST_F(ExporterTest, PrometheusSeesTheBusyCpuBusyTheIdleOneIdleAndTheStandingSes
                 idle_cpu, busy[idle_label]);
     EXPECT_GT(busy[busy_label], 0.9);
     EXPECT_LT(busy[idle_label], 0.2);
+    // node_exporter's own recording rules (node-mixin's instance:node_num_cpu:sum and
+    // instance:node_cpu_utilisation:rate5m), with only the metric's name and the range
+    // changed: the label and mode names are node_exporter's.
+    const auto num_cpu = query(
+        "count without (cpu, mode) (monitord_cpu_seconds_total{job=\"monitord\",mode=\"idle\"})",
+        "job");
+    const auto utilisation = query(
+        "1 - avg without (cpu) (sum without (mode) (rate(monitord_cpu_seconds_total"
+        "{job=\"monitord\", mode=~\"idle|iowait|steal\"}[6s])))",
+        "job");
+    ASSERT_TRUE(num_cpu.contains("monitord")) << prometheus->log();
+    ASSERT_TRUE(utilisation.contains("monitord")) << prometheus->log();
+    const auto n = static_cast<double>(cpus.size());
+    std::printf("node-mixin's rules on monitord: %g CPUs, utilisation %.3f\n",
+                num_cpu.at("monitord"), utilisation.at("monitord"));
+    EXPECT_EQ(num_cpu.at("monitord"), n);
+    // The spinner's CPU busy, the others about idle.
+    EXPECT_GT(utilisation.at("monitord"), 0.9 / n);
+    EXPECT_LT(utilisation.at("monitord"), (1.0 + 0.2 * (n - 1)) / n);
     if (counted.dir) {
         ASSERT_TRUE(session.contains("spin")) << prometheus->log() << daemon_->log();
         std::printf("rate of the standing session's task clock: %.3f CPUs\n", session["spin"]);

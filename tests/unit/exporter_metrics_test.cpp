@@ -88,10 +88,10 @@ TEST(MachineMetrics, RatiosSecondsAndProbeStates) {
     EXPECT_FALSE(v.contains("monitord_cpu_load_ratio{cpu=\"1\",source=\"procstat\"}"))
         << "a gap is no sample, not a zero";
     EXPECT_DOUBLE_EQ((v["monitord_cpu_load_window_avg_ratio{cpu=\"1\",source=\"procstat\"}"]), 0.6);
-    EXPECT_DOUBLE_EQ((v["monitord_cpu_seconds_total{cpu=\"0\",state=\"user\"}"]), 12.5);
-    EXPECT_DOUBLE_EQ((v["monitord_cpu_seconds_total{cpu=\"0\",state=\"idle\"}"]), 87.5);
-    EXPECT_DOUBLE_EQ((v["monitord_cpu_seconds_total{cpu=\"0\",state=\"guest_nice\"}"]), 0);
-    EXPECT_FALSE(v.contains("monitord_cpu_seconds_total{cpu=\"1\",state=\"idle\"}"));
+    EXPECT_DOUBLE_EQ((v["monitord_cpu_seconds_total{cpu=\"0\",mode=\"user\"}"]), 12.5);
+    EXPECT_DOUBLE_EQ((v["monitord_cpu_seconds_total{cpu=\"0\",mode=\"idle\"}"]), 87.5);
+    EXPECT_DOUBLE_EQ((v["monitord_cpu_seconds_total{cpu=\"0\",mode=\"guest_nice\"}"]), 0);
+    EXPECT_FALSE(v.contains("monitord_cpu_seconds_total{cpu=\"1\",mode=\"idle\"}"));
     EXPECT_EQ((v["monitord_probe_state{cpu=\"0\",state=\"running\"}"]), 1);
     EXPECT_EQ((v["monitord_probe_state{cpu=\"0\",state=\"failed\"}"]), 0);
     EXPECT_EQ((v["monitord_probe_state{cpu=\"1\",state=\"failed\"}"]), 1);
@@ -189,7 +189,7 @@ TEST(MachineMetrics, StandingCounterSessions) {
 TEST(Exposition, OpenMetricsNamesCountersWithoutTotalAndEnds) {
     auto om = text(two_cpus(), Format::OpenMetrics);
     EXPECT_NE(om.find("# TYPE monitord_cpu_seconds counter\n"), std::string::npos);
-    EXPECT_NE(om.find("monitord_cpu_seconds_total{cpu=\"0\",state=\"user\"} 12.5\n"),
+    EXPECT_NE(om.find("monitord_cpu_seconds_total{cpu=\"0\",mode=\"user\"} 12.5\n"),
               std::string::npos);
     EXPECT_NE(om.find("# TYPE monitord_up gauge\n"), std::string::npos) << om;
     EXPECT_NE(om.find("\nmonitord_up 1\n"), std::string::npos) << om;

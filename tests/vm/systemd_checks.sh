@@ -143,7 +143,7 @@ check "monitord-exporter.socket enabled" systemctl is-enabled --quiet monitord-e
 check "monitord-exporter.socket listening" systemctl is-active --quiet monitord-exporter.socket
 scrape=$(as bob curl -sS --max-time 20 http://localhost:10750/metrics 2>&1)
 echo "$scrape" | grep -q '^monitord_up 1$' || say "ERROR bob's scrape lacks monitord_up 1: $(echo "$scrape" | head -3)"
-echo "$scrape" | grep -q '^monitord_cpu_seconds_total{cpu="0",state="idle"} ' ||
+echo "$scrape" | grep -q '^monitord_cpu_seconds_total{cpu="0",mode="idle"} ' ||
     say "ERROR bob's scrape lacks the CPU time by state"
 echo "$scrape" | grep -q '^monitord_watchdog_armed 1$' || say "ERROR the scrape lacks the armed watchdog"
 euser=$(ps -o user= -p "$(systemctl show monitord-exporter.service -p MainPID --value)")
