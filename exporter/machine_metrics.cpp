@@ -1,5 +1,6 @@
 #include "machine_metrics.hpp"
 
+#include <algorithm>
 #include <array>
 #include <deque>
 #include <string_view>
@@ -56,70 +57,96 @@ void add(MetricFamily& f, Labels labels, double value) {
 constexpr std::array<std::string_view, 6> kProbeStates = {"starting",  "calibrating", "running",
                                                           "displaced", "failed",      "stopped"};
 
-// A source's statistics: the last second and the window, as ratios of 0-1.
+// A source's statistics: the last second and the window, as ratios of 0-1. A family left
+// out (nullptr) is a collector switched off.
 struct LoadFamilies {
-    MetricFamily& last;
-    MetricFamily& avg;
-    MetricFamily& min;
-    MetricFamily& max;
+    MetricFamily* last = nullptr;
+    MetricFamily* avg = nullptr;
+    MetricFamily* min = nullptr;
+    MetricFamily* max = nullptr;
 
     void add_stats(const Labels& labels, const monitor::LoadStats& s) const {
-        if (s.avg_prev_sec) add(last, labels, *s.avg_prev_sec / 100.0);
+        if (last != nullptr && s.avg_prev_sec) add(*last, labels, *s.avg_prev_sec / 100.0);
         if (s.samples == 0) return;
-        add(avg, labels, s.avg_prev_min / 100.0);
-        add(min, labels, s.min_prev_min / 100.0);
-        add(max, labels, s.max_prev_min / 100.0);
+        if (avg != nullptr) add(*avg, labels, s.avg_prev_min / 100.0);
+        if (min != nullptr) add(*min, labels, s.min_prev_min / 100.0);
+        if (max != nullptr) add(*max, labels, s.max_prev_min / 100.0);
     }
 };
 
-LoadFamilies load_families(Families& fs, const std::string& prefix, const std::string& whose) {
-    return LoadFamilies{
-        fs.family(prefix + "_load_ratio",
-                  "Load of " + whose + " over the last second (0-1), by source.",
-                  MetricType::Gauge),
-        fs.family(prefix + "_load_window_avg_ratio",
-                  "Mean load of " + whose + " over the history window (0-1), by source.",
-                  MetricType::Gauge),
-        fs.family(prefix + "_load_window_min_ratio",
-                  "Lowest per-second load of " + whose + " in the history window (0-1).",
-                  MetricType::Gauge),
-        fs.family(prefix + "_load_window_max_ratio",
-                  "Highest per-second load of " + whose + " in the history window (0-1).",
-                  MetricType::Gauge),
-    };
+// The families of `prefix`: the window's maximum when `peak`, the others when `rest`.
+LoadFamilies load_families(Families& fs, const std::string& prefix, const std::string& whose,
+                           bool peak, bool rest) {
+    LoadFamilies f;
+    if (rest) {
+        f.last = &fs.family(prefix + "_load_ratio",
+                            "Load of " + whose + " over the last second (0-1), by source.",
+                            MetricType::Gauge);
+        f.avg = &fs.family(prefix + "_load_window_avg_ratio",
+                           "Mean load of " + whose + " over the history window (0-1), by source.",
+                           MetricType::Gauge);
+        f.min = &fs.family(prefix + "_load_window_min_ratio",
+                           "Lowest per-second load of " + whose + " in the history window (0-1).",
+                           MetricType::Gauge);
+    }
+    if (peak) {
+        f.max = &fs.family(prefix + "_load_window_max_ratio",
+                           "Highest per-second load of " + whose +
+                               " in the history window (0-1): the busiest second between "
+                               "two scrapes.",
+                           MetricType::Gauge);
+    }
+    return f;
 }
 
-void add_loading(Families& fs, const monitor::LoadingReport& loading) {
-    auto& window = fs.family("monitord_load_window_seconds",
-                             "Length of monitord's loading history window.", MetricType::Gauge);
-    add(window, {}, static_cast<double>(loading.window_seconds));
-
-    const auto machine = load_families(fs, "monitord", "all online CPUs");
-    for (const auto& l : loading.machine) {
-        if (l.stats) machine.add_stats({{"source", l.source}}, *l.stats);
+void add_loading(Families& fs, const monitor::LoadingReport& loading, const CollectorSet& on) {
+    if (on.on(Collector::Load)) {
+        auto& window = fs.family("monitord_load_window_seconds",
+                                 "Length of monitord's loading history window.", MetricType::Gauge);
+        add(window, {}, static_cast<double>(loading.window_seconds));
+        const auto machine = load_families(fs, "monitord", "all online CPUs", true, true);
+        for (const auto& l : loading.machine) {
+            if (l.stats) machine.add_stats({{"source", l.source}}, *l.stats);
+        }
     }
-    const auto cpu = load_families(fs, "monitord_cpu", "a CPU");
-    auto& seconds = fs.family(
-        "monitord_cpu_seconds_total",
-        "CPU time in each mode (node_exporter's label and names) as /proc/stat accounts it, since "
-        "monitord started, with the idle probes' own time given back to idle; guest and "
-        "guest_nice are modes of their own, not inside user and nice.",
-        MetricType::Counter);
+    const auto cpu = load_families(fs, "monitord_cpu", "a CPU", on.on(Collector::Load),
+                                   on.on(Collector::CpuLoad));
+    MetricFamily* seconds = nullptr;
+    if (on.on(Collector::Cpu)) {
+        seconds = &fs.family(
+            "monitord_cpu_seconds_total",
+            "CPU time in each mode (node_exporter's label and names) as /proc/stat accounts it, "
+            "since monitord started, with the idle probes' own time given back to idle; guest "
+            "and guest_nice are modes of their own, not inside user and nice.",
+            MetricType::Counter);
+    }
     const auto names = monitor::time_state_names();
     for (const auto& c : loading.cpus) {
         const std::string id = std::to_string(c.cpu);
         for (const auto& l : c.sources) {
             if (l.stats) cpu.add_stats({{"cpu", id}, {"source", l.source}}, *l.stats);
-            if (!l.state_seconds) continue;
+            if (seconds == nullptr || !l.state_seconds) continue;
             for (std::size_t i = 0; i < monitor::kTimeStateCount; ++i) {
-                add(seconds, {{"cpu", id}, {"mode", std::string{names[i]}}},
+                add(*seconds, {{"cpu", id}, {"mode", std::string{names[i]}}},
                     l.state_seconds->seconds[i]);
             }
         }
     }
 }
 
-void add_probes(Families& fs, const monitor::protocol::DaemonStatus& s) {
+void add_probes(Families& fs, const monitor::protocol::DaemonStatus& s, const CollectorSet& on) {
+    if (on.on(Collector::Probes) && !s.probes.empty()) {
+        auto& count = fs.family("monitord_probes",
+                                "How many CPUs' idle probes are in each state (monctl status "
+                                "names the CPUs).",
+                                MetricType::Gauge);
+        for (auto name : kProbeStates) {
+            add(count, {{"state", std::string{name}}},
+                static_cast<double>(
+                    std::ranges::count(s.probes, name, &monitor::protocol::ProbeStatus::state)));
+        }
+    }
+    if (!on.on(Collector::ProbeCpu)) return;
     auto& state =
         fs.family("monitord_probe_state",
                   "The idle probe's state on a CPU: 1 for the state it is in.", MetricType::Gauge);
@@ -171,6 +198,13 @@ void add_watchdog(Families& fs, const monitor::protocol::WatchdogInfo& w) {
     add(fs.family("monitord_watchdog_pet_errors_total", "Pets the driver refused.",
                   MetricType::Counter),
         {}, static_cast<double>(w.pet_errors));
+    add(fs.family("monitord_watchdog_late_pets_total",
+                  "Near misses: pets that came more than half the timeout after the one before "
+                  "(the probes pet ten times a second while a CPU has idle time).",
+                  MetricType::Counter),
+        {}, static_cast<double>(w.late_pets));
+    gauge("monitord_watchdog_longest_pet_gap_seconds",
+          "The longest time between two pets since the watchdog was armed.", w.longest_pet_gap);
     gauge("monitord_watchdog_nowayout",
           "1 when the driver cannot be stopped (nowayout): it stays armed on any stop.",
           w.nowayout ? 1 : 0);
@@ -232,7 +266,8 @@ void add_standing(Families& fs, const std::vector<monitor::protocol::StandingSes
 }  // namespace
 
 std::vector<prometheus::MetricFamily> machine_metrics(const Scrape& scrape,
-                                                      const ExporterFacts& facts) {
+                                                      const ExporterFacts& facts,
+                                                      const CollectorSet& on) {
     Families fs;
     add(fs.family("monitord_up", "1 when monitord answered this scrape.", MetricType::Gauge), {},
         scrape.status ? 1 : 0);
@@ -263,10 +298,10 @@ std::vector<prometheus::MetricFamily> machine_metrics(const Scrape& scrape,
         {}, now - s.uptime);
     add(fs.family("monitord_cpus_online", "CPUs online.", MetricType::Gauge), {},
         static_cast<double>(s.cpus.size()));
-    if (scrape.loading) add_loading(fs, *scrape.loading);
-    add_probes(fs, s);
-    if (s.watchdog) add_watchdog(fs, *s.watchdog);
-    add_standing(fs, scrape.standing);
+    if (scrape.loading) add_loading(fs, *scrape.loading, on);
+    add_probes(fs, s, on);
+    if (s.watchdog && on.on(Collector::Watchdog)) add_watchdog(fs, *s.watchdog);
+    if (on.on(Collector::Perf)) add_standing(fs, scrape.standing);
     return fs.take();
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "collectors.hpp"
 #include "monitor/loading/loading_report.hpp"
 #include "monitor/protocol/counter_messages.hpp"
 #include "monitor/protocol/monitor_messages.hpp"
@@ -34,8 +35,11 @@ struct ExporterFacts {
     std::uint64_t errors = 0;   // scrapes monitord did not answer, counting this one
 };
 
-// monitord_up is 0 and only the exporter's own metrics follow when the scrape has no status.
-std::vector<prometheus::MetricFamily> machine_metrics(const Scrape& scrape,
-                                                      const ExporterFacts& facts);
+// The families of the collectors `on`, and those always there (monitord_up, the exporter's
+// own, monitord's version, start and CPUs). monitord_up is 0 and only the exporter's own
+// metrics follow when the scrape has no status.
+std::vector<prometheus::MetricFamily> machine_metrics(
+    const Scrape& scrape, const ExporterFacts& facts,
+    const CollectorSet& on = CollectorSet::defaults());
 
 }  // namespace exporter

@@ -11,8 +11,11 @@
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "basic_auth.hpp"
+#include "collectors.hpp"
 #include "exposition.hpp"
 #include "http_server.hpp"
 #include "logging.hpp"
@@ -40,8 +43,8 @@ const char* const kIndexPage =
 // scrape worker has asked monitord; the others at once.
 class Exporter {
   public:
-    explicit Exporter(std::unique_ptr<exporter::ScrapeWorker> worker)
-        : worker_(std::move(worker)) {}
+    Exporter(std::unique_ptr<exporter::ScrapeWorker> worker, exporter::CollectorSet collectors)
+        : worker_(std::move(worker)), collectors_(collectors) {}
 
     void handle(const exporter::HttpRequest& req, const exporter::HttpServer::Respond& respond) {
         exporter::HttpResponse res;
@@ -82,7 +85,7 @@ class Exporter {
         const auto format = exporter::negotiate(req.accept);
         exporter::HttpResponse res;
         res.content_type = exporter::content_type(format);
-        res.body = exporter::render(exporter::machine_metrics(scrape, facts_), format);
+        res.body = exporter::render(exporter::machine_metrics(scrape, facts_, collectors_), format);
         res.headers.emplace_back("Vary", "Accept, Accept-Encoding");
         if (exporter::accepts_gzip(req.accept_encoding)) {
             if (auto z = exporter::gzip(res.body)) {
@@ -94,6 +97,7 @@ class Exporter {
     }
 
     std::unique_ptr<exporter::ScrapeWorker> worker_;
+    exporter::CollectorSet collectors_;
     exporter::ExporterFacts facts_{MONITORD_VERSION, 0, 0};
     bool monitord_up_ = true;  // so that a first failure is logged
 };
@@ -136,11 +140,39 @@ int run(int argc, char** argv) {
                    "once (default 64)")
         ->check(CLI::Range(1U, 4096U));
     app.add_option("--log-level", log_level, "trace, debug, info, warning or error (default info)");
+    // node_exporter's flags: --collector.NAME and --no-collector.NAME for each collector,
+    // --collector.disable-defaults to start from none. CLI11 counts a flag given as its
+    // negation as -1.
+    bool disable_defaults = false;
+    std::vector<std::pair<exporter::Collector, std::int64_t>> chosen;
+    for (const auto& c : exporter::collectors()) {
+        std::string flags = "--collector.";
+        flags.append(c.name).append(",!--no-collector.").append(c.name);
+        app.add_flag_function(
+            flags, [&chosen, id = c.id](std::int64_t count) { chosen.emplace_back(id, count); },
+            std::string{c.help} + (c.by_default ? " (default on)" : " (default off)"));
+    }
+    app.add_flag("--collector.disable-defaults", disable_defaults,
+                 "Start from no collector: only those named by --collector.NAME");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         const int code = app.exit(e);
         return code == 0 ? 0 : kExitUsage;
+    }
+    auto collectors =
+        disable_defaults ? exporter::CollectorSet::none() : exporter::CollectorSet::defaults();
+    for (const auto& [id, count] : chosen) {
+        const auto& info = exporter::collectors()[static_cast<std::size_t>(id)];
+        if (count == 0) {
+            std::fprintf(stderr,
+                         "monitord-exporter: --collector.%.*s and --no-collector.%.*s both "
+                         "given: keep one\n",
+                         static_cast<int>(info.name.size()), info.name.data(),
+                         static_cast<int>(info.name.size()), info.name.data());
+            return kExitUsage;
+        }
+        collectors.set(id, count > 0);
     }
     auto level = monitor::value_named(monitord::kLogLevelNames, log_level);
     if (!level) {
@@ -206,13 +238,14 @@ int run(int argc, char** argv) {
     sd_event_add_signal(event.get(), nullptr, SIGINT, nullptr, nullptr);
 
     auto worker = exporter::ScrapeWorker::start(
-        event.get(), exporter::MonitordScraper{
-                         socket, std::chrono::milliseconds{static_cast<long>(timeout_s * 1000)}});
+        event.get(),
+        exporter::MonitordScraper{
+            socket, std::chrono::milliseconds{static_cast<long>(timeout_s * 1000)}, collectors});
     if (!worker) {
         spdlog::error("{}", worker.error().message);
         return 1;
     }
-    Exporter routes{std::move(*worker)};
+    Exporter routes{std::move(*worker), collectors};
     exporter::BasicAuth auth{web.users};
     exporter::HttpServer::Options options{
         .limits = limits, .tls = web.tls, .authorize = {}, .headers = web.headers};
@@ -231,8 +264,9 @@ int run(int argc, char** argv) {
         spdlog::error("{}", server.error().message);
         return 1;
     }
-    spdlog::info("serving /metrics on {}{}{}", where, web.tls ? " over TLS" : "",
-                 auth.required() ? " to the web config's users" : "");
+    spdlog::info("serving /metrics on {}{}{}, collectors {}", where, web.tls ? " over TLS" : "",
+                 auth.required() ? " to the web config's users" : "",
+                 collectors.names().empty() ? std::string{"none"} : collectors.names());
     sd_notifyf(0, "READY=1\nSTATUS=Serving /metrics on %s", where.c_str());
     const int r = sd_event_loop(event.get());
     sd_notify(0, "STOPPING=1");

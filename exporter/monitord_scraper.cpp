@@ -36,13 +36,16 @@ Scrape MonitordScraper::scrape(monitor::Error* error) {
         if (!*status) return finish(&status->error());
     }
     auto loading = client_->call(monitor::protocol::method::GetLoading,
-                                 monitor::LoadingQuery{.per_cpu = true, .totals = true});
+                                 monitor::LoadingQuery{.per_cpu = collectors_.needs_per_cpu(),
+                                                       .totals = collectors_.needs_totals()});
     if (!loading) return finish(&loading.error());
-    auto standing = client_->call(monitor::protocol::method::GetStandingCounters);
-    if (!standing) return finish(&standing.error());
+    if (collectors_.needs_standing()) {
+        auto standing = client_->call(monitor::protocol::method::GetStandingCounters);
+        if (!standing) return finish(&standing.error());
+        s.standing = std::move(standing->sessions);
+    }
     s.status = std::move(**status);
     s.loading = std::move(*loading);
-    s.standing = std::move(standing->sessions);
     return finish(nullptr);
 }
 

@@ -1,6 +1,7 @@
-// Asks monitord, afresh on every scrape, for its status, its loading (per CPU, with the time
-// by state) and its standing counter sessions, over one connection kept between scrapes and made
-// again when it broke. It blocks: the exporter runs it on its ScrapeWorker's thread.
+// Asks monitord, afresh on every scrape, for its status and what the collectors need of it: its
+// loading (per CPU, with the time by state) and its standing counter sessions, over one
+// connection kept between scrapes and made again when it broke. It blocks: the exporter runs it on
+// its ScrapeWorker's thread.
 #pragma once
 
 #include <chrono>
@@ -15,9 +16,10 @@ namespace exporter {
 class MonitordScraper {
   public:
     // `socket`: monitord's socket, or empty for the places monctl looks in. `timeout`: how long
-    // a reply may take before the scrape counts monitord as down.
-    MonitordScraper(std::string socket, std::chrono::milliseconds timeout)
-        : socket_(std::move(socket)), timeout_(timeout) {}
+    // a reply may take before the scrape counts monitord as down. `collectors`: what to ask for.
+    MonitordScraper(std::string socket, std::chrono::milliseconds timeout,
+                    CollectorSet collectors = CollectorSet::defaults())
+        : socket_(std::move(socket)), timeout_(timeout), collectors_(collectors) {}
 
     // The replies; when monitord does not answer, a Scrape without them and the error in
     // `error`.
@@ -26,6 +28,7 @@ class MonitordScraper {
   private:
     std::string socket_;
     std::chrono::milliseconds timeout_;
+    CollectorSet collectors_;
     std::optional<monitor::protocol::DaemonClient> client_;
 };
 

@@ -166,6 +166,8 @@ json to_json(const WatchdogInfo& w) {
         {"since_last_pet", w.since_last_pet ? json(rounded(*w.since_last_pet)) : json(nullptr)},
         {"pets", w.pets},
         {"pet_errors", w.pet_errors},
+        {"late_pets", w.late_pets},
+        {"longest_pet_gap", rounded(w.longest_pet_gap)},
         {"last_error", opt(w.last_error)},
         {"last_reset_by_watchdog", w.last_reset_by_watchdog},
         {"nowayout", w.nowayout},
@@ -199,6 +201,8 @@ std::optional<WatchdogInfo> watchdog_info(const watchdog::WatchdogStatus& s, std
     }
     w.pets = s.pets;
     w.pet_errors = s.pet_errors;
+    w.late_pets = s.late_pets;
+    w.longest_pet_gap = std::chrono::duration<double>(s.longest_pet_gap).count();
     if (!s.last_error.empty()) w.last_error = s.last_error;
     w.last_reset_by_watchdog = s.last_reset_by_watchdog;
     w.nowayout = s.nowayout;
@@ -228,6 +232,8 @@ WatchdogInfo watchdog_from_json(const json& j) {
     w.since_last_pet = number_or_null(j, "since_last_pet");
     w.pets = j.at("pets").get<std::uint64_t>();
     w.pet_errors = j.at("pet_errors").get<std::uint64_t>();
+    w.late_pets = j.at("late_pets").get<std::uint64_t>();
+    w.longest_pet_gap = j.at("longest_pet_gap").get<double>();
     w.last_error = str("last_error");
     w.last_reset_by_watchdog = j.at("last_reset_by_watchdog").get<bool>();
     w.nowayout = j.at("nowayout").get<bool>();

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
+
 namespace monitor::watchdog {
 
 std::string_view on_stop_name(OnStop s) noexcept {
@@ -65,6 +67,7 @@ Result<void> Watchdog::arm(const std::string& device, std::chrono::seconds timeo
     lease->refs.store(1);
     // Opening is the first keepalive.
     last_pet_ms_.store(ms_since_origin(now_()));
+    longest_gap_ms_.store(0);
     lease_.store(lease);
     return {};
 }
@@ -94,8 +97,19 @@ void Watchdog::credit(int cpu) noexcept {
         pet_errors_.fetch_add(1);
         return;
     }
+    const std::uint32_t at = ms_since_origin(now);
+    std::uint32_t gap = at - last_pet_ms_.exchange(at);
+    // Two pets that overlap (a keepalive that took longer than the policy's 100 ms) may
+    // store their times out of order: the later one then sees a gap "below zero".
+    if (gap > UINT32_MAX / 2) gap = 0;
     pets_.fetch_add(1);
-    last_pet_ms_.store(ms_since_origin(now));
+    // A pet that came after more than half the timeout is a near miss.
+    if (gap > static_cast<std::uint32_t>(timeout_s_.load(std::memory_order_relaxed)) * 500U) {
+        late_pets_.fetch_add(1);
+    }
+    std::uint32_t longest = longest_gap_ms_.load(std::memory_order_relaxed);
+    while (gap > longest && !longest_gap_ms_.compare_exchange_weak(longest, gap)) {
+    }
 }
 
 WatchdogStatus Watchdog::status() const {
@@ -104,6 +118,8 @@ WatchdogStatus Watchdog::status() const {
     s.waiting_for = policy_.waiting_for();
     s.pets = pets_.load();
     s.pet_errors = pet_errors_.load();
+    s.late_pets = late_pets_.load();
+    s.longest_pet_gap = std::chrono::milliseconds(longest_gap_ms_.load());
     if (!known_) return s;
     if (s.pet_errors > 0) {
         s.last_error =

@@ -9,15 +9,19 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <regex>
 #include <sstream>
+#include <string_view>
 #include <thread>
+#include <utility>
 
 #include "cgroups.hpp"
 #include "daemon_process.hpp"
+#include "watchdog_support.hpp"
 
 namespace itest {
 namespace {
@@ -162,15 +166,17 @@ TEST_F(ExporterTest, EveryCpuHasItsTimeByStateAndTheLoadingAndProbes) {
         const std::string id = std::to_string(cpu);
         for (const char* source : {"probe", "procstat"}) {
             const auto key =
-                "monitord_cpu_load_ratio{cpu=\"" + id + "\",source=\"" + source + "\"}";
+                "monitord_cpu_load_window_max_ratio{cpu=\"" + id + "\",source=\"" + source + "\"}";
             ASSERT_TRUE(s.contains(key)) << key;
             EXPECT_GE(s[key], 0);
             EXPECT_LE(s[key], 1);
         }
-        EXPECT_EQ((s["monitord_probe_state{cpu=\"" + id + "\",state=\"running\"}"]), 1);
-        EXPECT_EQ((s["monitord_probe_state{cpu=\"" + id + "\",state=\"failed\"}"]), 0);
-        EXPECT_GT((s["monitord_probe_idle_seconds_total{cpu=\"" + id + "\"}"]), 0);
     }
+    // The default collectors: each CPU's last second and its probe's details are off.
+    EXPECT_EQ(h.body.find("monitord_cpu_load_ratio{"), std::string::npos);
+    EXPECT_EQ(h.body.find("monitord_probe_state{"), std::string::npos);
+    EXPECT_EQ((s["monitord_probes{state=\"running\"}"]), static_cast<double>(cpus.size()));
+    EXPECT_EQ((s["monitord_probes{state=\"failed\"}"]), 0);
     EXPECT_EQ(s["monitord_cpus_online"], static_cast<double>(cpus.size()));
     // --watchdog none: no watchdog series.
     EXPECT_EQ(h.body.find("monitord_watchdog_armed"), std::string::npos);
@@ -194,6 +200,43 @@ TEST_F(ExporterTest, CpuTimeGrowsWithTheTimeThatPassed) {
         // Whole ticks of about a second each: within a tick of the time that passed.
         EXPECT_NEAR(grew, elapsed, 1.2) << "cpu" << cpu;
     }
+}
+
+// The collectors switched as node_exporter's are: each CPU's last second and its probe on,
+// the CPU time off (and not asked of monitord).
+TEST_F(ExporterTest, CollectorsSwitchedOnAndOff) {
+    auto e = start_exporter(
+        daemon_->socket(), {"--collector.cpu_load", "--collector.probe_cpu", "--no-collector.cpu"});
+    auto h = get(e.url());
+    ASSERT_EQ(h.code, 200) << h.body << e.process->log();
+    auto s = samples(h.body);
+    EXPECT_EQ(s["monitord_up"], 1);
+    EXPECT_EQ(h.body.find("monitord_cpu_seconds_total"), std::string::npos) << h.body;
+    const auto cpus = daemon_->call("GetStatus")["cpus"];
+    for (int cpu : cpus) {
+        const std::string id = std::to_string(cpu);
+        EXPECT_TRUE(s.contains("monitord_cpu_load_ratio{cpu=\"" + id + "\",source=\"probe\"}"));
+        EXPECT_EQ((s["monitord_probe_state{cpu=\"" + id + "\",state=\"running\"}"]), 1);
+    }
+    EXPECT_NE(e.process->log().find("collectors load,cpu_load,probes,probe_cpu,watchdog,perf"),
+              std::string::npos)
+        << e.process->log();
+
+    // From none: the always-there metrics and the one named.
+    auto only =
+        start_exporter(daemon_->socket(), {"--collector.disable-defaults", "--collector.probes"});
+    auto o = get(only.url());
+    ASSERT_EQ(o.code, 200) << o.body << only.process->log();
+    for (const auto& [name, value] : samples(o.body)) {
+        EXPECT_TRUE(name.starts_with("monitord_probes{") || name.starts_with("monitord_up") ||
+                    name.starts_with("monitord_exporter_") ||
+                    name.starts_with("monitord_build_info") ||
+                    name.starts_with("monitord_probe_fallback") ||
+                    name.starts_with("monitord_start_time_seconds") ||
+                    name.starts_with("monitord_cpus_online"))
+            << name;
+    }
+    EXPECT_NE(o.body.find("monitord_probes{state=\"running\"}"), std::string::npos) << o.body;
 }
 
 // promtool reads the text format only; Prometheus itself reads the OpenMetrics one (below).
@@ -468,6 +511,22 @@ TEST(ExporterCommandLine, BadListenAddressesAreNamed) {
     EXPECT_EQ(r.exit_code, 2);
 }
 
+TEST(ExporterCommandLine, ACollectorNamedBothWaysOrUnknownIsAUsageError) {
+    if (!std::filesystem::exists(exporter_bin())) GTEST_SKIP() << "MONITORD_EXPORTER_BIN unset";
+    auto r = run({exporter_bin(), "--collector.cpu", "--no-collector.cpu"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("--collector.cpu and --no-collector.cpu both given"), std::string::npos)
+        << r.err;
+    r = run({exporter_bin(), "--collector.cpufreq"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("--collector.cpufreq"), std::string::npos) << r.err;
+    r = run({exporter_bin(), "--help"});
+    EXPECT_EQ(r.exit_code, 0);
+    for (const char* flag : {"--collector.cpu_load", "--no-collector.perf", "disable-defaults"}) {
+        EXPECT_NE(r.out.find(flag), std::string::npos) << flag << " in\n" << r.out;
+    }
+}
+
 TEST(ExporterCommandLine, ListensWhereToldWithoutSystemd) {
     if (!std::filesystem::exists(exporter_bin())) GTEST_SKIP() << "MONITORD_EXPORTER_BIN unset";
     auto d = Daemon::start();
@@ -532,30 +591,48 @@ TEST_F(ExporterTest, PrometheusSeesTheBusyCpuBusyTheIdleOneIdleAndTheStandingSes
     const int busy_cpu = cpus.back();
     const int idle_cpu = cpus.front();
 
-    // monitord again, with a standing session counting the cgroup of the busy process.
+    // The shipped rules and dashboard (etc/prometheus, etc/grafana: scripts/mixin).
+    const char* prometheus_dir = std::getenv("MONITORD_PROMETHEUS_DIR");
+    const char* grafana_dir = std::getenv("MONITORD_GRAFANA_DIR");
+    ASSERT_TRUE(prometheus_dir != nullptr && grafana_dir != nullptr)
+        << "MONITORD_PROMETHEUS_DIR and MONITORD_GRAFANA_DIR unset (meson sets them)";
+    const auto dashboard = nlohmann::json::parse(
+        std::ifstream(std::filesystem::path{grafana_dir} / "monitord.json"), nullptr, false);
+    ASSERT_TRUE(dashboard.is_object()) << grafana_dir << "/monitord.json";
+
+    // monitord again, petting a watchdog (a FIFO in its place), with a standing session
+    // counting the cgroup of the busy process.
+    ScratchDir wd_dir{ScratchDir::Everyone};
+    FifoWatchdog watchdog(wd_dir.path());
+    Daemon::Options options;
+    options.no_watchdog = false;
+    options.args = {"--watchdog", watchdog.path()};
+    ScratchDir conf_dir{ScratchDir::Everyone};
     auto counted = make_counted_cgroup();
     if (counted.dir) {
-        ScratchDir conf_dir{ScratchDir::Everyone};
         const auto conf = conf_dir / "monitord.conf";
         test_support::write_file(conf,
                                  "[[counters]]\nname = \"spin\"\n"
                                  "events = \"perf::TASK-CLOCK\"\ntarget = \"cgroup\"\n"
                                  "cgroup = \"" +
                                      counted.relative + "\"\n");
-        exporter_ = {};
-        daemon_ = Daemon::start({.args = {"--config", conf.string()}});
-        ASSERT_TRUE(daemon_);
-        ASSERT_TRUE(daemon_->wait_samples(1));
-        exporter_ = start_exporter(daemon_->socket());
+        options.args.insert(options.args.end(), {"--config", conf.string()});
     } else {
         std::printf("no standing session in this run: %s\n", counted.why_not.c_str());
     }
+    exporter_ = {};
+    daemon_ = Daemon::start(options);
+    ASSERT_TRUE(daemon_);
+    ASSERT_TRUE(daemon_->wait_samples(1));
+    exporter_ = start_exporter(daemon_->socket());
 
     ScratchDir dir("prometheus");
     const int port = free_port();
     {
         std::ofstream cfg(dir.path() / "prometheus.yml");
         cfg << "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n"
+            << "rule_files:\n  - " << prometheus_dir << "/monitord-rules.yml\n  - "
+            << prometheus_dir << "/monitord-alerts.yml\n"
             << "scrape_configs:\n  - job_name: monitord\n    static_configs:\n"
             << "      - targets: ['127.0.0.1:" << exporter_.port << "']\n";
     }
@@ -632,6 +709,81 @@ TEST_F(ExporterTest, PrometheusSeesTheBusyCpuBusyTheIdleOneIdleAndTheStandingSes
         std::printf("rate of the standing session's task clock: %.3f CPUs\n", session["spin"]);
         EXPECT_NEAR(session["spin"], busy[busy_label], 0.1);
     }
+
+    // Every expression of the dashboard, its variables' and each recording rule's series
+    // returns data: the dashboard's variables as Grafana would fill them ($job, every
+    // $instance, a range of a few scrapes).
+    auto has_data = [&](const std::string& q) {
+        auto h = get(api, {"-G", "--data-urlencode", "query=" + q});
+        auto j = nlohmann::json::parse(h.body, nullptr, false);
+        return h.code == 200 && j.is_object() && j["status"] == "success" &&
+               !j["data"]["result"].empty();
+    };
+    auto filled = [](std::string expr) {
+        for (auto [var, value] :
+             {std::pair{"$job", "monitord"}, {"$instance", ".*"}, {"$__rate_interval", "6s"}}) {
+            for (auto at = expr.find(var); at != std::string::npos; at = expr.find(var)) {
+                expr.replace(at, std::string_view{var}.size(), value);
+            }
+        }
+        return expr;
+    };
+    std::vector<std::string> exprs;
+    for (const auto& v : dashboard["templating"]["list"]) {
+        if (v["type"] != "query") continue;
+        // label_values(SELECTOR, label): the selector's series.
+        const std::string def = v["definition"];
+        const auto open = def.find('(');
+        const auto comma = def.rfind(',');
+        ASSERT_TRUE(open != std::string::npos && comma != std::string::npos) << def;
+        exprs.push_back(filled(def.substr(open + 1, comma - open - 1)));
+    }
+    std::size_t panels = 0;
+    for (const auto& p : dashboard["panels"]) {
+        ++panels;
+        for (const auto& t : p["targets"]) {
+            const std::string expr = filled(t["expr"]);
+            if (!counted.dir && expr.find("monitord_perf_") != std::string::npos) continue;
+            exprs.push_back(expr);
+        }
+    }
+    ASSERT_GE(panels, 8u);
+    std::size_t records = 0;
+    {
+        std::ifstream rules(std::filesystem::path{prometheus_dir} / "monitord-rules.yml");
+        const std::regex record{R"re(^\s*record: "?([a-z_:0-9]+)"?\s*$)re"};
+        std::smatch m;
+        for (std::string line; std::getline(rules, line);) {
+            if (std::regex_match(line, m, record)) exprs.push_back(m[1]), ++records;
+        }
+    }
+    ASSERT_GE(records, 4u);
+    std::vector<std::string> empty;
+    for (int i = 0; i < 20; ++i) {
+        empty.clear();
+        for (const auto& e : exprs) {
+            if (!has_data(e)) empty.push_back(e);
+        }
+        if (empty.empty()) break;
+        std::this_thread::sleep_for(1s);
+    }
+    std::printf(
+        "the dashboard's %zu panels and the %zu recording rules: %zu expressions, "
+        "%zu without data\n",
+        panels, records, exprs.size(), empty.size());
+    for (const auto& e : empty) ADD_FAILURE() << "no data: " << e;
+    // The alerting rules load and evaluate in the real Prometheus.
+    auto rules = nlohmann::json::parse(
+        get("http://127.0.0.1:" + std::to_string(port) + "/api/v1/rules").body, nullptr, false);
+    ASSERT_TRUE(rules.is_object()) << prometheus->log();
+    std::size_t alerts = 0;
+    for (const auto& g : rules["data"]["groups"]) {
+        for (const auto& r : g["rules"]) {
+            EXPECT_EQ(r["health"], "ok") << r.dump();
+            alerts += r["type"] == "alerting" ? 1 : 0;
+        }
+    }
+    EXPECT_GE(alerts, 8u);
     EXPECT_EQ(prometheus->stop(SIGTERM, 20s), 0);
 }
 

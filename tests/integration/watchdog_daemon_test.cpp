@@ -136,8 +136,12 @@ TEST_P(WatchdogDaemonMode, AllPolicyStopsPettingWhenOneCpuIsStarved) {
     EXPECT_EQ(starved, 0u) << "cpu" << cpus.back() << " was busy; the pets should have stopped";
     auto status = d->call("GetStatus")["watchdog"];
     EXPECT_EQ(status["waiting_for"], nlohmann::json::array({cpus.back()})) << status.dump();
-    // And they resume once it has idle time again.
+    // And they resume once it has idle time again; the first pet came after more than half
+    // the timeout (the load's 3 s and more): a near miss, counted.
     EXPECT_TRUE(wait_pets(w, w.pets() + 2, 5s));
+    status = d->call("GetStatus")["watchdog"];
+    EXPECT_GE(status["late_pets"].get<int>(), 1) << status.dump();
+    EXPECT_GT(status["longest_pet_gap"].get<double>(), 1.5) << status.dump();
 }
 
 // policy = any: pets go on while one CPU has idle time, and stop when every CPU is starved.
@@ -170,6 +174,9 @@ TEST_P(WatchdogDaemonMode, PetsKeepComingWhileEveryCpuIs95PercentBusy) {
     const auto seen = watch_pets(w, 20s, ("95 % on every CPU, " + GetParam()).c_str());
     EXPECT_LT(seen.longest_gap, 5s) << "pets should come every second or more often";
     EXPECT_GE(seen.pets, 10u);
+    const auto wd = d->call("GetStatus")["watchdog"];
+    EXPECT_EQ(wd["late_pets"], 0) << "no near miss at 95 %: " << wd.dump();
+    EXPECT_LT(wd["longest_pet_gap"].get<double>(), 5.0) << wd.dump();
     const auto loading = d->call("GetLoading")["machine"];
     const char* source = GetParam() == "spin" ? "probe" : "procstat";
     EXPECT_GT(loading[source]["avg_prev_sec"].get<double>(), 80.0)

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <map>
 
 #include "exposition.hpp"
@@ -14,8 +15,15 @@ namespace {
 using monitor::LoadStats;
 using monitor::SourceLoad;
 
-std::string text(const Scrape& s, Format f = Format::Text) {
-    return render(machine_metrics(s, ExporterFacts{"1.2.3", 7, 2}), f);
+std::string text(const Scrape& s, Format f = Format::Text,
+                 const CollectorSet& on = CollectorSet::defaults()) {
+    return render(machine_metrics(s, ExporterFacts{"1.2.3", 7, 2}, on), f);
+}
+
+CollectorSet all_collectors() {
+    auto on = CollectorSet::none();
+    for (const auto& c : collectors()) on.set(c.id, true);
+    return on;
 }
 
 // "name{labels}" -> value, from the text format.
@@ -78,7 +86,7 @@ TEST(MachineMetrics, MonitordDownIsUpZeroWithOnlyTheExportersOwnFigures) {
 }
 
 TEST(MachineMetrics, RatiosSecondsAndProbeStates) {
-    auto v = samples(text(two_cpus()));
+    auto v = samples(text(two_cpus(), Format::Text, all_collectors()));
     EXPECT_EQ(v["monitord_up"], 1);
     EXPECT_DOUBLE_EQ((v["monitord_load_ratio{source=\"procstat\"}"]), 0.5);
     EXPECT_DOUBLE_EQ((v["monitord_load_window_avg_ratio{source=\"procstat\"}"]), 0.4);
@@ -95,12 +103,99 @@ TEST(MachineMetrics, RatiosSecondsAndProbeStates) {
     EXPECT_EQ((v["monitord_probe_state{cpu=\"0\",state=\"running\"}"]), 1);
     EXPECT_EQ((v["monitord_probe_state{cpu=\"0\",state=\"failed\"}"]), 0);
     EXPECT_EQ((v["monitord_probe_state{cpu=\"1\",state=\"failed\"}"]), 1);
+    EXPECT_EQ((v["monitord_probes{state=\"running\"}"]), 1);
+    EXPECT_EQ((v["monitord_probes{state=\"failed\"}"]), 1);
+    EXPECT_EQ((v["monitord_probes{state=\"starting\"}"]), 0);
     EXPECT_DOUBLE_EQ((v["monitord_probe_idle_seconds_total{cpu=\"0\"}"]), 1.5);
     EXPECT_DOUBLE_EQ((v["monitord_probe_baseline_seconds{cpu=\"0\"}"]), 2.5e-6);
     EXPECT_DOUBLE_EQ(v["monitord_start_time_seconds"], 1'800'000'000 - 100);
     EXPECT_EQ(v["monitord_load_window_seconds"], 60);
     EXPECT_FALSE(v.contains("monitord_watchdog_armed")) << "no watchdog, no watchdog series";
     EXPECT_EQ(v["monitord_probe_fallback"], 0);
+}
+
+// By default, per CPU: node_exporter's ten series of CPU time and the window's busiest
+// second of each source; the machine's load and the probes' states as counts.
+TEST(Collectors, TheDefaultsPerCpuAreTheModesAndThePeakSecond) {
+    EXPECT_EQ(CollectorSet::defaults().names(), "cpu,load,probes,watchdog,perf");
+    auto v = samples(text(two_cpus()));
+    std::size_t cpu0 = 0;
+    for (const auto& [name, value] : v) {
+        if (name.find("cpu=\"0\"") != std::string::npos) ++cpu0;
+    }
+    EXPECT_EQ(cpu0, 10u + 1u) << "ten modes, the peak second of the one source";
+    EXPECT_DOUBLE_EQ((v["monitord_cpu_load_window_max_ratio{cpu=\"0\",source=\"procstat\"}"]), 0.3);
+    EXPECT_DOUBLE_EQ((v["monitord_load_ratio{source=\"procstat\"}"]), 0.5);
+    EXPECT_EQ((v["monitord_probes{state=\"failed\"}"]), 1);
+    EXPECT_FALSE(v.contains("monitord_cpu_load_ratio{cpu=\"0\",source=\"procstat\"}"));
+    EXPECT_FALSE(v.contains("monitord_probe_state{cpu=\"1\",state=\"failed\"}"));
+}
+
+// Each collector switched off takes its families away, and only those.
+TEST(Collectors, EachOneOffTakesAwayItsFamiliesOnly) {
+    auto s = two_cpus();
+    monitor::protocol::WatchdogInfo w;
+    w.device = "/dev/watchdog0";
+    s.status->watchdog = w;
+    monitor::protocol::StandingSession web;
+    web.name = "web";
+    web.counting = true;
+    s.standing = {web};
+    // A family of each collector.
+    const std::map<Collector, std::string> owned = {
+        {Collector::Cpu, "monitord_cpu_seconds_total{"},
+        {Collector::Load, "monitord_cpu_load_window_max_ratio{"},
+        {Collector::CpuLoad, "monitord_cpu_load_ratio{"},
+        {Collector::Probes, "monitord_probes{"},
+        {Collector::ProbeCpu, "monitord_probe_state{"},
+        {Collector::Watchdog, "monitord_watchdog_armed"},
+        {Collector::Perf, "monitord_perf_session_counting{"},
+    };
+    ASSERT_EQ(owned.size(), kCollectorCount);
+    auto has = [](const std::map<std::string, double>& v, const std::string& prefix) {
+        return std::ranges::any_of(v, [&](const auto& kv) { return kv.first.starts_with(prefix); });
+    };
+    for (const auto& c : collectors()) {
+        SCOPED_TRACE(std::string{c.name});
+        auto on = all_collectors();
+        on.set(c.id, false);
+        const auto v = samples(text(s, Format::Text, on));
+        for (const auto& [id, family] : owned) {
+            EXPECT_EQ(has(v, family), id != c.id) << family;
+        }
+        EXPECT_TRUE(has(v, "monitord_up")) << "always";
+        EXPECT_TRUE(has(v, "monitord_build_info{")) << "always";
+    }
+    // None: what is always there.
+    const auto v = samples(text(s, Format::Text, CollectorSet::none()));
+    for (const auto& [name, value] : v) {
+        EXPECT_TRUE(name.starts_with("monitord_up") || name.starts_with("monitord_exporter_") ||
+                    name.starts_with("monitord_build_info") ||
+                    name.starts_with("monitord_probe_fallback") ||
+                    name.starts_with("monitord_start_time_seconds") ||
+                    name.starts_with("monitord_cpus_online"))
+            << name;
+    }
+}
+
+TEST(Collectors, NamesAndWhatTheyAskOfMonitord) {
+    ASSERT_EQ(collectors().size(), kCollectorCount);
+    for (std::size_t i = 0; i < kCollectorCount; ++i) {
+        EXPECT_EQ(static_cast<std::size_t>(collectors()[i].id), i);
+        EXPECT_EQ(collector_named(collectors()[i].name), collectors()[i].id);
+    }
+    EXPECT_FALSE(collector_named("cpufreq"));
+    auto on = CollectorSet::none();
+    EXPECT_FALSE(on.needs_per_cpu());
+    EXPECT_FALSE(on.needs_standing());
+    on.set(Collector::Load, true);
+    EXPECT_TRUE(on.needs_per_cpu());
+    EXPECT_FALSE(on.needs_totals());
+    on.set(Collector::Cpu, true);
+    EXPECT_TRUE(on.needs_totals());
+    on.set(Collector::Perf, true);
+    EXPECT_TRUE(on.needs_standing());
+    EXPECT_EQ(on.names(), "cpu,load,perf");
 }
 
 // Spinning probes asked for but without a place where they yield: the scrape says so.
@@ -122,6 +217,8 @@ TEST(MachineMetrics, TheWatchdog) {
     w.timeout = 10;
     w.since_last_pet = 0.25;
     w.pets = 42;
+    w.late_pets = 2;
+    w.longest_pet_gap = 6.5;
     w.last_reset_by_watchdog = true;
     w.nowayout = true;
     s.status->watchdog = w;
@@ -132,6 +229,8 @@ TEST(MachineMetrics, TheWatchdog) {
     EXPECT_FALSE(v.contains("monitord_watchdog_time_left_seconds")) << "the driver cannot tell";
     EXPECT_DOUBLE_EQ(v["monitord_watchdog_last_pet_age_seconds"], 0.25);
     EXPECT_EQ(v["monitord_watchdog_pets_total"], 42);
+    EXPECT_EQ(v["monitord_watchdog_late_pets_total"], 2);
+    EXPECT_DOUBLE_EQ(v["monitord_watchdog_longest_pet_gap_seconds"], 6.5);
     EXPECT_EQ(v["monitord_watchdog_last_reset_by_watchdog"], 1);
     EXPECT_EQ((v["monitord_watchdog_info{device=\"/dev/watchdog0\",identity=\"i6300ESB timer\","
                  "policy=\"all\",on_stop=\"disarm\"}"]),

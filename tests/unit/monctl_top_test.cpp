@@ -428,6 +428,17 @@ TEST(TopFrame, TheWatchdogLine) {
     EXPECT_EQ(line_text(build_frame(m, size(120, 30)).lines[1]),
               "watchdog /dev/watchdog0: armed, timeout 10 s, 7 s left, last pet 0.10 s ago, 42 "
               "pets");
+    // A near miss is said, as a warning.
+    auto late = snapshot(2);
+    w.late_pets = 3;
+    w.longest_pet_gap = 6.25;
+    late.status.watchdog = w;
+    auto ml = model_of(std::move(late));
+    const auto line = build_frame(ml, size(140, 30)).lines[1];
+    EXPECT_EQ(line_text(line),
+              "watchdog /dev/watchdog0: armed, timeout 10 s, 7 s left, last pet 0.10 s ago, 42 "
+              "pets, 3 late (longest gap 6.2 s)");
+    EXPECT_EQ(line[0].style, Style::Warning);
 }
 
 TEST(TopFrame, WhatTheDaemonSaysCannotMoveTheCursor) {

@@ -251,6 +251,41 @@ TEST_F(FifoDevice, CreditsPetThroughThePolicy) {
     EXPECT_FALSE(w.status().armed);
 }
 
+// Near misses: a pet more than half the timeout after the one before (or the arm) is late;
+// the longest gap is kept until the next arm, the late pets for good.
+TEST_F(FifoDevice, PetsLaterThanHalfTheTimeoutAreNearMisses) {
+    Clock::time_point now = t0;
+    Watchdog w(PetPolicyKind::All, [&] { return now; });
+    w.set_cpus({0, 1});
+    ASSERT_TRUE(w.arm(path_, 10s));
+    auto pet_after = [&](Clock::duration d) {
+        now += d;
+        w.credit(0);
+        w.credit(1);
+    };
+    pet_after(200ms);
+    pet_after(5s);  // half the timeout exactly: not late
+    EXPECT_EQ(w.status().pets, 2u);
+    EXPECT_EQ(w.status().late_pets, 0u);
+    EXPECT_EQ(w.status().longest_pet_gap, 5s);
+    pet_after(5001ms);
+    pet_after(150ms);
+    auto s = w.status();
+    EXPECT_EQ(s.pets, 4u);
+    EXPECT_EQ(s.late_pets, 1u);
+    EXPECT_EQ(s.longest_pet_gap, 5001ms);
+    // The first pet after the arm counts from the arm.
+    ASSERT_TRUE(w.disarm());
+    ASSERT_TRUE(w.arm(path_, 10s));
+    EXPECT_EQ(w.status().longest_pet_gap, 0ms) << "a new arm, a new longest gap";
+    pet_after(9s);
+    s = w.status();
+    EXPECT_EQ(s.late_pets, 2u);
+    EXPECT_EQ(s.longest_pet_gap, 9s);
+    ASSERT_TRUE(w.disarm());
+    Drain();
+}
+
 // A probe's pet stuck in a write to the full FIFO, holding the device: the prober pets every
 // 100 ms of the test clock until the FIFO (64 KiB) is full and a write blocks; start() returns
 // once the pets have stopped increasing. The test's reader drains the FIFO to free it.

@@ -153,7 +153,11 @@ Line watchdog_line(const TopModel& m, const FrameOptions& o) {
                              : std::string{", no pet yet"};
     text += fmt::format(", {} pets", format_count(w.pets));
     if (w.pet_errors > 0) text += fmt::format(", {} failed", format_count(w.pet_errors));
-    b.text(text, w.pet_errors > 0 ? Style::Warning : Style::Plain);
+    if (w.late_pets > 0) {
+        text += fmt::format(", {} late (longest gap {:.1f} s)", format_count(w.late_pets),
+                            w.longest_pet_gap);
+    }
+    b.text(text, w.pet_errors > 0 || w.late_pets > 0 ? Style::Warning : Style::Plain);
     return b.take();
 }
 

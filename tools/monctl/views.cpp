@@ -205,6 +205,10 @@ std::string format_watchdog(const std::optional<monitor::protocol::WatchdogInfo>
         out += fmt::format(" ({} failed, last: {})", w->pet_errors, w->last_error.value_or("?"));
     }
     out += '\n';
+    out += fmt::format(
+        "  near misses:    {} pets later than half the timeout; the longest gap "
+        "since armed {:.2f} s\n",
+        w->late_pets, w->longest_pet_gap);
     out += fmt::format("  policy:         pet when {} CPUs earned an idle credit", w->policy);
     if (!w->waiting_for.empty()) {
         out += fmt::format(" (waiting for {})", format_cpu_list(w->waiting_for));

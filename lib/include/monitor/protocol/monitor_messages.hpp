@@ -35,6 +35,8 @@ struct WatchdogInfo {
     std::optional<double> since_last_pet;
     std::uint64_t pets = 0;
     std::uint64_t pet_errors = 0;
+    std::uint64_t late_pets = 0;  // near misses: more than half the timeout after the last
+    double longest_pet_gap = 0;   // seconds, since the last arm
     std::optional<std::string> last_error;
     bool last_reset_by_watchdog = false;
     bool nowayout = false;

@@ -37,6 +37,12 @@ struct WatchdogStatus {
     std::optional<std::chrono::nanoseconds> since_last_pet;
     std::uint64_t pets = 0;
     std::uint64_t pet_errors = 0;
+    // Near misses: pets that came more than half the timeout after the one before (or the
+    // arm), and the longest time between two pets since the last arm. The idle probes pet
+    // ten times a second on a machine with idle time: a late pet is a machine that came
+    // within half a timeout of its reset.
+    std::uint64_t late_pets = 0;
+    std::chrono::milliseconds longest_pet_gap{0};
     std::string last_error;  // of the last failed pet
     bool last_reset_by_watchdog = false;
     bool nowayout = false;  // the driver cannot be stopped: it stays armed on any stop
@@ -115,8 +121,10 @@ class Watchdog final : public IdleCreditSink {
     // a second take 13 years to wrap them.
     std::atomic<std::uint32_t> pets_{0};
     std::atomic<std::uint32_t> pet_errors_{0};
-    std::atomic<int> last_pet_errno_{0};         // of the last failed pet
-    std::atomic<std::uint32_t> last_pet_ms_{0};  // ms_since_origin() of the last pet (or arm)
+    std::atomic<std::uint32_t> late_pets_{0};
+    std::atomic<std::uint32_t> longest_gap_ms_{0};  // since the last arm
+    std::atomic<int> last_pet_errno_{0};            // of the last failed pet
+    std::atomic<std::uint32_t> last_pet_ms_{0};     // ms_since_origin() of the last pet (or arm)
     std::atomic<int> timeout_s_{static_cast<int>(kDefaultCreditExpiry.count())};
 };
 
