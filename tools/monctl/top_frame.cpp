@@ -366,12 +366,11 @@ void help_lines(const FrameOptions& o, std::vector<Line>& out) {
     line("  last N s            one mark a second, from a blank (idle) to a full block");
     line("");
     line("The bar", Style::Heading);
-    std::string states = "  ";
+    std::string states = " ";
     for (const auto& d : kDrawnStates) {
-        states += o.colour
-                      ? fmt::format("{}{}", d.named, &d == std::end(kDrawnStates) - 1 ? "" : ", ")
-                      : fmt::format("{} {}{}", style_letter(d.style), d.named,
-                                    &d == std::end(kDrawnStates) - 1 ? "" : ", ");
+        states += &d == kDrawnStates ? " " : ", ";
+        if (!o.colour) states += fmt::format("{} ", style_letter(d.style));
+        states += d.named;
     }
     line(states);
     line("  in this order, in their colours (none with NO_COLOR) or by letter; iowait is not");
