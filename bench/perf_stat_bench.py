@@ -19,16 +19,16 @@ agreement  One deterministic workload (a python3 child that touches a fixed numb
            are shown too; they measure timing and scheduling, which differ from run to run
            by more than 1 % whoever counts, so they are not held to the target.
 system     In one run, over the same --system-seconds while a steady workload runs:
-           `perf stat -a -x, -e ... -- sleep S` and `monctl perf collect -d Ss` (every CPU,
+           `perf stat -a -x, -e ... -- sleep S` and `monctl perf collect --duration Ss` (every CPU,
            aggregated), started together. The two windows are a few milliseconds apart, so
            the comparison is of rates: each count divided by that tool's own window (its
            cpu-clock over the number of CPUs).
 cost       For 2, 4 and 8 software events on all CPUs with a 1 s interval, over
            --cost-seconds each: the CPU time of `perf stat -a -I 1000 --interval-count S -e
            ... -o /dev/null` (perf's own process, from wait4) against the CPU time monitord
-           spends on a `monctl perf collect -d Ss -i 1s` (the daemon's CPU clock across the
+           spends on a `monctl perf collect --duration Ss -I 1000` (the daemon's CPU clock across the
            collection, less the idle daemon's rate measured over a window without a session),
-           and monctl's own; for comparison also the same collection without -i. "session"
+           and monctl's own; for comparison also the same collection without -I. "session"
            is the whole run, start-up and exit included; "steady" is the rate from 2 s after
            the start to 1 s before the end, when only the per-second reads and reports
            remain, the cost of every further second. The user pays for the daemon and
@@ -255,7 +255,7 @@ def system_wide(args, daemon, workdir):
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     mon = subprocess.Popen(daemon.argv(["--json", "perf", "collect",
                                         "-e", names(SYSTEM_EVENTS, "monctl"),
-                                        "-d", f"{seconds}s"]),
+                                        "--duration", f"{seconds}s"]),
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     mon_out, mon_err = mon.communicate()
     _, perf_err = perf.communicate()
@@ -327,7 +327,7 @@ def cost_monitord(daemon, events, seconds, interval=True):
     d0 = daemon.cpu_ns()
     t0 = time.monotonic()
     p = subprocess.Popen(daemon.argv(["perf", "collect", "-e", names(events, "monctl"),
-                                      "-d", f"{seconds}s"] + (["-i", "1s"] if interval else [])),
+                                      "--duration", f"{seconds}s"] + (["-I", "1000"] if interval else [])),
                          stdout=subprocess.DEVNULL)
     pids = [daemon.proc.pid, p.pid]
     t1, (d1, m1) = sample_at(t0, 2, pids)
@@ -377,7 +377,7 @@ def cost(args, daemon):
 
     print(f"\n{'':>2} {'':<8} {'perf stat':>10} {'monitord':>10} {'monitord':>10} {'monctl':>10}"
           f" {'monitord':>10}  {'target':<6}")
-    print(f"{'N':>2} {'':<8} {'-a -I1000':>10} {'-i 1s':>10} {'+ monctl':>10} {'client':>10}"
+    print(f"{'N':>2} {'':<8} {'-a -I1000':>10} {'-I 1000':>10} {'+ monctl':>10} {'client':>10}"
           f" {'no -i':>10}  {'':<6}")
     verdict = {"session": True, "steady": True}
     for n in COST_EVENTS:
@@ -397,17 +397,17 @@ def cost(args, daemon):
   session: the whole run of {seconds} s, perf's start-up (reading its event tables, opening
     the counters) and monitord's session set-up included.
   steady: from 2 s after the start to 1 s before the end: the cost of every further second.
-  monitord -i 1s: the daemon serving `monctl perf collect -i 1s` (a record every second);
+  monitord -I 1000: the daemon serving `monctl perf collect -I 1000` (a record every second);
     + monctl adds the client that prints them, the part perf does in its own process.
   monitord no -i: the same collection without --interval (no records until the end), for
     comparison: what the daemon spends without the per-second reports.""")
     for n in COST_EVENTS:
         def runs(tool):
             return ", ".join(f"{x['session']:.3f}/{x['steady']:.3f}" for x in results[n][tool])
-        print(f"  N={n} runs (session/steady): perf {runs('perf')}; monitord -i 1s"
+        print(f"  N={n} runs (session/steady): perf {runs('perf')}; monitord -I 1000"
               f" {runs('monitord')}; no -i {runs('no_interval')}")
     for key in ("session", "steady"):
-        print(f"  monitord and monctl (-i 1s) at most {PAIR_TARGET} x perf stat, {key}:"
+        print(f"  monitord and monctl (-I 1000) at most {PAIR_TARGET} x perf stat, {key}:"
               f" {'yes' if verdict[key] else 'NO'}")
     return verdict["session"] and verdict["steady"]
 

@@ -1,5 +1,7 @@
 #include "monitor/perf/derived_metrics.hpp"
 
+#include <linux/perf_event.h>
+
 #include <optional>
 #include <string_view>
 
@@ -41,7 +43,7 @@ void derive_metrics(const Plan& plan, const PerfReport& report, std::vector<Metr
     }
     std::size_t n = 0;  // metrics written; out's elements keep their strings' capacity
     auto put = [&](std::string_view name, std::string_view what, std::string_view suffix,
-                   double value, bool same_set) {
+                   double value, bool same_set, std::size_t event) {
         Metric& m = n < out.size() ? out[n] : out.emplace_back();
         ++n;
         m.name.assign(name);
@@ -49,6 +51,7 @@ void derive_metrics(const Plan& plan, const PerfReport& report, std::vector<Metr
         m.description.append(suffix);
         m.value = value;
         m.same_set = same_set;
+        m.event.assign(plan.events[event].name);
     };
     auto find = [&](Measure k) -> std::optional<std::size_t> {
         for (std::size_t i = 0; i < plan.events.size(); ++i) {
@@ -62,7 +65,7 @@ void derive_metrics(const Plan& plan, const PerfReport& report, std::vector<Metr
         auto b = find(den);
         if (!a || !b) return;
         if (auto r = ratio(report, *a, *b)) {
-            put(name, what, suffix, r->value * factor, r->same_set);
+            put(name, what, suffix, r->value * factor, r->same_set, *a);
         }
     };
     add("ipc", "instructions per cycle", "", Measure::Instructions, Measure::Cycles, 1.0);
@@ -95,9 +98,14 @@ void derive_metrics(const Plan& plan, const PerfReport& report, std::vector<Metr
     if (auto t = find(Measure::TaskClock); t && report.elapsed.count() > 0) {
         const auto& v = report.events[*t].total;
         put("cpus_utilized", "CPUs busy on average (task clock / elapsed time)", "",
-            v.scaled() / static_cast<double>(report.elapsed.count()), v.running_ratio() >= 1.0);
+            v.scaled() / static_cast<double>(report.elapsed.count()), v.running_ratio() >= 1.0, *t);
     }
     out.resize(n);
+}
+
+bool counts_nanoseconds(const EventSpec& spec) {
+    return spec.type == PERF_TYPE_SOFTWARE &&
+           (spec.config == PERF_COUNT_SW_CPU_CLOCK || spec.config == PERF_COUNT_SW_TASK_CLOCK);
 }
 
 std::vector<Metric> derive_metrics(const Plan& plan, const PerfReport& report) {

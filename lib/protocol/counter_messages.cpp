@@ -281,6 +281,11 @@ void make_report(const perf::Plan& plan, const perf::PerfReport& report, bool pe
         ec.name = e.name;
         ec.canonical = e.canonical;
         ec.pmu = e.pmu;
+        if (k < plan.events.size() && perf::counts_nanoseconds(plan.events[k])) {
+            ec.unit = "ns";
+        } else {
+            ec.unit.clear();
+        }
         ec.value = count_of(e.total);
         ec.cpus.clear();
         if (per_cpu) {
@@ -304,6 +309,7 @@ json to_json(const CounterReport& r) {
         je["name"] = e.name;
         je["canonical"] = e.canonical;
         je["pmu"] = e.pmu;
+        if (!e.unit.empty()) je["unit"] = e.unit;
         je["value"] = to_json(e.value);
         if (e.sampled_address) je["sampled_address"] = fmt::format("{:#x}", *e.sampled_address);
         if (!e.cpus.empty()) {
@@ -322,6 +328,7 @@ json to_json(const CounterReport& r) {
         jm["description"] = m.description;
         jm["value"] = m.value;
         jm["same_set"] = m.same_set;
+        if (!m.event.empty()) jm["event"] = m.event;
     }
     put_optional(j, "period", r.period);
     put_optional(j, "threads", r.threads);
@@ -348,7 +355,7 @@ bool update_json(json& j, const CounterReport& r) {
         json& je = (*events)[i];
         if (!je.is_object() || !same_string(je["name"], e.name) ||
             !same_string(je["canonical"], e.canonical) || !same_string(je["pmu"], e.pmu) ||
-            !je["value"].is_object()) {
+            je.contains("unit") == e.unit.empty() || !je["value"].is_object()) {
             return false;
         }
         assign_count(je["value"], e.value);
@@ -369,7 +376,8 @@ bool update_json(json& j, const CounterReport& r) {
         const perf::Metric& m = r.metrics[i];
         json& jm = (*metrics)[i];
         if (!jm.is_object() || !same_string(jm["name"], m.name) ||
-            !same_string(jm["description"], m.description)) {
+            !same_string(jm["description"], m.description) ||
+            jm.contains("event") == m.event.empty()) {
             return false;
         }
         jm["value"] = m.value;
@@ -402,6 +410,9 @@ CounterReport counter_report_from_json(const json& j) {
         e.name = je.at("name").get<std::string>();
         e.canonical = je.at("canonical").get<std::string>();
         e.pmu = je.at("pmu").get<std::string>();
+        if (auto it = je.find("unit"); it != je.end() && it->is_string()) {
+            e.unit = it->get<std::string>();
+        }
         e.value = count_from_json(je.at("value"));
         if (auto it = je.find("sampled_address"); it != je.end() && it->is_string()) {
             e.sampled_address = std::stoull(it->get<std::string>(), nullptr, 16);
@@ -414,9 +425,11 @@ CounterReport counter_report_from_json(const json& j) {
         r.events.push_back(std::move(e));
     }
     for (const auto& jm : j.at("metrics")) {
-        r.metrics.push_back({jm.at("name").get<std::string>(),
-                             jm.at("description").get<std::string>(), jm.at("value").get<double>(),
-                             jm.at("same_set").get<bool>()});
+        auto event = jm.find("event");
+        r.metrics.push_back(
+            {jm.at("name").get<std::string>(), jm.at("description").get<std::string>(),
+             jm.at("value").get<double>(), jm.at("same_set").get<bool>(),
+             event != jm.end() && event->is_string() ? event->get<std::string>() : std::string{}});
     }
     return r;
 }

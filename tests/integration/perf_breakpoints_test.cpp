@@ -237,8 +237,8 @@ TEST_F(PerfBreakpoints, ACommandsSymbolsArePlacedBeforeItRuns) {
     // as skipped at its end.
     const std::string no_counts = test_support::breakpoints_do_not_fire();
     if (no_counts.empty()) {
-        EXPECT_NE(r.err.find("777  mem:counted:w:u"), std::string::npos) << r.err;
-        EXPECT_NE(r.err.find("777  mem:called:x:u"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("777      mem:counted:w:u"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("777      mem:called:x:u"), std::string::npos) << r.err;
     }
 
     auto refused = daemon_->monctl({"perf", "stat", "-e", "mem:counted:w:u", "--", pie, "7"});
@@ -274,7 +274,7 @@ TEST_F(PerfBreakpoints, BadBreakpointsAreRefusedClearly) {
     cases.push_back({"mem:0x1001/2:w", "not a multiple of the length 2"});
 #endif
     for (const auto& c : cases) {
-        auto r = daemon_->monctl({"perf", "collect", "-e", c.events, "-d", "100ms"});
+        auto r = daemon_->monctl({"perf", "collect", "-e", c.events, "--duration", "100ms"});
         EXPECT_EQ(r.exit_code, 1) << c.events;
         EXPECT_NE(r.err.find(c.says), std::string::npos) << c.events << ": " << r.err;
     }

@@ -13,12 +13,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <iterator>
 #include <optional>
 #include <regex>
@@ -75,7 +77,7 @@ TEST_F(PerfCommands, Ppc750CodesAreRefusedOnThisProcessor) {
         const bool table = p["name"] == "ppc750";
         EXPECT_EQ(p["unavailable"].is_string(), table) << p.dump();
     }
-    auto r = daemon_->monctl({"perf", "collect", "-e", "ppc750::CYCLES", "-d", "200ms"});
+    auto r = daemon_->monctl({"perf", "collect", "-e", "ppc750::CYCLES", "--duration", "200ms"});
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("ppc750::CYCLES: counts only on a PowerPC 750"), std::string::npos)
         << r.err;
@@ -111,7 +113,7 @@ TEST_F(PerfCommands, PlanPacksPpc750EventsIntoSets) {
 
 TEST_F(PerfCommands, CollectCountsSoftwareEventsOnEveryCpu) {
     auto r = daemon_->monctl({"perf", "collect", "-e", "perf::TASK-CLOCK,perf::CONTEXT-SWITCHES",
-                              "-d", "500ms", "--json"});
+                              "--duration", "500ms", "--json"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     auto j = nlohmann::json::parse(r.out);
     EXPECT_EQ(check_reply("CollectCounters", j), "");
@@ -129,7 +131,7 @@ TEST_F(PerfCommands, CollectCountsSoftwareEventsOnEveryCpu) {
 TEST_F(PerfCommands, AllCpusAddedUpOrEachCpu) {
     const auto cpus = daemon_->call("GetStatus")["cpus"].size();
     auto all = daemon_->monctl(
-        {"perf", "collect", "-a", "-e", "perf::TASK-CLOCK", "-d", "200ms", "--json"});
+        {"perf", "collect", "-a", "-e", "perf::TASK-CLOCK", "--duration", "200ms", "--json"});
     ASSERT_EQ(all.exit_code, 0) << all.err;
     auto a = nlohmann::json::parse(all.out)["report"]["events"][0];
     EXPECT_FALSE(a.contains("cpus")) << a.dump();
@@ -137,7 +139,7 @@ TEST_F(PerfCommands, AllCpusAddedUpOrEachCpu) {
                 0.05e9 * static_cast<double>(cpus));
 
     auto each = daemon_->monctl(
-        {"perf", "collect", "-A", "-e", "perf::TASK-CLOCK", "-d", "200ms", "--json"});
+        {"perf", "collect", "-A", "-e", "perf::TASK-CLOCK", "--duration", "200ms", "--json"});
     ASSERT_EQ(each.exit_code, 0) << each.err;
     auto e = nlohmann::json::parse(each.out)["report"]["events"][0];
     ASSERT_TRUE(e.contains("cpus")) << e.dump();
@@ -149,8 +151,8 @@ TEST_F(PerfCommands, AllCpusAddedUpOrEachCpu) {
 }
 
 TEST_F(PerfCommands, IntervalsStreamPerPeriodCounts) {
-    auto r = daemon_->monctl(
-        {"perf", "collect", "-e", "perf::TASK-CLOCK", "-d", "1s", "-i", "250ms", "--csv"});
+    auto r = daemon_->monctl({"perf", "collect", "-e", "perf::TASK-CLOCK", "--duration", "1s",
+                              "--interval", "250ms", "--csv"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_NE(r.out.find("time,period,event,cpu,count"), std::string::npos) << r.out;
     for (auto p : {"Z,1,perf::TASK-CLOCK,all,", "Z,4,perf::TASK-CLOCK,all,",
@@ -163,8 +165,8 @@ TEST_F(PerfCommands, IntervalsStreamPerPeriodCounts) {
 // so the first lasts 0.5 to 1.5 s and the next ones 1 s; the plan comes with the first record
 // and with the totals only.
 TEST_F(PerfCommands, WholeSecondIntervalsEndOnTheLoadingTicks) {
-    auto r = daemon_->monctl(
-        {"perf", "collect", "-e", "perf::TASK-CLOCK", "-d", "3500ms", "-i", "1s", "--json"});
+    auto r = daemon_->monctl({"perf", "collect", "-e", "perf::TASK-CLOCK", "--duration", "3500ms",
+                              "--interval", "1s", "--json"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     std::istringstream lines(r.out);
     std::vector<nlohmann::json> records;
@@ -204,7 +206,7 @@ TEST_F(PerfCommands, WholeSecondIntervalsEndOnTheLoadingTicks) {
 TEST_F(PerfCommands, MultiplexingWithACounterBudgetScales) {
     auto r = daemon_->monctl({"perf", "collect", "-e",
                               "perf::TASK-CLOCK,perf::TASK-CLOCK,perf::TASK-CLOCK,perf::TASK-CLOCK",
-                              "--counters", "2", "-d", "1s", "--json"});
+                              "--counters", "2", "--duration", "1s", "--json"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     auto j = nlohmann::json::parse(r.out);
     EXPECT_EQ(j["report"]["slots"], 2);
@@ -218,7 +220,7 @@ TEST_F(PerfCommands, MultiplexingWithACounterBudgetScales) {
 }
 
 TEST_F(PerfCommands, UnknownEventsGetSuggestions) {
-    auto r = daemon_->monctl({"perf", "collect", "-e", "perf::TASK-CLOK", "-d", "100ms"});
+    auto r = daemon_->monctl({"perf", "collect", "-e", "perf::TASK-CLOK", "--duration", "100ms"});
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("unknown event 'perf::TASK-CLOK'"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("perf::TASK-CLOCK"), std::string::npos) << r.err;
@@ -235,7 +237,8 @@ TEST_F(PerfCommands, UnknownEventsGetSuggestions) {
 TEST_F(PerfCommands, OneSessionAtATimeAndStopEndsIt) {
     auto start = daemon_->monctl({"perf", "start", "-e", "perf::CONTEXT-SWITCHES"});
     ASSERT_EQ(start.exit_code, 0) << start.err;
-    auto second = daemon_->monctl({"perf", "collect", "-e", "perf::TASK-CLOCK", "-d", "100ms"});
+    auto second =
+        daemon_->monctl({"perf", "collect", "-e", "perf::TASK-CLOCK", "--duration", "100ms"});
     EXPECT_EQ(second.exit_code, 1);
     EXPECT_NE(second.err.find("already collecting"), std::string::npos) << second.err;
     auto read = daemon_->monctl({"perf", "read", "--csv"});
@@ -314,12 +317,14 @@ TEST_F(PerfCommands, AClientThatGoesAwayFreesTheCounters) {
         text.push_back('\0');
         ASSERT_TRUE(c.send_raw(text));
         std::this_thread::sleep_for(300ms);
-        auto busy = daemon_->monctl({"perf", "collect", "-e", "perf::TASK-CLOCK", "-d", "50ms"});
+        auto busy =
+            daemon_->monctl({"perf", "collect", "-e", "perf::TASK-CLOCK", "--duration", "50ms"});
         EXPECT_EQ(busy.exit_code, 1) << busy.out;
     }  // the client disconnects
     bool freed = false;
     for (int i = 0; i < 50 && !freed; ++i) {
-        auto r = daemon_->monctl({"perf", "collect", "-e", "perf::TASK-CLOCK", "-d", "50ms"});
+        auto r =
+            daemon_->monctl({"perf", "collect", "-e", "perf::TASK-CLOCK", "--duration", "50ms"});
         freed = r.exit_code == 0;
         if (!freed) std::this_thread::sleep_for(100ms);
     }
@@ -335,6 +340,154 @@ TEST_F(PerfCommands, StatCountsACommandAndReturnsItsExitCode) {
     auto missing = run({monctl_bin(), "perf", "stat", "--", "/no/such/program"});
     EXPECT_EQ(missing.exit_code, 127);
     EXPECT_NE(missing.err.find("cannot run /no/such/program"), std::string::npos) << missing.err;
+}
+
+// The line of `text` that holds `word`, or "".
+std::string line_with(const std::string& text, const std::string& word) {
+    std::istringstream in{text};
+    for (std::string l; std::getline(in, l);) {
+        if (l.find(word) != std::string::npos) return l;
+    }
+    return {};
+}
+
+std::size_t fields_of(const std::string& line, char sep) {
+    return static_cast<std::size_t>(std::ranges::count(line, sep)) + 1;
+}
+
+// monctl perf stat beside perf stat for the same command: the same title, columns, metrics,
+// footer; -r's spread, -x's fields, -I's time column and -o's header as perf writes them.
+TEST_F(PerfCommands, StatPrintsWhatPerfStatPrints) {
+    const std::string perf = find_in_path("perf");
+    if (perf.empty()) GTEST_SKIP() << "perf (linux-perf) is not installed";
+    auto theirs = run({perf, "stat", "-e", "task-clock,page-faults", "--", "true"});
+    if (theirs.exit_code != 0) GTEST_SKIP() << "perf stat cannot count here: " << theirs.err;
+    auto ours = run(
+        {monctl_bin(), "perf", "stat", "-e", "perf::TASK-CLOCK,perf::PAGE-FAULTS", "--", "true"});
+    ASSERT_EQ(ours.exit_code, 0) << ours.err;
+    std::cout << "perf stat:\n" << theirs.err << "monctl perf stat:\n" << ours.err;
+    for (const auto* text : {&theirs.err, &ours.err}) {
+        EXPECT_NE(text->find("\n Performance counter stats for 'true':\n\n"), std::string::npos)
+            << *text;
+        EXPECT_TRUE(
+            std::regex_search(*text, std::regex{R"(\n {7}\d\.\d{9} seconds time elapsed\n)"}))
+            << *text;
+        EXPECT_TRUE(std::regex_search(
+            *text, std::regex{R"(\n {7}\d\.\d{9} seconds user\n {7}\d\.\d{9} seconds sys\n)"}))
+            << *text;
+    }
+    // The columns: the unit, the event and '#' where perf puts them, the same metric words.
+    const std::string their_clock = line_with(theirs.err, "task-clock");
+    const std::string our_clock = line_with(ours.err, "perf::TASK-CLOCK");
+    EXPECT_EQ(their_clock.find(" msec "), our_clock.find(" msec ")) << their_clock << '\n'
+                                                                    << our_clock;
+    EXPECT_EQ(their_clock.find('#'), our_clock.find('#')) << their_clock << '\n' << our_clock;
+    EXPECT_EQ(their_clock.find("CPUs utilized"), our_clock.find("CPUs utilized"))
+        << their_clock << '\n'
+        << our_clock;
+    const std::string their_faults = line_with(theirs.err, "page-faults");
+    const std::string our_faults = line_with(ours.err, "perf::PAGE-FAULTS");
+    EXPECT_EQ(their_faults.find("page-faults"), our_faults.find("perf::PAGE-FAULTS"))
+        << their_faults << '\n'
+        << our_faults;
+    EXPECT_EQ(their_faults.find('#'), our_faults.find('#')) << their_faults << '\n' << our_faults;
+    EXPECT_NE(our_faults.find("K/sec"), std::string::npos) << our_faults;
+
+    // -r 3: the runs in the title, a spread on every event line and on the elapsed time.
+    auto repeated = run({monctl_bin(), "perf", "stat", "-r", "3", "-e",
+                         "perf::TASK-CLOCK,perf::PAGE-FAULTS", "--", "true"});
+    ASSERT_EQ(repeated.exit_code, 0) << repeated.err;
+    EXPECT_NE(repeated.err.find(" Performance counter stats for 'true' (3 runs):"),
+              std::string::npos)
+        << repeated.err;
+    EXPECT_TRUE(std::regex_search(line_with(repeated.err, "perf::PAGE-FAULTS"),
+                                  std::regex{R"(\( \+- +\d+\.\d\d% \)$)"}))
+        << repeated.err;
+    EXPECT_TRUE(std::regex_search(
+        repeated.err, std::regex{R"(\d \+- [\d.]+ seconds time elapsed  \( \+- +[\d.]+% \))"}))
+        << repeated.err;
+
+    // -x: as many fields as perf's, the same unit and metric words.
+    auto their_x = run({perf, "stat", "-x", ";", "-e", "task-clock,page-faults", "--", "true"});
+    auto our_x = run({monctl_bin(), "perf", "stat", "-x", ";", "-e",
+                      "perf::TASK-CLOCK,perf::PAGE-FAULTS", "--", "true"});
+    ASSERT_EQ(our_x.exit_code, 0) << our_x.err;
+    const std::string their_x_clock = line_with(their_x.err, "task-clock");
+    const std::string our_x_clock = line_with(our_x.err, "perf::TASK-CLOCK");
+    EXPECT_EQ(fields_of(their_x_clock, ';'), fields_of(our_x_clock, ';')) << their_x_clock << '\n'
+                                                                          << our_x_clock;
+    EXPECT_TRUE(std::regex_match(
+        our_x_clock,
+        std::regex{R"([\d.]+;msec;perf::TASK-CLOCK;\d+;100\.00;[\d.]+;CPUs utilized)"}))
+        << our_x_clock;
+    EXPECT_EQ(fields_of(line_with(their_x.err, "page-faults"), ';'),
+              fields_of(line_with(our_x.err, "perf::PAGE-FAULTS"), ';'))
+        << their_x.err << our_x.err;
+
+    // -I: perf's header, then lines that start with the time, while the command runs.
+    auto every = run({monctl_bin(), "perf", "stat", "-I", "100", "-e", "perf::TASK-CLOCK", "--",
+                      "sleep", "0.35"});
+    ASSERT_EQ(every.exit_code, 0) << every.err;
+    EXPECT_NE(every.err.find("#           time             counts unit events\n"),
+              std::string::npos)
+        << every.err;
+    std::size_t timed = 0;
+    std::istringstream lines{every.err};
+    for (std::string l; std::getline(lines, l);) {
+        if (std::regex_search(l, std::regex{R"(^ +0\.[0-9]{9} +.* perf::TASK-CLOCK)"})) ++timed;
+    }
+    EXPECT_GE(timed, 2u) << every.err;
+    EXPECT_NE(every.err.find("seconds time elapsed"), std::string::npos) << every.err;
+
+    // -o: the counts in the file after perf's header; the command's output stays its own.
+    ScratchDir dir{"stat-output"};
+    const auto file = dir / "counts.txt";
+    auto to_file =
+        run({monctl_bin(), "perf", "stat", "-o", file.string(), "--", "sh", "-c", "echo out"});
+    ASSERT_EQ(to_file.exit_code, 0) << to_file.err;
+    EXPECT_EQ(to_file.out, "out\n");
+    EXPECT_EQ(to_file.err.find("Performance counter stats"), std::string::npos) << to_file.err;
+    std::ifstream in{file};
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string written = text.str();
+    EXPECT_TRUE(std::regex_search(
+        written, std::regex{R"(^# started on \w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4}\n\n)"}))
+        << written;
+    EXPECT_NE(written.find("Performance counter stats for 'sh -c echo out':"), std::string::npos)
+        << written;
+    auto unwritable =
+        run({monctl_bin(), "perf", "stat", "-o", "/nonexistent/dir/counts", "--", "true"});
+    EXPECT_EQ(unwritable.exit_code, 1);
+    EXPECT_NE(unwritable.err.find("-o /nonexistent/dir/counts: cannot write it"), std::string::npos)
+        << unwritable.err;
+}
+
+// Letters that perf gives another meaning are not ours: perf's -d is --detailed, -i
+// --no-inherit; the duration, interval and unit have long names.
+TEST_F(PerfCommands, PerfsLettersKeepPerfsMeaning) {
+    for (const auto& args : std::vector<std::vector<std::string>>{
+             {"perf", "collect", "-e", "perf::TASK-CLOCK", "-d", "100ms"},
+             {"perf", "collect", "-e", "perf::TASK-CLOCK", "--duration", "100ms", "-i", "50ms"},
+             {"perf", "collect", "-e", "perf::TASK-CLOCK", "-u", "x.service"},
+             {"perf", "profile", "-d", "100ms"},
+             {"perf", "overflows", "-e", "perf::TASK-CLOCK", "-c", "1000", "-d", "100ms"}}) {
+        auto r = daemon_->monctl(args);
+        EXPECT_NE(r.exit_code, 0) << args[1] << ' ' << args.back() << ": " << r.out;
+    }
+    auto every = daemon_->monctl({"perf", "collect", "-e", "perf::TASK-CLOCK", "--duration",
+                                  "300ms", "-I", "100", "-x", ","});
+    ASSERT_EQ(every.exit_code, 0) << every.err;
+    std::size_t periods = 0;
+    std::istringstream lines{every.out};
+    for (std::string l; std::getline(lines, l);) {
+        if (std::regex_match(l, std::regex{R"( +0\.\d{9},[\d.]+,msec,perf::TASK-CLOCK,.*)"}))
+            ++periods;
+    }
+    EXPECT_GE(periods, 2u) << every.out;
+    auto both = daemon_->monctl({"perf", "collect", "-e", "perf::TASK-CLOCK", "--duration", "300ms",
+                                 "-I", "100", "--interval", "100ms"});
+    EXPECT_NE(both.exit_code, 0) << both.out;
 }
 
 // Standing sessions from monitord.conf: counted from the start beside on-demand sessions,
@@ -393,7 +546,7 @@ TEST_F(PerfCommands, StandingSessionsFollowTheConfigurationAndItsReloads) {
         << failed_reset.err;
 
     // An on-demand session counts beside them.
-    auto collect = d->monctl({"perf", "collect", "-e", "perf::TASK-CLOCK", "-d", "200ms"});
+    auto collect = d->monctl({"perf", "collect", "-e", "perf::TASK-CLOCK", "--duration", "200ms"});
     EXPECT_EQ(collect.exit_code, 0) << collect.err;
 
     auto unknown = d->monctl({"perf", "show", "nope"});
@@ -498,7 +651,7 @@ TEST_F(PerfAccess, TheControlGroupMayCount) {
     ASSERT_TRUE(own);
     auto collect = monctl_as(nobody_uid(), *d,
                              {"perf", "collect", "-e", "perf::TASK-CLOCK", "-p",
-                              std::to_string(own->pid()), "-d", "100ms"});
+                              std::to_string(own->pid()), "--duration", "100ms"});
     EXPECT_EQ(collect.exit_code, 0) << collect.err;
     EXPECT_NE(collect.out.find("perf::TASK-CLOCK"), std::string::npos) << collect.out;
     own->stop(SIGKILL, 5s);
@@ -523,38 +676,39 @@ TEST_F(PerfAccess, AMemberMeasuresWhatTheKernelWouldLetItMeasure) {
     // Root's process: never, whatever the level (init is root's): no counts, no profile, no
     // overflows, and no data breakpoint on its memory (a side channel, and its debug
     // registers).
-    for (const auto& what : {std::vector<std::string>{"perf", "collect", "-e", "perf::TASK-CLOCK",
-                                                      "-p", "1", "-d", "100ms"},
-                             std::vector<std::string>{"perf", "collect", "-e", "mem:0x10000:rw",
-                                                      "-p", "1", "-d", "100ms"},
-                             std::vector<std::string>{"perf", "profile", "-p", "1", "-d", "100ms"},
-                             std::vector<std::string>{"perf", "overflows", "-e", "perf::CPU-CLOCK",
-                                                      "-c", "1000000", "-p", "1", "-d", "100ms"}}) {
+    for (const auto& what :
+         {std::vector<std::string>{"perf", "collect", "-e", "perf::TASK-CLOCK", "-p", "1",
+                                   "--duration", "100ms"},
+          std::vector<std::string>{"perf", "collect", "-e", "mem:0x10000:rw", "-p", "1",
+                                   "--duration", "100ms"},
+          std::vector<std::string>{"perf", "profile", "-p", "1", "--duration", "100ms"},
+          std::vector<std::string>{"perf", "overflows", "-e", "perf::CPU-CLOCK", "-c", "1000000",
+                                   "-p", "1", "--duration", "100ms"}}) {
         auto r = monctl_as(nobody_uid(), *d, what);
         EXPECT_EQ(r.exit_code, 1) << what[1] << ": " << r.out;
         EXPECT_NE(r.err.find("process 1 is not yours"), std::string::npos) << r.err;
         EXPECT_NE(r.err.find("ptrace"), std::string::npos) << r.err;
     }
     // Its own process: always; in user mode only above 1, said by the ":u" in the names.
-    auto counted =
-        monctl_as(nobody_uid(), *d,
-                  {"perf", "collect", "-e", "perf::CPU-CLOCK", "-p", pid, "-d", "100ms", "--json"});
+    auto counted = monctl_as(
+        nobody_uid(), *d,
+        {"perf", "collect", "-e", "perf::CPU-CLOCK", "-p", pid, "--duration", "100ms", "--json"});
     ASSERT_EQ(counted.exit_code, 0) << counted.err;
     const auto counts = nlohmann::json::parse(counted.out);
     EXPECT_EQ(counts["report"]["events"][0]["name"],
               paranoid >= 2 ? "perf::CPU-CLOCK:u" : "perf::CPU-CLOCK")
         << counted.out;
-    auto profiled =
-        monctl_as(nobody_uid(), *d, {"perf", "profile", "-p", pid, "-d", "200ms", "--json"});
+    auto profiled = monctl_as(nobody_uid(), *d,
+                              {"perf", "profile", "-p", pid, "--duration", "200ms", "--json"});
     ASSERT_EQ(profiled.exit_code, 0) << profiled.err;
     const auto profile = nlohmann::json::parse(profiled.out);
     EXPECT_EQ(profile["report"]["event"].get<std::string>().ends_with(":u"), paranoid >= 2)
         << profiled.out;
     // Every CPU, and a CPU: at level 0 or below only.
     for (const auto& what :
-         {std::vector<std::string>{"perf", "collect", "-e", "perf::TASK-CLOCK", "-a", "-d",
+         {std::vector<std::string>{"perf", "collect", "-e", "perf::TASK-CLOCK", "-a", "--duration",
                                    "100ms"},
-          std::vector<std::string>{"perf", "profile", "-C", "0", "-d", "100ms"}}) {
+          std::vector<std::string>{"perf", "profile", "-C", "0", "--duration", "100ms"}}) {
         auto r = monctl_as(nobody_uid(), *d, what);
         if (paranoid <= 0) {
             EXPECT_EQ(r.exit_code, 0) << r.err;
@@ -565,8 +719,8 @@ TEST_F(PerfAccess, AMemberMeasuresWhatTheKernelWouldLetItMeasure) {
         }
     }
     // Kernel mode: at level 1 or below only.
-    auto kernel =
-        monctl_as(nobody_uid(), *d, {"perf", "profile", "--kernel", "-p", pid, "-d", "100ms"});
+    auto kernel = monctl_as(nobody_uid(), *d,
+                            {"perf", "profile", "--kernel", "-p", pid, "--duration", "100ms"});
     if (paranoid <= 1) {
         EXPECT_EQ(kernel.exit_code, 0) << kernel.err;
     } else {
@@ -577,7 +731,7 @@ TEST_F(PerfAccess, AMemberMeasuresWhatTheKernelWouldLetItMeasure) {
     }
     // Root: anything.
     auto root = run({monctl_bin(), "--socket", d->socket(), "perf", "profile", "--kernel", "-p",
-                     "1", "-d", "100ms"});
+                     "1", "--duration", "100ms"});
     EXPECT_EQ(root.exit_code, 0) << root.err;
     own->stop(SIGKILL, 5s);
 }
@@ -647,7 +801,7 @@ TEST_F(PerfAccess, AUserRunsAtMostItsShareOfProfilesWhileRootRunsMore) {
     std::vector<std::unique_ptr<Process>> nobody;
     for (int i = 0; i < 2; ++i) {
         nobody.push_back(Process::start({monctl_bin(), "--socket", d->socket(), "perf", "profile",
-                                         "-d", "4s", "--", "/bin/sleep", "5"},
+                                         "--duration", "4s", "--", "/bin/sleep", "5"},
                                         SpawnOptions{.uid = nobody_uid()}));
         ASSERT_TRUE(nobody.back());
     }
@@ -667,12 +821,13 @@ TEST_F(PerfAccess, AUserRunsAtMostItsShareOfProfilesWhileRootRunsMore) {
         << nobody[refused]->log();
     EXPECT_TRUE(running.alive()) << running.log();
     // Root is held to the daemon's limit only.
-    auto root =
-        run({monctl_bin(), "--socket", d->socket(), "perf", "profile", "-a", "-d", "100ms"});
+    auto root = run(
+        {monctl_bin(), "--socket", d->socket(), "perf", "profile", "-a", "--duration", "100ms"});
     EXPECT_EQ(root.exit_code, 0) << root.err;
     // Once the first ended, nobody may run one again.
     EXPECT_EQ(running.stop(0, 10s), 0) << running.log();
-    auto again = monctl_as(nobody_uid(), *d, {"perf", "profile", "-d", "100ms", "--", "/bin/true"});
+    auto again =
+        monctl_as(nobody_uid(), *d, {"perf", "profile", "--duration", "100ms", "--", "/bin/true"});
     EXPECT_EQ(again.exit_code, 0) << again.err;
 }
 
@@ -695,8 +850,8 @@ TEST_F(PerfAccess, AUsersSessionOpensAtMostTheLimitsPerfFiles) {
         },
         5s));
     const std::string two = "perf::TASK-CLOCK,perf::CONTEXT-SWITCHES";
-    auto many =
-        monctl_as(nobody_uid(), *d, {"perf", "collect", "-e", two, "-p", pid, "-d", "100ms"});
+    auto many = monctl_as(nobody_uid(), *d,
+                          {"perf", "collect", "-e", two, "-p", pid, "--duration", "100ms"});
     EXPECT_EQ(many.exit_code, 1) << many.out;
     EXPECT_NE(many.err.find(fmt::format("counting 2 events on each of the 2 threads of process {} "
                                         "opens 4 perf_event files, more than the 3 allowed "
@@ -704,12 +859,14 @@ TEST_F(PerfAccess, AUsersSessionOpensAtMostTheLimitsPerfFiles) {
                                         pid)),
               std::string::npos)
         << many.err;
-    auto fits = monctl_as(nobody_uid(), *d,
-                          {"perf", "collect", "-e", "perf::TASK-CLOCK", "-p", pid, "-d", "100ms"});
+    auto fits =
+        monctl_as(nobody_uid(), *d,
+                  {"perf", "collect", "-e", "perf::TASK-CLOCK", "-p", pid, "--duration", "100ms"});
     EXPECT_EQ(fits.exit_code, 0) << fits.err;
     const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
     if (cpus >= 2) {
-        auto wide = monctl_as(nobody_uid(), *d, {"perf", "profile", "-p", pid, "-d", "100ms"});
+        auto wide =
+            monctl_as(nobody_uid(), *d, {"perf", "profile", "-p", pid, "--duration", "100ms"});
         EXPECT_EQ(wide.exit_code, 1) << wide.out;
         EXPECT_NE(wide.err.find(fmt::format("sampling the 2 threads of process {} on each of {} "
                                             "CPUs opens {} perf_event files",
@@ -721,22 +878,23 @@ TEST_F(PerfAccess, AUsersSessionOpensAtMostTheLimitsPerfFiles) {
     // Counting one event leaves one file: sampling it on every CPU of two threads takes more.
     auto sampled = monctl_as(nobody_uid(), *d,
                              {"perf", "collect", "-e", "perf::TASK-CLOCK", "--sample-every",
-                              "1000000", "-p", pid, "-d", "100ms"});
+                              "1000000", "-p", pid, "--duration", "100ms"});
     EXPECT_EQ(sampled.exit_code, 1) << sampled.out;
     EXPECT_NE(sampled.err.find("sampling every 1000000 events: "), std::string::npos)
         << sampled.err;
     EXPECT_NE(sampled.err.find("[limits] perf-files-per-session"), std::string::npos)
         << sampled.err;
     // Root is held to RLIMIT_NOFILE only.
-    auto root =
-        run({monctl_bin(), "--socket", d->socket(), "perf", "profile", "-p", pid, "-d", "100ms"});
+    auto root = run({monctl_bin(), "--socket", d->socket(), "perf", "profile", "-p", pid,
+                     "--duration", "100ms"});
     EXPECT_EQ(root.exit_code, 0) << root.err;
     auto root_many = run({monctl_bin(), "--socket", d->socket(), "perf", "collect", "-e", two, "-p",
-                          pid, "-d", "100ms"});
+                          pid, "--duration", "100ms"});
     EXPECT_EQ(root_many.exit_code, 0) << root_many.err;
     // Nothing was left open by the refusals: the member counts again within its share.
-    auto again = monctl_as(nobody_uid(), *d,
-                           {"perf", "collect", "-e", "perf::TASK-CLOCK", "-p", pid, "-d", "100ms"});
+    auto again =
+        monctl_as(nobody_uid(), *d,
+                  {"perf", "collect", "-e", "perf::TASK-CLOCK", "-p", pid, "--duration", "100ms"});
     EXPECT_EQ(again.exit_code, 0) << again.err;
     own->stop(SIGKILL, 5s);
 }
@@ -750,15 +908,15 @@ TEST_F(PerfAccess, AMemberSetsNoBreakpointOnKernelMemory) {
     ASSERT_TRUE(own);
     const std::string pid = std::to_string(own->pid());
     const std::string kernel = "mem:0xffffffff81000000:x";
-    auto counted =
-        monctl_as(nobody_uid(), *d, {"perf", "collect", "-e", kernel, "-p", pid, "-d", "100ms"});
+    auto counted = monctl_as(nobody_uid(), *d,
+                             {"perf", "collect", "-e", kernel, "-p", pid, "--duration", "100ms"});
     EXPECT_EQ(counted.exit_code, 1) << counted.out;
     EXPECT_NE(counted.err.find("0xffffffff81000000 is a kernel address, and the kernel lets only "
                                "a user with CAP_SYS_ADMIN watch kernel memory"),
               std::string::npos)
         << counted.err;
-    auto sampled =
-        monctl_as(nobody_uid(), *d, {"perf", "profile", "-e", kernel, "-p", pid, "-d", "100ms"});
+    auto sampled = monctl_as(nobody_uid(), *d,
+                             {"perf", "profile", "-e", kernel, "-p", pid, "--duration", "100ms"});
     EXPECT_EQ(sampled.exit_code, 1) << sampled.out;
     EXPECT_NE(sampled.err.find("is a kernel address"), std::string::npos) << sampled.err;
     // Root watches kernel data (not code of its entry, which the kernel keeps breakpoints
@@ -777,10 +935,10 @@ TEST_F(PerfAccess, AMemberSetsNoBreakpointOnKernelMemory) {
     }
     if (data.empty()) GTEST_SKIP() << "kallsyms shows no kernel data address here";
     auto root = run({monctl_bin(), "--socket", d->socket(), "perf", "collect", "-e", data, "-p",
-                     pid, "-d", "100ms"});
+                     pid, "--duration", "100ms"});
     EXPECT_EQ(root.exit_code, 0) << root.err;
-    auto member =
-        monctl_as(nobody_uid(), *d, {"perf", "collect", "-e", data, "-p", pid, "-d", "100ms"});
+    auto member = monctl_as(nobody_uid(), *d,
+                            {"perf", "collect", "-e", data, "-p", pid, "--duration", "100ms"});
     EXPECT_EQ(member.exit_code, 1) << member.out;
     own->stop(SIGKILL, 5s);
 }
@@ -859,7 +1017,8 @@ TEST_F(PerfAccess, AUsersProfileRunsAtMostTheLimitsDuration) {
         "socket-group = \"nogroup\"\ncontrol-group = \"nogroup\"\n"
         "[limits]\nprofile-duration = 1\n");
     ASSERT_TRUE(d);
-    auto longer = monctl_as(nobody_uid(), *d, {"perf", "profile", "-d", "2s", "--", "/bin/true"});
+    auto longer =
+        monctl_as(nobody_uid(), *d, {"perf", "profile", "--duration", "2s", "--", "/bin/true"});
     EXPECT_EQ(longer.exit_code, 1) << longer.out;
     EXPECT_NE(longer.err.find("[limits] profile-duration"), std::string::npos) << longer.err;
     // The command's profile (on stderr) ends at the limit, and says so; the command goes on.
@@ -939,8 +1098,8 @@ class PerfCgroups : public PerfCommands {
     // Counts task-clock of `cg` for `duration` with the target options `target`.
     static CgroupCount collect(const CgroupDir& cg, const std::vector<std::string>& target,
                                const std::string& duration) {
-        std::vector<std::string> args = {"perf", "collect", "-e",    "perf::TASK-CLOCK",
-                                         "-d",   duration,  "--json"};
+        std::vector<std::string> args = {"perf",       "collect", "-e",    "perf::TASK-CLOCK",
+                                         "--duration", duration,  "--json"};
         args.insert(args.end(), target.begin(), target.end());
         CgroupCount c;
         const auto usage_before = cg.usage_ns();
@@ -1070,7 +1229,7 @@ TEST_F(PerfCgroups, CollectFindsTheCgroupOfAUnit) {
 
 TEST_F(PerfCommands, CollectNamesAMissingUnitOrCgroup) {
     const std::string absent = "monitord-test-" + std::to_string(::getpid()) + "-absent";
-    auto unit = daemon_->monctl({"perf", "collect", "-e", "perf::TASK-CLOCK", "-d", "100ms",
+    auto unit = daemon_->monctl({"perf", "collect", "-e", "perf::TASK-CLOCK", "--duration", "100ms",
                                  "--unit", absent + ".service"});
     EXPECT_EQ(unit.exit_code, 1);
     EXPECT_NE(
@@ -1081,20 +1240,20 @@ TEST_F(PerfCommands, CollectNamesAMissingUnitOrCgroup) {
     EXPECT_EQ(unit.out, "");
 
     auto bare = daemon_->monctl(
-        {"perf", "collect", "-e", "perf::TASK-CLOCK", "-d", "100ms", "--unit", absent});
+        {"perf", "collect", "-e", "perf::TASK-CLOCK", "--duration", "100ms", "--unit", absent});
     EXPECT_EQ(bare.exit_code, 1);
     EXPECT_NE(bare.err.find("no cgroup for unit " + absent + ".service"), std::string::npos)
         << bare.err;
 
-    auto slash = daemon_->monctl(
-        {"perf", "collect", "-e", "perf::TASK-CLOCK", "-d", "100ms", "--unit", "a/b.service"});
+    auto slash = daemon_->monctl({"perf", "collect", "-e", "perf::TASK-CLOCK", "--duration",
+                                  "100ms", "--unit", "a/b.service"});
     EXPECT_EQ(slash.exit_code, 1);
     EXPECT_NE(slash.err.find("'a/b.service' is not a unit name"), std::string::npos) << slash.err;
 
     // A path below the cgroup root and an absolute one both name the directory they miss.
     for (const auto& path : {absent, (kCgroupRoot / absent).string()}) {
         auto cgroup = daemon_->monctl(
-            {"perf", "collect", "-e", "perf::TASK-CLOCK", "-d", "100ms", "--cgroup", path});
+            {"perf", "collect", "-e", "perf::TASK-CLOCK", "--duration", "100ms", "--cgroup", path});
         EXPECT_EQ(cgroup.exit_code, 1) << path;
         EXPECT_NE(cgroup.err.find("cgroup " + (kCgroupRoot / absent).string() +
                                   ": No such file or directory"),
@@ -1104,7 +1263,7 @@ TEST_F(PerfCommands, CollectNamesAMissingUnitOrCgroup) {
 
     // A path that could lead out of the cgroup tree is refused before anything is opened.
     auto out = daemon_->monctl(
-        {"perf", "collect", "-e", "perf::TASK-CLOCK", "-d", "100ms", "--cgroup", "../etc"});
+        {"perf", "collect", "-e", "perf::TASK-CLOCK", "--duration", "100ms", "--cgroup", "../etc"});
     EXPECT_EQ(out.exit_code, 1);
     EXPECT_NE(out.err.find("cgroup '../etc': '..' could lead out of the cgroup tree"),
               std::string::npos)
@@ -1123,7 +1282,8 @@ TEST_F(PerfCommands, CollectNamesAMissingUnitOrCgroup) {
     }
 
     // None of them left a session behind.
-    auto after = daemon_->monctl({"perf", "collect", "-e", "perf::TASK-CLOCK", "-d", "50ms"});
+    auto after =
+        daemon_->monctl({"perf", "collect", "-e", "perf::TASK-CLOCK", "--duration", "50ms"});
     EXPECT_EQ(after.exit_code, 0) << after.err;
 }
 

@@ -79,7 +79,7 @@ TEST_F(PerfProcess, CollectCountsEveryThreadAsPerfStatDoes) {
     with_sleep.insert(with_sleep.end(), {"sleep", "3"});
     std::thread perf_stat([&] { counted_by_perf = run(with_sleep, {}, 30s); });
     auto mon = daemon_->monctl(
-        {"perf", "collect", "-p", pid_, "-e", "perf::TASK-CLOCK", "-d", "3s", "--json"});
+        {"perf", "collect", "-p", pid_, "-e", "perf::TASK-CLOCK", "--duration", "3s", "--json"});
     perf_stat.join();
     ASSERT_EQ(mon.exit_code, 0) << mon.err;
     ASSERT_EQ(counted_by_perf.exit_code, 0) << counted_by_perf.err;
@@ -107,10 +107,13 @@ TEST_F(PerfProcess, CollectCountsEveryThreadAsPerfStatDoes) {
 TEST_F(PerfProcess, ItSaysHowManyThreadsItCounts) {
     const std::string threads =
         "process " + pid_ + " (its " + std::to_string(threads_) + " threads";
-    auto collect =
-        daemon_->monctl({"perf", "collect", "-p", pid_, "-e", "perf::TASK-CLOCK", "-d", "200ms"});
+    // perf's words in the title, the threads after them.
+    const std::string counted = "process id '" + pid_ + "' (its " + std::to_string(threads_) +
+                                " threads at the start, and those it starts)";
+    auto collect = daemon_->monctl(
+        {"perf", "collect", "-p", pid_, "-e", "perf::TASK-CLOCK", "--duration", "200ms"});
     ASSERT_EQ(collect.exit_code, 0) << collect.err;
-    EXPECT_NE(collect.out.find(threads), std::string::npos) << collect.out;
+    EXPECT_NE(collect.out.find(counted), std::string::npos) << collect.out;
 
     auto start = daemon_->monctl({"perf", "start", "-p", pid_, "-e", "perf::TASK-CLOCK"});
     ASSERT_EQ(start.exit_code, 0) << start.err;
@@ -119,7 +122,8 @@ TEST_F(PerfProcess, ItSaysHowManyThreadsItCounts) {
     EXPECT_EQ(read["report"].value("threads", 0), threads_) << read.dump();
     auto stop = daemon_->monctl({"perf", "stop"});
     ASSERT_EQ(stop.exit_code, 0) << stop.err;
-    EXPECT_NE(stop.out.find("a process (its " + std::to_string(threads_) + " threads"),
+    EXPECT_NE(stop.out.find("the running session (a process: its " + std::to_string(threads_) +
+                            " threads at the start, and those it starts)"),
               std::string::npos)
         << stop.out;
 
@@ -132,7 +136,8 @@ TEST_F(PerfProcess, ItSaysHowManyThreadsItCounts) {
     EXPECT_EQ(last["report"].value("threads", 0), threads_) << last.dump();
 
     // Other targets count no threads.
-    auto all = daemon_->monctl({"perf", "collect", "-e", "perf::TASK-CLOCK", "-d", "100ms", "-j"});
+    auto all =
+        daemon_->monctl({"perf", "collect", "-e", "perf::TASK-CLOCK", "--duration", "100ms", "-j"});
     ASSERT_EQ(all.exit_code, 0) << all.err;
     EXPECT_FALSE(nlohmann::json::parse(all.out)["report"].contains("threads")) << all.out;
 }
@@ -141,7 +146,8 @@ TEST_F(PerfProcess, ItSaysHowManyThreadsItCounts) {
 TEST_F(PerfProcess, AProcessThatIsGoneIsNamed) {
     const std::string gone = pid_;
     spinning_.reset();
-    auto r = daemon_->monctl({"perf", "collect", "-p", gone, "-e", "perf::TASK-CLOCK", "-d", "1s"});
+    auto r = daemon_->monctl(
+        {"perf", "collect", "-p", gone, "-e", "perf::TASK-CLOCK", "--duration", "1s"});
     EXPECT_EQ(r.exit_code, 1);
     EXPECT_NE(r.err.find("process " + gone + ": no such process"), std::string::npos) << r.err;
     EXPECT_NE(r.err.find("name a running process"), std::string::npos) << r.err;

@@ -165,8 +165,8 @@ void sample_twice(Daemon& daemon, const ScratchDir& dir, std::vector<std::string
         }
     }
     const std::size_t started = count_of(daemon.log(), "Profile started");
-    std::vector<std::string> argv{
-        monctl_bin(), "--socket", daemon.socket(), "perf", "profile", "-p", pid, "-d", "30s"};
+    std::vector<std::string> argv{monctl_bin(), "--socket", daemon.socket(), "perf", "profile",
+                                  "-p",         pid,        "--duration",    "30s"};
     argv.insert(argv.end(), monctl_args.begin(), monctl_args.end());
     auto profiler = Process::start(argv);
     ASSERT_TRUE(test_support::wait_until(
@@ -353,9 +353,9 @@ TEST_F(PerfProfile, AProcessThatExecsIsNamedAfterIt) {
     const pid_t pid = shell->pid();
     ASSERT_TRUE(test_support::wait_until([&] { return process_state(pid) == 'T'; }, 5s));
     const std::size_t started = count_of(daemon_->log(), "Profile started");
-    auto profiler =
-        Process::start({monctl_bin(), "--socket", daemon_->socket(), "perf", "profile", "-p",
-                        std::to_string(pid), "-d", "30s", "-g", "-F", "1000", "--folded", folded});
+    auto profiler = Process::start({monctl_bin(), "--socket", daemon_->socket(), "perf", "profile",
+                                    "-p", std::to_string(pid), "--duration", "30s", "-g", "-F",
+                                    "1000", "--folded", folded});
     ASSERT_TRUE(test_support::wait_until(
         [&] { return count_of(daemon_->log(), "Profile started") > started; }, 10s))
         << daemon_->log();
@@ -388,8 +388,8 @@ TEST_F(PerfProfile, EachCpuHasItsOwnProfile) {
         {find_in_path("taskset"), "-c", std::to_string(last), profile_burner_bin(), "5"});
     ASSERT_TRUE(burner);
     ASSERT_TRUE(BurnerCode::of(burner->pid())) << "taskset did not run the burner";
-    auto r =
-        daemon_->monctl({"perf", "profile", "-A", "-d", "1s", "-F", "500", "-n", "5", "--json"});
+    auto r = daemon_->monctl(
+        {"perf", "profile", "-A", "--duration", "1s", "-F", "500", "-n", "5", "--json"});
     burner->stop(SIGKILL);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     auto j = last_json(r.out);
@@ -411,7 +411,7 @@ TEST_F(PerfProfile, EachCpuHasItsOwnProfile) {
     }
     EXPECT_EQ(sum, report["samples"].get<std::uint64_t>());
 
-    auto text = daemon_->monctl({"perf", "profile", "-A", "-d", "300ms", "-n", "2"});
+    auto text = daemon_->monctl({"perf", "profile", "-A", "--duration", "300ms", "-n", "2"});
     ASSERT_EQ(text.exit_code, 0) << text.err;
     EXPECT_NE(text.out.find("\n  cpu" + std::to_string(last) + ": "), std::string::npos)
         << text.out;
@@ -442,8 +442,9 @@ TEST_F(PerfProfile, AManyThreadedProcessIsSampledInEveryThread) {
     // Its CPU time so far (a sanitizer's start-up, the threads' start) is not the profile's.
     const double before = process_cpu_seconds(pid);
     const std::size_t started = count_of(daemon_->log(), "Profile started");
-    auto profiler = Process::start({monctl_bin(), "--socket", daemon_->socket(), "perf", "profile",
-                                    "-p", std::to_string(pid), "-F", "500", "-d", "60s", "--json"});
+    auto profiler =
+        Process::start({monctl_bin(), "--socket", daemon_->socket(), "perf", "profile", "-p",
+                        std::to_string(pid), "-F", "500", "--duration", "60s", "--json"});
     ASSERT_TRUE(test_support::wait_until(
         [&] { return count_of(daemon_->log(), "Profile started") > started; }, 10s));
     ::kill(pid, SIGCONT);
@@ -486,7 +487,7 @@ TEST_F(PerfProfile, KernelFunctionsUnnamedAreSaidWhy) {
                          "CAP_SYSLOG"),
               std::string::npos)
         << r.err;
-    auto json = blind->monctl({"--json", "perf", "profile", "-d", "300ms", "-a"});
+    auto json = blind->monctl({"--json", "perf", "profile", "--duration", "300ms", "-a"});
     ASSERT_EQ(json.exit_code, 0) << json.err;
     EXPECT_NE(json.out.find("\"kernel_symbols\":\"/proc/kallsyms shows no addresses"),
               std::string::npos)
@@ -559,8 +560,8 @@ TEST_F(PerfProfile, ShortLivedProcessesAreNamedFromTheKernelsRecords) {
 TEST_F(PerfProfile, IntervalsAddUpToTheWhole) {
     auto burner = Process::start({profile_burner_bin(), "30"});
     ASSERT_TRUE(burner);
-    auto r = daemon_->monctl({"perf", "profile", "-p", std::to_string(burner->pid()), "-d", "2s",
-                              "-i", "500ms", "-F", "2000", "--json"});
+    auto r = daemon_->monctl({"perf", "profile", "-p", std::to_string(burner->pid()), "--duration",
+                              "2s", "--interval", "500ms", "-F", "2000", "--json"});
     burner->stop(SIGKILL);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     std::istringstream in(r.out);
@@ -640,7 +641,7 @@ TEST_F(PerfProfile, AStreamNobodyReadsIsDroppedAndTheDaemonSamplesOn) {
         if (!r) break;
         EXPECT_FALSE(r->error) << r->parameters.dump();
     }
-    auto again = daemon_->monctl({"perf", "profile", "-p", pid, "-d", "500ms"});
+    auto again = daemon_->monctl({"perf", "profile", "-p", pid, "--duration", "500ms"});
     EXPECT_EQ(again.exit_code, 0) << again.err;
     EXPECT_NE(again.out.find("profile_burner_deep"), std::string::npos) << again.out;
     burner->stop(SIGKILL);
@@ -734,8 +735,8 @@ TEST_F(PerfProfile, AnAddressRangeHistogramHoldsItsFunctionsSamples) {
     char range[64];
     std::snprintf(range, sizeof range, "%#llx-%#llx", static_cast<unsigned long long>(sym->address),
                   static_cast<unsigned long long>(sym->address + sym->size));
-    auto r = daemon_->monctl({"perf", "profile", "-p", std::to_string(burner->pid()), "-d", "1s",
-                              "--range", range, "--json"});
+    auto r = daemon_->monctl({"perf", "profile", "-p", std::to_string(burner->pid()), "--duration",
+                              "1s", "--range", range, "--json"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     auto report = last_json(r.out)["report"];
     ASSERT_TRUE(report["histogram"].is_object()) << r.out;
@@ -753,8 +754,8 @@ TEST_F(PerfProfile, AnAddressRangeHistogramHoldsItsFunctionsSamples) {
     EXPECT_GT(function_samples, 0u) << r.out;
     EXPECT_EQ(in_buckets, function_samples) << "the range is exactly the function";
 
-    auto text = daemon_->monctl(
-        {"perf", "profile", "-p", std::to_string(burner->pid()), "-d", "300ms", "--range", range});
+    auto text = daemon_->monctl({"perf", "profile", "-p", std::to_string(burner->pid()),
+                                 "--duration", "300ms", "--range", range});
     ASSERT_EQ(text.exit_code, 0) << text.err;
     EXPECT_NE(text.out.find("in 4-byte buckets"), std::string::npos) << text.out;
     burner->stop(SIGKILL);
@@ -762,7 +763,8 @@ TEST_F(PerfProfile, AnAddressRangeHistogramHoldsItsFunctionsSamples) {
 
 // The CPUs' profile splits by mode; an idle machine shows its idle task.
 TEST_F(PerfProfile, AllCpusSplitByMode) {
-    auto r = daemon_->monctl({"perf", "profile", "-a", "-d", "500ms", "-F", "500", "--json"});
+    auto r =
+        daemon_->monctl({"perf", "profile", "-a", "--duration", "500ms", "-F", "500", "--json"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     auto j = last_json(r.out);
     EXPECT_EQ(check_reply("Profile", j), "") << r.out;
@@ -790,14 +792,14 @@ TEST_F(PerfProfile, BadRequestsAreRefusedClearly) {
         {{"--range", "main"}, "give START-END or START-END/BUCKET"},
         {{"-p", "999999999"}, "999999999"},
         {{"-C", "4096"}, "cpu4096 is not online"},
-        {{"-d", "0"}, "'0' is not a duration"},
-        {{"-u", "no-such.service"}, "no-such.service"},
+        {{"--duration", "0"}, "'0' is not a duration"},
+        {{"--unit", "no-such.service"}, "no-such.service"},
         {{"-p", "1", "--", "true"}, "a command is its own target"},
         {{"--folded", "/nonexistent/dir/stacks"}, "--folded /nonexistent/dir/stacks: cannot write"},
     };
     for (const auto& c : cases) {
         std::vector<std::string> args{"perf", "profile"};
-        if (c.args.front() != "-d") args.insert(args.end(), {"-d", "200ms"});
+        if (c.args.front() != "--duration") args.insert(args.end(), {"--duration", "200ms"});
         args.insert(args.end(), c.args.begin(), c.args.end());
         auto r = daemon_->monctl(args);
         EXPECT_EQ(r.exit_code, c.code) << c.says << ": " << r.err;
@@ -838,9 +840,10 @@ TEST_F(PerfProfile, OverflowsComeEveryPeriodWithWhereTheLastOneWas) {
     };
     const double cpu_before = process_cpu_seconds(pid);
     const std::size_t started_before = count_of(daemon_->log(), "Watch of overflows started");
-    auto watch = Process::start({monctl_bin(), "--socket", daemon_->socket(), "perf", "overflows",
-                                 "-e", "perf::TASK-CLOCK", "-c", "10000000", "-p",
-                                 std::to_string(pid), "-d", "30s", "-b", "200ms", "--json"});
+    auto watch =
+        Process::start({monctl_bin(), "--socket", daemon_->socket(), "perf", "overflows", "-e",
+                        "perf::TASK-CLOCK", "-c", "10000000", "-p", std::to_string(pid),
+                        "--duration", "30s", "-b", "200ms", "--json"});
     ASSERT_TRUE(test_support::wait_until(
         [&] { return count_of(daemon_->log(), "Watch of overflows started") > started_before; },
         10s))
@@ -935,9 +938,9 @@ TEST_F(PerfProfile, ACollectsRecordsCarryTheLastSampledAddress) {
     const pid_t pid = burner->pid();
     const auto code = BurnerCode::of(pid);
     ASSERT_TRUE(code) << "the burner's functions were not found in process " << pid;
-    auto r =
-        daemon_->monctl({"perf", "collect", "-p", std::to_string(pid), "-e", "perf::TASK-CLOCK",
-                         "--sample-every", "1000000", "-d", "1500ms", "-i", "250ms", "--json"});
+    auto r = daemon_->monctl({"perf", "collect", "-p", std::to_string(pid), "-e",
+                              "perf::TASK-CLOCK", "--sample-every", "1000000", "--duration",
+                              "1500ms", "--interval", "250ms", "--json"});
     burner->stop(SIGKILL);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     std::istringstream in(r.out);
@@ -958,8 +961,8 @@ TEST_F(PerfProfile, ACollectsRecordsCarryTheLastSampledAddress) {
         << "the last sampled address is in the burners' code (the rest in the clock it reads): "
         << r.out;
 
-    auto zero = daemon_->monctl(
-        {"perf", "collect", "-e", "perf::TASK-CLOCK", "--sample-every", "0", "-d", "100ms"});
+    auto zero = daemon_->monctl({"perf", "collect", "-e", "perf::TASK-CLOCK", "--sample-every", "0",
+                                 "--duration", "100ms"});
     EXPECT_EQ(zero.exit_code, 1);
     EXPECT_NE(zero.err.find("sample every 0 events: give 1 or more"), std::string::npos)
         << zero.err;

@@ -2,10 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "perf_stat_views.hpp"
 #include "perf_views.hpp"
 #include "views.hpp"
 
@@ -554,13 +556,134 @@ TEST(FormatCounterReport, OfflineCpusAreMarked) {
 
     r.offline_cpus = {1};
     const std::string out = format_counter_report(r, "each CPU");
-    EXPECT_NE(out.find("\n      cpu1*   "), std::string::npos) << out;
-    EXPECT_NE(out.find("\n      cpu0    "), std::string::npos) << out;
+    EXPECT_NE(out.find("\nCPU1*  "), std::string::npos) << out;
+    EXPECT_NE(out.find("\nCPU0   "), std::string::npos) << out;
     EXPECT_TRUE(starts_with(lines_of(out).back(), "* cpu1 offline when read")) << out;
 
     r.events[0].cpus.clear();
     const std::string all = format_counter_report(r, "all CPUs");
     EXPECT_TRUE(starts_with(lines_of(all).back(), "cpu1 offline when read")) << all;
+}
+
+// perf stat's report: the task clock in msec with CPUs utilized, the other events with their
+// rate per second of task clock or the metric they are the numerator of, an estimate first
+// with the share counted, an event never counted, the elapsed time.
+monitor::protocol::CounterReport stat_report() {
+    monitor::protocol::CounterReport r;
+    r.elapsed = 0.5;
+    auto event = [&](std::string name, std::string unit, monitor::protocol::Count c) {
+        monitor::protocol::ReportedEvent e;
+        e.name = std::move(name);
+        e.unit = std::move(unit);
+        e.value = c;
+        r.events.push_back(e);
+    };
+    event("perf::TASK-CLOCK", "ns", {250'000'000, 500, 500, 250'000'000, 1});
+    event("perf::PAGE-FAULTS", "", {1234, 500, 500, 1234, 1});
+    event("instructions", "", {1'000'000, 500, 250, 2'000'000, 0.5});
+    event("cycles", "", {0, 500, 0, 0, 0});
+    r.metrics.push_back({"cpus_utilized", "CPUs busy on average", 0.5, true, "perf::TASK-CLOCK"});
+    r.metrics.push_back({"ipc", "instructions per cycle", 1.25, false, "instructions"});
+    r.metrics.push_back({"l2_misses_pti", "L2 misses per thousand instructions", 3.5, true, ""});
+    r.slots = 2;
+    r.rotations = 5;
+    return r;
+}
+
+TEST(FormatCounterReport, IsLaidOutAsPerfStat) {
+    const auto out = format_counter_report(stat_report(), "'sleep 1'");
+    const auto lines = lines_of(out);
+    ASSERT_GE(lines.size(), 8u) << out;
+    EXPECT_EQ(lines[1], " Performance counter stats for 'sleep 1':") << out;
+    // perf's columns: the count right-aligned in 18, the unit in 4, the event in 32, '#'.
+    EXPECT_EQ(line_starting(out, "            250.00"),
+              "            250.00 msec perf::TASK-CLOCK                 #    0.500 CPUs utilized")
+        << out;
+    const std::string faults = lines[4];
+    EXPECT_NE(faults.find("perf::PAGE-FAULTS"), std::string::npos) << out;
+    EXPECT_NE(faults.find("#    4.936 K/sec"), std::string::npos) << faults;  // 1234 / 0.25 s
+    // The estimate, not the raw count, and the share of the time it was counted.
+    const std::string insn = lines[5];
+    EXPECT_NE(insn.find("2"), std::string::npos);
+    EXPECT_EQ(insn.find("1,000,000"), std::string::npos) << insn;
+    EXPECT_NE(insn.find("#    1.250 instructions per cycle"), std::string::npos) << insn;
+    EXPECT_TRUE(insn.ends_with("  (50.00%)")) << insn;
+    EXPECT_TRUE(lines[6].starts_with("     <not counted>      cycles")) << out;
+    EXPECT_EQ(lines[6].find('#'), std::string::npos) << out;
+    // The metric no event carries, on a line of its own.
+    EXPECT_NE(out.find("#    3.500 L2 misses per thousand instructions"), std::string::npos) << out;
+    EXPECT_NE(out.find("\n       0.500000000 seconds time elapsed\n"), std::string::npos) << out;
+    EXPECT_NE(out.find("2 counter sets took turns on the counters (5 rotations)"),
+              std::string::npos)
+        << out;
+}
+
+// perf stat -I: a header, then every line with the time before it, and no title.
+TEST(FormatCounterReport, IntervalLinesStartWithTheTime) {
+    auto r = stat_report();
+    r.period = 3;
+    const auto out = format_counter_report(r, "'sleep 1'", {.time = 1.5, .time_header = true});
+    const auto lines = lines_of(out);
+    ASSERT_GE(lines.size(), 2u) << out;
+    EXPECT_EQ(lines[0], "#           time             counts unit events") << out;
+    for (std::size_t i = 1; i < lines.size(); ++i) {
+        EXPECT_TRUE(lines[i].starts_with("     1.500000000 ")) << lines[i];
+    }
+    EXPECT_EQ(out.find("Performance counter stats"), std::string::npos) << out;
+    EXPECT_EQ(out.find("time elapsed"), std::string::npos) << out;
+    EXPECT_EQ(format_counter_report(r, "x", {.time = 2.5}).find("#           time"),
+              std::string::npos);
+}
+
+// perf stat -x: count, unit, event, [spread,] running time, share, metric, metric's unit.
+TEST(FormatCounterSeparated, HasPerfStatsFields) {
+    const auto out = format_counter_separated(stat_report(), ";");
+    const auto lines = lines_of(out);
+    ASSERT_EQ(lines.size(), 4u) << out;
+    EXPECT_EQ(lines[0], "250.00;msec;perf::TASK-CLOCK;500;100.00;0.500;CPUs utilized");
+    EXPECT_EQ(lines[1], "1234;;perf::PAGE-FAULTS;500;100.00;4.936;K/sec");
+    EXPECT_EQ(lines[2], "2000000;;instructions;250;50.00;1.250;instructions per cycle");
+    EXPECT_EQ(lines[3], "<not counted>;;cycles;0;0.00;;");
+
+    RunSpread spread{.runs = 3, .events = {1.5, 2, 3, 0}};
+    const auto runs =
+        lines_of(format_counter_separated(stat_report(), ",", {.time = 1, .spread = &spread}));
+    EXPECT_EQ(runs[0],
+              "     1.000000000,250.00,msec,perf::TASK-CLOCK,1.50%,500,100.00,0.500,CPUs utilized");
+}
+
+// perf stat -r: the mean, and the standard deviation of the mean relative to it.
+TEST(AverageRuns, GivesTheMeanAndPerfsSpread) {
+    std::vector<monitor::protocol::CounterReport> runs(3, stat_report());
+    const double faults[] = {100, 110, 120};
+    const double elapsed[] = {1.0, 1.2, 1.4};
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+        runs[i].events[1].value.scaled = faults[i];
+        runs[i].events[1].value.count = static_cast<std::uint64_t>(faults[i]);
+        runs[i].elapsed = elapsed[i];
+        runs[i].metrics[1].value = 1.0 + static_cast<double>(i);
+    }
+    const auto a = average_runs(runs);
+    ASSERT_TRUE(a);
+    EXPECT_EQ(a->spread.runs, 3);
+    EXPECT_DOUBLE_EQ(a->mean.events[1].value.scaled, 110);
+    EXPECT_EQ(a->mean.events[1].value.count, 110u);
+    // stddev 10, of the mean 10 / sqrt(3): 5.25 % of 110.
+    EXPECT_NEAR(a->spread.events[1], 100 * (10 / std::sqrt(3.0)) / 110, 1e-9);
+    EXPECT_DOUBLE_EQ(a->spread.events[0], 0);
+    EXPECT_NEAR(a->mean.elapsed, 1.2, 1e-12);
+    EXPECT_NEAR(a->spread.elapsed_stddev, 0.2 / std::sqrt(3.0), 1e-12);
+    EXPECT_DOUBLE_EQ(a->mean.metrics[1].value, 2.0);
+
+    const auto out = format_counter_report(a->mean, "'true'", {.spread = &a->spread});
+    EXPECT_NE(out.find(" Performance counter stats for 'true' (3 runs):"), std::string::npos)
+        << out;
+    EXPECT_NE(out.find("( +-  5.25% )"), std::string::npos) << out;
+    // perf's precision: two digits past the deviation's first (0.115: 1 + 2).
+    EXPECT_NE(out.find("          1.200 +- 0.115 seconds time elapsed  ( +-  9.62% )"),
+              std::string::npos)
+        << out;
+    EXPECT_FALSE(average_runs({}));
 }
 
 }  // namespace

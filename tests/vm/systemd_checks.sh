@@ -158,8 +158,8 @@ say "EXPORTER"
 # perf_event_paranoid 3), refused for alice until the configuration's control-group names
 # her group.
 check "system-wide counting as root" \
-    monctl perf collect -e perf::TASK-CLOCK,perf::CONTEXT-SWITCHES -d 1s
-out=$(as alice monctl perf collect -e perf::TASK-CLOCK -d 1s 2>&1) &&
+    monctl perf collect -e perf::TASK-CLOCK,perf::CONTEXT-SWITCHES --duration 1s
+out=$(as alice monctl perf collect -e perf::TASK-CLOCK --duration 1s 2>&1) &&
     say "ERROR alice could count before the reload"
 echo "alice before the reload: $out"
 # The [access] section, after the [watchdog] one the file now ends with; the bad reload below
@@ -177,20 +177,20 @@ sleeper=$!
 wait_for 5 test -s /tmp/alice-sleep.pid
 alice_pid=$(cat /tmp/alice-sleep.pid)
 check "systemctl reload" systemctl reload monitord.service
-wait_for 10 as alice monctl perf collect -e perf::TASK-CLOCK --pid "$alice_pid" -d 1s ||
+wait_for 10 as alice monctl perf collect -e perf::TASK-CLOCK --pid "$alice_pid" --duration 1s ||
     say "ERROR alice still cannot count 10 s after systemctl reload"
 [ "$(show MainPID)" = "$before_pid" ] || say "ERROR the reload restarted the daemon"
 check "the daemon counts alice's process" as alice monctl perf collect \
-    -e perf::TASK-CLOCK,perf::CONTEXT-SWITCHES --pid "$alice_pid" -d 1s
+    -e perf::TASK-CLOCK,perf::CONTEXT-SWITCHES --pid "$alice_pid" --duration 1s
 # But no more than her own perf could at this level: not root's process, not every CPU
 # (perf_event_paranoid above 0), and user mode only (above 1).
-out=$(as alice monctl perf collect -e perf::TASK-CLOCK --pid 1 -d 100ms 2>&1) &&
+out=$(as alice monctl perf collect -e perf::TASK-CLOCK --pid 1 --duration 100ms 2>&1) &&
     say "ERROR alice counted root's process"
 echo "$out" | grep -q "not yours" || say "ERROR alice's refusal for pid 1 says: $out"
-out=$(as alice monctl perf profile -a -d 100ms 2>&1) &&
+out=$(as alice monctl perf profile -a --duration 100ms 2>&1) &&
     say "ERROR alice profiled every CPU at perf_event_paranoid $(cat /proc/sys/kernel/perf_event_paranoid)"
 echo "$out" | grep -q "perf_event_paranoid 0 or below" || say "ERROR alice's refusal for -a says: $out"
-out=$(as alice monctl --json perf profile --pid "$alice_pid" -d 200ms 2>&1) ||
+out=$(as alice monctl --json perf profile --pid "$alice_pid" --duration 200ms 2>&1) ||
     say "ERROR alice could not profile her own process: $out"
 echo "$out" | grep -q '"event": *"perf::CPU-CLOCK:u"' ||
     say "ERROR alice's profile is not of user mode only: $out"
@@ -211,7 +211,7 @@ systemctl reload monitord.service
 sleep 2
 check "still running after a bad reload" systemctl is-active --quiet monitord.service
 check "the old settings after a bad reload" as alice monctl perf collect -e perf::TASK-CLOCK \
-    --pid "$alice_pid" -d 1s
+    --pid "$alice_pid" --duration 1s
 kill "$alice_pid" $sleeper 2>/dev/null
 journalctl -b -u monitord.service --no-pager | grep -q "monitord.conf:" ||
     say "ERROR the journal does not name the bad file"

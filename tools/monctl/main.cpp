@@ -136,7 +136,8 @@ void add_sampling_target(CLI::App* sub, monctl::PerfOptions& po, const std::stri
                     ->check(CLI::PositiveNumber);
     auto* cgroup =
         sub->add_option("-G,--cgroup", po.cgroup, text("A cgroup (a path below /sys/fs/cgroup)"));
-    auto* unit = sub->add_option("-u,--unit", po.unit, text("A systemd unit"));
+    // Long names only where perf's letters mean something else (perf record's -u is a user).
+    auto* unit = sub->add_option("--unit", po.unit, text("A systemd unit"));
     std::vector<CLI::Option*> targets{all, cpu, pid, cgroup, unit};
     if (per_cpu) {
         targets.push_back(sub->add_flag("-A,--per-cpu", po.per_cpu,
@@ -247,7 +248,7 @@ int run(int argc, char** argv) {
                         ->check(CLI::PositiveNumber);
         auto* cgroup = sub->add_option("-G,--cgroup", po.cgroup,
                                        "Count a cgroup (a path below /sys/fs/cgroup)");
-        auto* unit = sub->add_option("-u,--unit", po.unit, "Count a systemd unit's cgroup");
+        auto* unit = sub->add_option("--unit", po.unit, "Count a systemd unit's cgroup");
         for (auto* a : {all, each, cpu, pid, cgroup, unit}) {
             for (auto* b : {all, each, cpu, pid, cgroup, unit}) {
                 if (a != b) a->excludes(b);
@@ -259,12 +260,30 @@ int run(int argc, char** argv) {
                         "Sample each event every N events too, and show where the last sample "
                         "of each record was (its instruction address)");
     }
-    perf_collect->add_option("-d,--duration", po.duration, "How long: 5s, 250ms, 2m (default 1s)");
-    perf_collect->add_option("-i,--interval", po.interval,
-                             "Show the counts of every period of this length as well");
-    for (auto* sub : {perf_collect, perf_read, perf_stop, perf_reset, perf_stat}) {
-        sub->add_flag("--csv", po.csv, "Comma-separated values, one line per event");
+    // perf stat's letters keep perf's meaning; ours that perf gives another have long names
+    // only (perf's -d is --detailed, -i --no-inherit).
+    perf_collect->add_option("--duration", po.duration, "How long: 5s, 250ms, 2m (default 1s)");
+    for (auto* sub : {perf_collect, perf_stat}) {
+        auto* every = sub->add_option("--interval", po.interval,
+                                      "Show the counts of every period of this length as well "
+                                      "(5s, 250ms)");
+        auto* every_ms =
+            sub->add_option("-I,--interval-print", po.interval_print,
+                            "The same in perf's words: every MSEC milliseconds (a bare number)");
+        every->excludes(every_ms);
+        sub->add_option("-o,--output", po.output,
+                        "Write the counts to FILE (with perf's '# started on' line)");
     }
+    for (auto* sub : {perf_collect, perf_read, perf_stop, perf_reset, perf_stat}) {
+        auto* csv = sub->add_flag("--csv", po.csv, "Comma-separated values, one line per event");
+        auto* separated = sub->add_option("-x,--field-separator", po.separator,
+                                          "perf stat's separated fields, SEP between them");
+        csv->excludes(separated);
+    }
+    perf_stat
+        ->add_option("-r,--repeat", po.repeat,
+                     "Run the command N times: the mean of each count and its spread")
+        ->check(CLI::Range(1, 10000));
     perf_stat->add_option("command", po.command, "The command and its arguments (after --)")
         ->required();
 
@@ -277,9 +296,10 @@ int run(int argc, char** argv) {
     frequency->excludes(period);
     period->excludes(frequency);
     add_sampling_target(perf_profile, po, "Sample ", true);
-    perf_profile->add_option("-d,--duration", po.profile_duration,
+    // perf record's -d is --data, -i --no-inherit, -I --intr-regs: long names only.
+    perf_profile->add_option("--duration", po.profile_duration,
                              "How long: 5s, 250ms, 2m (default 5s; a command: until it exits)");
-    perf_profile->add_option("-i,--interval", po.interval,
+    perf_profile->add_option("--interval", po.interval,
                              "Show the profile of every interval of this length as well");
     auto* user_only = perf_profile->add_flag("--user", po.user, "Sample user mode only");
     auto* kernel_only = perf_profile->add_flag("--kernel", po.kernel, "Sample kernel mode only");
@@ -301,7 +321,7 @@ int run(int argc, char** argv) {
     perf_overflows->add_option("-e,--event", po.events, "The event")->required();
     perf_overflows->add_option("-c,--count", po.period, "An overflow every N events")->required();
     add_sampling_target(perf_overflows, po, "");
-    perf_overflows->add_option("-d,--duration", po.profile_duration, "How long (default 5s)");
+    perf_overflows->add_option("--duration", po.profile_duration, "How long (default 5s)");
     perf_overflows->add_option("-b,--batch", po.batch,
                                "At most one batch this often (default 100ms)");
     auto* user_overflows = perf_overflows->add_flag("--user", po.user, "User mode only");

@@ -1,9 +1,11 @@
 #include "perf_commands.hpp"
 
 #include <fcntl.h>
+#include <fmt/chrono.h>
 #include <fmt/format.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,8 +14,10 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <optional>
 #include <thread>
@@ -29,6 +33,7 @@
 #include "monitor/protocol/profile_messages.hpp"
 #include "monitor/runtime/counter_run.hpp"
 #include "monitor/status.hpp"
+#include "perf_stat_views.hpp"
 #include "perf_views.hpp"
 
 namespace monctl {
@@ -194,11 +199,21 @@ int exit_code_of(int status) {
 }
 
 // Waits for `child` to end while doing what `run` asks when it asks (a failure is said and
-// the counting goes on as it can); returns the child's wait status.
-int wait_for_command(WaitingCommand& cmd, monitor::CounterRun& run) {
+// the counting goes on as it can), calling `period` when a period ended; returns the child's
+// wait status and fills `usage` with its resources (its user and system time).
+int wait_for_command(WaitingCommand& cmd, monitor::CounterRun& run, rusage& usage,
+                     const std::function<void()>& period) {
     const pid_t child = cmd.pid();
     const int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, child, 0));
     int status = 0;
+    auto advance = [&] {
+        auto r = run.advance(std::chrono::steady_clock::now());
+        if (!r) {
+            report_error(r.error());
+        } else if (r->period_ended) {
+            period();
+        }
+    };
     for (;;) {
         const auto due = run.next_due();
         if (pidfd >= 0 && due != std::chrono::steady_clock::time_point::max()) {
@@ -208,21 +223,19 @@ int wait_for_command(WaitingCommand& cmd, monitor::CounterRun& run) {
             pollfd p{pidfd, POLLIN, 0};
             const int n = ::poll(&p, 1, static_cast<int>(std::max<std::int64_t>(0, wait.count())));
             if (n == 0 || (n < 0 && errno == EINTR)) {
-                if (auto r = run.advance(std::chrono::steady_clock::now()); !r) {
-                    report_error(r.error());
-                }
+                advance();
                 continue;
             }
         } else if (pidfd < 0 && due != std::chrono::steady_clock::time_point::max()) {
             // No pidfd (a kernel before 5.3): look at the child between the run's turns.
-            const pid_t r = ::waitpid(child, &status, WNOHANG);
+            const pid_t r = ::wait4(child, &status, WNOHANG, &usage);
             if (r == child) break;
             if (r < 0 && errno != EINTR) break;
             std::this_thread::sleep_until(due);
-            if (auto a = run.advance(std::chrono::steady_clock::now()); !a) report_error(a.error());
+            advance();
             continue;
         }
-        const pid_t r = ::waitpid(child, &status, 0);
+        const pid_t r = ::wait4(child, &status, 0, &usage);
         if (r == child || (r < 0 && errno != EINTR)) break;
     }
     if (pidfd >= 0) ::close(pidfd);
@@ -234,19 +247,91 @@ Result<DaemonClient> connect(const PerfOptions& o) {
     return DaemonClient::connect(o.socket);
 }
 
+// How a stream of reports is shown: what was counted, in perf's words, and the time of the
+// periods so far (perf stat -I's time column).
+struct ReportState {
+    std::string what;
+    bool first = true;
+    double time = 0;
+};
+
+// One report as -x, --csv or the text ask.
+void print_report(const PerfOptions& o, const protocol::CounterReport& report, ReportState& state,
+                  std::ostream& out, const RunSpread* spread = nullptr) {
+    StatLayout layout{.spread = spread};
+    if (report.period) {
+        state.time += report.elapsed;
+        layout.time = state.time;
+        layout.time_header = state.first;
+    }
+    if (o.csv) {
+        out << format_counter_csv(report, state.first, std::chrono::system_clock::now());
+    } else if (o.separator) {
+        out << format_counter_separated(report, *o.separator, layout);
+    } else if (report.threads) {
+        // A process: how many of its threads were there to be opened.
+        const bool process = state.what.starts_with("process");
+        out << format_counter_report(
+            report,
+            fmt::format("{} ({}its {} thread{} at the start, and those it starts)", state.what,
+                        process ? "" : "a process: ",
+                        format_count(static_cast<std::uint64_t>(*report.threads)),
+                        *report.threads == 1 ? "" : "s"),
+            layout);
+    } else {
+        out << format_counter_report(report, state.what, layout);
+    }
+    out.flush();
+    state.first = false;
+}
+
 // A reply that carries a report (CollectOut, ReportOut).
 template <typename Out>
-void show_report(const PerfOptions& o, const Out& reply, bool first, std::ostream& out) {
+void show_report(const PerfOptions& o, const Out& reply, ReportState& state, std::ostream& out) {
     if (o.json) {
         out << protocol::to_json(reply).dump() << std::endl;
         return;
     }
-    const auto& report = reply.report;
-    if (o.csv) {
-        out << format_counter_csv(report, first, std::chrono::system_clock::now()) << std::flush;
-    } else {
-        out << format_counter_report(report, target_text(o, report.threads)) << std::endl;
+    print_report(o, reply.report, state, out);
+}
+
+// Where the counts go: -o FILE, with perf's header line, or `otherwise`.
+class CountsOutput {
+  public:
+    static Result<CountsOutput> open(const PerfOptions& o, std::ostream& otherwise) {
+        CountsOutput c(otherwise);
+        if (o.output.empty()) return c;
+        c.file_ = std::make_unique<std::ofstream>(o.output, std::ios::trunc);
+        if (!*c.file_) {
+            return fail(Status::BadArg, fmt::format("-o {}: cannot write it: {}", o.output,
+                                                    monitor::errno_message(errno)));
+        }
+        if (!o.json && !o.csv) {
+            // perf stat's: "# started on Sun Nov 29 19:20:33 2026", then a blank line.
+            const std::time_t now = std::time(nullptr);
+            std::tm tm{};
+            ::localtime_r(&now, &tm);
+            *c.file_ << fmt::format("# started on {:%a %b %e %H:%M:%S %Y}\n\n", tm);
+        }
+        return c;
     }
+    std::ostream& stream() { return file_ ? *file_ : *otherwise_; }
+
+  private:
+    explicit CountsOutput(std::ostream& otherwise) : otherwise_(&otherwise) {}
+    std::ostream* otherwise_;
+    std::unique_ptr<std::ofstream> file_;
+};
+
+// --interval or perf's -I (a bare number in milliseconds, as perf's); empty for neither.
+Result<std::string> interval_of(const PerfOptions& o) {
+    if (o.interval_print.empty()) return o.interval;
+    if (!o.interval.empty()) {
+        return fail(Status::BadArg, "-I and --interval: give one (they say the same)");
+    }
+    const bool digits =
+        std::ranges::all_of(o.interval_print, [](char c) { return c >= '0' && c <= '9'; });
+    return digits ? o.interval_print + "ms" : o.interval_print;
 }
 
 // The modes sampled, as --user and --kernel ask.
@@ -315,27 +400,31 @@ int perf_plan(const PerfOptions& o) {
 int perf_collect(const PerfOptions& o) {
     auto duration = parse_duration_ms(o.duration);
     if (!duration) return report_error(duration.error());
-    auto interval = optional_duration(o.interval);
+    auto interval_text = interval_of(o);
+    if (!interval_text) return report_error(interval_text.error());
+    auto interval = optional_duration(*interval_text);
     if (!interval) return report_error(interval.error());
     const protocol::CollectCountersIn in{.request = request_of(o),
                                          .duration = std::chrono::milliseconds(*duration),
                                          .interval = *interval};
+    auto output = CountsOutput::open(o, std::cout);
+    if (!output) return report_error(output.error());
+    std::ostream& out = output->stream();
     auto c = connect(o);
     if (!c) return report_error(c.error());
     c->set_timeout(std::chrono::milliseconds(0));  // the reply comes when the duration ends
+    ReportState state{.what = stat_target_words(in.request.target)};
     if (in.interval) {
-        bool first = true;
         auto r = c->stream(monitor::protocol::method::CollectCounters, in,
                            [&](const protocol::CollectOut& reply) {
-                               show_report(o, reply, first, std::cout);
-                               first = false;
-                               return static_cast<bool>(std::cout);
+                               show_report(o, reply, state, out);
+                               return static_cast<bool>(out);
                            });
         return r ? kExitOk : report_error(r.error());
     }
     auto reply = c->call(monitor::protocol::method::CollectCounters, in);
     if (!reply) return report_error(reply.error());
-    show_report(o, *reply, true, std::cout);
+    show_report(o, *reply, state, out);
     return kExitOk;
 }
 
@@ -360,7 +449,8 @@ int perf_read(const PerfOptions& o) {
     if (!c) return report_error(c.error());
     auto reply = c->call(monitor::protocol::method::ReadCounters);
     if (!reply) return report_error(reply.error());
-    show_report(o, *reply, true, std::cout);
+    ReportState state{.what = "the running session"};
+    show_report(o, *reply, state, std::cout);
     return kExitOk;
 }
 
@@ -369,7 +459,8 @@ int perf_stop(const PerfOptions& o) {
     if (!c) return report_error(c.error());
     auto reply = c->call(monitor::protocol::method::StopCounters);
     if (!reply) return report_error(reply.error());
-    show_report(o, *reply, true, std::cout);
+    ReportState state{.what = "the running session"};
+    show_report(o, *reply, state, std::cout);
     return kExitOk;
 }
 
@@ -380,12 +471,14 @@ int perf_reset(const PerfOptions& o) {
     if (!o.session.empty()) in.session = o.session;
     auto reply = c->call(monitor::protocol::method::ResetCounters, in);
     if (!reply) return report_error(reply.error());
-    if (!o.json && !o.csv) {
+    if (!o.json && !o.csv && !o.separator) {
         std::cout << (o.session.empty() ? std::string{"The running session"}
                                         : fmt::format("Standing session '{}'", o.session))
                   << " counts from zero again; its counts up to the reset:\n";
     }
-    show_report(o, *reply, true, std::cout);
+    ReportState state{.what = o.session.empty() ? std::string{"the running session"}
+                                                : fmt::format("'{}'", o.session)};
+    show_report(o, *reply, state, std::cout);
     return kExitOk;
 }
 
@@ -415,11 +508,100 @@ int perf_show(const PerfOptions& o) {
     return kExitOk;
 }
 
+namespace {
+
+// One run of perf stat's command, counted from its exec to its exit.
+struct CommandRun {
+    int status = 0;
+    protocol::CounterReport report;
+    double user_seconds = 0;
+    double system_seconds = 0;
+};
+
+double seconds_of(const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
+}
+
+// Runs the command once, counted as `options` say; `period` is called with each period's report
+// (with an interval). An exec that failed is the error 127 is returned for.
+Result<CommandRun> run_counted(const PerfOptions& o, monitor::perf::EventCatalog& catalog,
+                               monitor::perf::SessionOptions options,
+                               std::optional<std::chrono::milliseconds> interval,
+                               const std::function<void(const protocol::CounterReport&)>& period,
+                               bool& exec_failed) {
+    // The command waits to exec until its counters are open.
+    auto cmd = WaitingCommand::start(o.command);
+    if (!cmd) return std::unexpected(cmd.error());
+    options.target.kind = monitor::perf::TargetKind::Process;
+    options.target.pid = cmd->pid();
+    options.target.enable_on_exec = true;
+    options.target.program = executable_for(o.command.front());
+    auto start = [&] {
+        return monitor::perf::PerfSession::start(
+            catalog, std::make_unique<monitor::perf::PerfEventDevice>(), options);
+    };
+    auto session = start();
+    if (!session && session.error().status == Status::Perm && ::geteuid() != 0) {
+        // As perf stat does: a user the kernel lets count user mode only counts that, and is
+        // told so (the events are named with ":u" added).
+        const auto rights = monitor::perf::CallerRights::unprivileged(
+            ::getuid(), ::getgid(), monitor::perf::read_perf_sysctls());
+        if (!rights.kernel()) {
+            options.user_only = rights.kernel_refusal();
+            auto user = start();
+            if (user) {
+                std::fprintf(stderr, "monctl: counting user mode only: %s\n",
+                             options.user_only.c_str());
+            }
+            if (user || user.error().status != Status::Perm) session = std::move(user);
+        }
+    }
+    if (!session) return std::unexpected(session.error());
+    const int err = cmd->go();
+    if (err != 0) {
+        exec_failed = true;
+        return fail(Status::TskSpawn,
+                    fmt::format("cannot run {}: {}", o.command[0], monitor::errno_message(err)));
+    }
+    // The run says when its counters need care (the sets' turns, the reads of narrow
+    // counters, the periods' ends); in between, this waits for the command's end.
+    monitor::CounterRun run(std::move(*session), {.interval = interval},
+                            std::chrono::steady_clock::now());
+    rusage usage{};
+    CommandRun done;
+    protocol::CounterReport shown;
+    done.status = wait_for_command(*cmd, run, usage, [&] {
+        // A process target: counted on no one CPU, so none is offline.
+        protocol::make_report(run.session().plan(), run.period(), false, run.periods(), false, {},
+                              shown);
+        period(shown);
+    });
+    if (auto r = run.finish(); !r) return std::unexpected(r.error());
+    done.report =
+        protocol::make_report(run.session().plan(), run.totals(), false, std::nullopt, true, {});
+    done.user_seconds = seconds_of(usage.ru_utime);
+    done.system_seconds = seconds_of(usage.ru_stime);
+    return done;
+}
+
+}  // namespace
+
 int perf_stat(const PerfOptions& o) {
     if (o.command.empty()) {
         return report_error({Status::BadArg,
                              "perf stat needs a command: monctl perf stat -- "
                              "CMD ARGS"});
+    }
+    auto interval_text = interval_of(o);
+    if (!interval_text) return report_error(interval_text.error());
+    auto interval = optional_duration(*interval_text);
+    if (!interval) return report_error(interval.error());
+    if (o.repeat < 1) {
+        return report_error(
+            {Status::BadArg, fmt::format("-r {}: the command runs at least once", o.repeat)});
+    }
+    if (o.repeat > 1 && *interval) {
+        return report_error({Status::BadArg, "-r and -I: give one (perf stat takes one too)"});
     }
     auto catalog = monitor::perf::EventCatalog::create();
     if (!catalog) return report_error(catalog.error());
@@ -430,69 +612,74 @@ int perf_stat(const PerfOptions& o) {
     }
     auto options = protocol::counting_options(request_of(counted));
     if (!options) return report_error(options.error());
+    // The counts go to stderr, as perf stat's do, so that the command's output stays its own;
+    // or to -o's file.
+    auto output = CountsOutput::open(o, std::cerr);
+    if (!output) return report_error(output.error());
+    std::ostream& out = output->stream();
+    std::string what = "'";
+    for (const auto& word : o.command) what += (what.size() > 1 ? " " : "") + word;
+    what += "'";
+    ReportState state{.what = what};
 
-    // The command waits to exec until its counters are open.
-    auto cmd = WaitingCommand::start(o.command);
-    if (!cmd) return report_error(cmd.error());
-    options->target.kind = monitor::perf::TargetKind::Process;
-    options->target.pid = cmd->pid();
-    options->target.enable_on_exec = true;
-    options->target.program = executable_for(o.command.front());
-    auto start = [&] {
-        return monitor::perf::PerfSession::start(
-            *catalog, std::make_unique<monitor::perf::PerfEventDevice>(), *options);
-    };
-    auto session = start();
-    if (!session && session.error().status == Status::Perm && ::geteuid() != 0) {
-        // As perf stat does: a user the kernel lets count user mode only counts that, and is
-        // told so (the events are named with ":u" added).
-        const auto rights = monitor::perf::CallerRights::unprivileged(
-            ::getuid(), ::getgid(), monitor::perf::read_perf_sysctls());
-        if (!rights.kernel()) {
-            options->user_only = rights.kernel_refusal();
-            auto user = start();
-            if (user) {
-                std::fprintf(stderr, "monctl: counting user mode only: %s\n",
-                             options->user_only.c_str());
-            }
-            if (user || user.error().status != Status::Perm) session = std::move(user);
-        }
-    }
-    if (!session) return report_error(session.error());
     // Like perf stat and time: ^C reaches the command, and the counts are still shown.
     struct sigaction ignore {
     }, old_int{}, old_quit{};
     ignore.sa_handler = SIG_IGN;
     ::sigaction(SIGINT, &ignore, &old_int);
     ::sigaction(SIGQUIT, &ignore, &old_quit);
-    const int err = cmd->go();
-    const bool exec_failed = err != 0;
-
-    // The run says when its counters need care (the sets' turns, the reads of narrow
-    // counters); in between, this waits for the command's end.
-    monitor::CounterRun run(std::move(*session), {}, std::chrono::steady_clock::now());
-    const int status = wait_for_command(*cmd, run);
+    std::vector<CommandRun> runs;
+    bool exec_failed = false;
+    std::optional<monitor::Error> error;
+    for (int i = 0; i < o.repeat; ++i) {
+        auto run = run_counted(
+            o, *catalog, *options, *interval,
+            [&](const protocol::CounterReport& period) {
+                if (o.json) {
+                    out << protocol::to_json(period).dump() << std::endl;
+                } else {
+                    print_report(o, period, state, out);
+                }
+            },
+            exec_failed);
+        if (!run) {
+            error = run.error();
+            break;
+        }
+        runs.push_back(std::move(*run));
+    }
     ::sigaction(SIGINT, &old_int, nullptr);
     ::sigaction(SIGQUIT, &old_quit, nullptr);
     if (exec_failed) {
-        std::fprintf(stderr, "monctl: cannot run %s: %s\n", o.command[0].c_str(),
-                     monitor::errno_message(err).c_str());
+        std::fprintf(stderr, "monctl: %s\n", error->message.c_str());
         return 127;
     }
-    if (auto r = run.finish(); !r) return report_error(r.error());
-    // A process target: counted on no one CPU, so none is offline.
-    auto message =
-        protocol::make_report(run.session().plan(), run.totals(), false, std::nullopt, true, {});
-    // The counts go to stderr, as perf stat's do, so that the command's output stays its own.
+    if (error) return report_error(*error);
+
+    std::vector<protocol::CounterReport> reports;
+    for (const auto& r : runs) reports.push_back(r.report);
     if (o.json) {
-        std::cerr << protocol::to_json(message).dump(2) << '\n';
-    } else if (o.csv) {
-        std::cerr << format_counter_csv(message, true, std::chrono::system_clock::now());
-    } else {
-        std::string what = "command '" + o.command[0] + "'";
-        std::cerr << '\n' << format_counter_report(message, what);
+        for (const auto& r : reports) out << protocol::to_json(r).dump(2) << '\n';
+        return exit_code_of(runs.back().status);
     }
-    return exit_code_of(status);
+    if (runs.size() == 1) {
+        print_report(o, reports.front(), state, out);
+        if (!o.csv && !o.separator) {
+            // perf stat's last lines: the command's own time, from its resource usage.
+            out << fmt::format("\n {:>17.9f} seconds user\n {:>17.9f} seconds sys\n\n",
+                               runs.front().user_seconds, runs.front().system_seconds);
+        }
+    } else {
+        const auto averaged = average_runs(reports);
+        if (o.csv) {
+            for (const auto& r : reports) print_report(o, r, state, out);
+        } else if (averaged) {
+            print_report(o, averaged->mean, state, out, &averaged->spread);
+            if (!o.separator) out << '\n';
+        }
+    }
+    out.flush();
+    return exit_code_of(runs.back().status);
 }
 
 int perf_profile(const PerfOptions& o) {
@@ -525,7 +712,9 @@ int perf_profile(const PerfOptions& o) {
     auto ms = optional_duration(duration);
     if (!ms) return report_error(ms.error());
     in.duration = *ms;
-    auto interval = optional_duration(o.interval);
+    auto interval_text = interval_of(o);
+    if (!interval_text) return report_error(interval_text.error());
+    auto interval = optional_duration(*interval_text);
     if (!interval) return report_error(interval.error());
     in.interval = *interval;
     // The folded stacks' file, made before anything runs: a bad path is said at once.

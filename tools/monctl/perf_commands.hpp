@@ -17,6 +17,11 @@ struct PerfOptions {
     std::string events;
     std::string duration = "1s";
     std::string interval;  // empty: no periods
+    // perf stat's -I MSEC: the same as --interval, a bare number in milliseconds as perf's.
+    std::string interval_print;
+    std::optional<std::string> separator;  // -x SEP: perf stat's separated fields
+    std::string output;                    // -o FILE: the counts there, with perf's header
+    int repeat = 1;                        // perf stat -r N: the command N times, mean and spread
     bool per_cpu = false;
     std::optional<int> cpu;
     std::optional<long> pid;

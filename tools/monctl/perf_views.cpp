@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <locale>
 
+#include "perf_stat_views.hpp"
 #include "views.hpp"
 
 namespace monctl {
@@ -21,69 +22,14 @@ const std::locale& user_locale() {
     return loc;
 }
 
-std::string count_cell(const monitor::protocol::Count& c) {
-    std::string s = format_count(c.count);
-    if (c.running < 1.0) {
-        // The estimate for the whole time, and how much of it was counted.
-        s += fmt::format("  [{}] ({:.1f}%)", format_count(static_cast<std::uint64_t>(c.scaled)),
-                         c.running * 100);
-    }
-    return s;
-}
-
-std::string metric_value(double v) {
-    if (v != 0 && (std::abs(v) < 0.01 || std::abs(v) >= 1e6)) return fmt::format("{:.3e}", v);
-    return fmt::format("{:.3f}", v);
-}
-
 }  // namespace
 
 std::string format_count(std::uint64_t n) {
     return fmt::format(user_locale(), "{:L}", n);
 }
 
-std::string format_counter_report(const monitor::protocol::CounterReport& r,
-                                  const std::string& what) {
-    std::string out;
-    if (r.period) {
-        out += fmt::format("Period {} ({:.3f} s), {}\n", *r.period, r.elapsed, what);
-    } else {
-        out += fmt::format("Performance counters, {}, {:.3f} s{}\n", what, r.elapsed,
-                           r.slots > 1 ? fmt::format(" ({} counter sets taking turns, {} "
-                                                     "rotations)",
-                                                     r.slots, r.rotations)
-                                       : std::string{});
-    }
-    std::size_t width = 0;
-    for (const auto& e : r.events) width = std::max(width, format_count(e.value.count).size());
-    for (const auto& e : r.events) {
-        out += fmt::format("  {:>{}}  {}", format_count(e.value.count), width, e.name);
-        if (e.value.running < 1.0) {
-            out += fmt::format("  [{}] ({:.1f}% running)",
-                               format_count(static_cast<std::uint64_t>(e.value.scaled)),
-                               e.value.running * 100);
-        }
-        if (e.sampled_address) out += fmt::format("  (last sampled at {:#x})", *e.sampled_address);
-        out += '\n';
-        for (const auto& [cpu, v] : e.cpus) {
-            const bool offline = std::ranges::find(r.offline_cpus, cpu) != r.offline_cpus.end();
-            out += fmt::format("      {:<7} {}\n", fmt::format("cpu{}{}", cpu, offline ? "*" : ""),
-                               count_cell(v));
-        }
-    }
-    if (!r.offline_cpus.empty()) {
-        // Marked as in the loading's table; the totals lack these CPUs' time too.
-        const bool rows = !r.events.empty() && !r.events[0].cpus.empty();
-        out +=
-            fmt::format("{}cpu{} offline when read: the kernel counts nothing on an offline CPU\n",
-                        rows ? "* " : "", fmt::join(r.offline_cpus, ", cpu"));
-    }
-    if (!r.metrics.empty()) out += '\n';
-    for (const auto& m : r.metrics) {
-        out += fmt::format("  {:>12}  {:<26} {}{}\n", metric_value(m.value), m.name, m.description,
-                           m.same_set ? "" : " (from scaled estimates)");
-    }
-    return out;
+std::string format_fixed(double v, int digits) {
+    return fmt::format(user_locale(), "{:.{}Lf}", v, digits);
 }
 
 std::string format_counter_csv(const monitor::protocol::CounterReport& r, bool header,
@@ -134,11 +80,11 @@ std::string format_standing_session(const monitor::protocol::StandingSession& s)
         return out + fmt::format("  not counting: {}\n", s.error.value_or("unknown reason"));
     }
     if (!s.totals) return out + "  counting; its first reading comes with the next tick\n";
-    out += format_counter_report(*s.totals, "since it started");
+    out += format_counter_report(*s.totals, fmt::format("'{}' since it started", s.name));
     if (s.last) {
         auto last = *s.last;
         last.period.reset();
-        out += format_counter_report(last, "the last second");
+        out += format_counter_report(last, fmt::format("'{}', the last second", s.name));
     }
     return out;
 }

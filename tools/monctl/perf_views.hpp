@@ -1,5 +1,5 @@
-// How monctl shows counter replies to people (tables with the locale's thousands separators,
-// scaled estimates in brackets with the running percentage) and to spreadsheets (CSV).
+// How monctl shows counter replies to people (tables with the locale's thousands separators;
+// the counts themselves in perf stat's layout, perf_stat_views.hpp) and to spreadsheets (CSV).
 #pragma once
 
 #include <chrono>
@@ -14,10 +14,8 @@ namespace monctl {
 // "1,234,567" in a locale that groups digits, "1234567" in the C locale.
 std::string format_count(std::uint64_t n);
 
-// What was counted, where, and for how long, then one line per event (per CPU with "each"),
-// then the metrics.
-std::string format_counter_report(const monitor::protocol::CounterReport& report,
-                                  const std::string& what);
+// "1,234.57" in a locale that groups digits (`digits` after the point).
+std::string format_fixed(double v, int digits);
 
 // A header line (when `header`), then one line per event (and CPU): time (when the report
 // was shown, as csv_time writes it), period, event, cpu, count, enabled_ns, running_ns, scaled,

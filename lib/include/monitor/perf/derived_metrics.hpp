@@ -17,7 +17,13 @@ struct Metric {
     std::string description;  // "instructions per cycle"
     double value = 0;
     bool same_set = false;  // from one set (or full-time counts), not from estimates
+    // The name of the event it is shown beside, as perf stat does: its numerator ("ipc" by
+    // the instructions), the task clock for cpus_utilized.
+    std::string event;
 };
+
+// Whether `spec` counts nanoseconds (the kernel's CPU and task clocks) rather than occurrences.
+bool counts_nanoseconds(const EventSpec& spec);
 
 // The metrics the report's events allow; none when a needed event was not counted or a
 // denominator is zero.

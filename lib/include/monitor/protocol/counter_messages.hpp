@@ -103,6 +103,7 @@ struct ReportedEvent {
     std::vector<std::pair<int, Count>> cpus;  // per CPU, with target "each"
     // With sample_every: the instruction address of the last sample the record covers.
     std::optional<std::uint64_t> sampled_address;
+    std::string unit;  // "ns" for an event that counts nanoseconds, else empty
 };
 
 struct CounterReport {
