@@ -2,7 +2,9 @@
 
 #include <dirent.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <string_view>
@@ -10,6 +12,25 @@
 #include "monitor/perf/counter_device.hpp"
 
 namespace monitor::perf {
+
+Result<std::vector<int>> target_cpus(const CountTarget& target, const std::vector<int>& online) {
+    std::vector<int> cpus;
+    if (target.kind == TargetKind::OneCpu) {
+        cpus = {target.cpu};
+    } else if ((target.kind == TargetKind::AllCpus || target.kind == TargetKind::EachCpu) &&
+               !target.cpus.empty()) {
+        cpus = target.cpus;
+    } else {
+        return online;
+    }
+    for (int cpu : cpus) {
+        if (std::ranges::find(online, cpu) == online.end()) {
+            return fail(Status::NoDev, fmt::format("cpu{} is not online (online: {})", cpu,
+                                                   fmt::join(online, ", ")));
+        }
+    }
+    return cpus;
+}
 
 Result<std::vector<pid_t>> process_threads(pid_t pid) {
     const std::string dir = fmt::format("/proc/{}/task", pid);

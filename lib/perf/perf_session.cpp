@@ -70,21 +70,15 @@ Result<std::unique_ptr<PerfSession>> PerfSession::start(const EventCatalog& cata
 Result<void> PerfSession::open_all() {
     const auto& t = options_.target;
     std::vector<OpenTarget> targets;
-    auto online = [&](int cpu) {
-        return std::ranges::find(options_.cpus, cpu) != options_.cpus.end();
-    };
     switch (t.kind) {
         case TargetKind::AllCpus:
         case TargetKind::EachCpu:
-            for (int cpu : options_.cpus) targets.push_back({.cpu = cpu});
+        case TargetKind::OneCpu: {
+            auto cpus = target_cpus(t, options_.cpus);
+            if (!cpus) return std::unexpected(cpus.error());
+            for (int cpu : *cpus) targets.push_back({.cpu = cpu});
             break;
-        case TargetKind::OneCpu:
-            if (!online(t.cpu)) {
-                return fail(Status::NoDev, fmt::format("cpu{} is not online (online: {})", t.cpu,
-                                                       fmt::join(options_.cpus, ", ")));
-            }
-            targets.push_back({.cpu = t.cpu});
-            break;
+        }
         case TargetKind::Process:
             if (t.pid <= 0) return fail(Status::BadArg, fmt::format("no process {}", t.pid));
             // A command launched to be counted waits for its exec with one thread; an

@@ -42,14 +42,9 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::start(const EventCatalog
                               .kernel_symbols = std::move(options.kernel_symbols)});
     const bool callchain = options.callchain && options.profile;
 
-    std::vector<int> cpus = options.cpus;
-    if (t.kind == TargetKind::OneCpu) {
-        if (std::ranges::find(cpus, t.cpu) == cpus.end()) {
-            return fail(Status::NoDev, fmt::format("cpu{} is not online (online: {})", t.cpu,
-                                                   fmt::join(options.cpus, ", ")));
-        }
-        cpus = {t.cpu};
-    }
+    auto listed = target_cpus(t, options.cpus);
+    if (!listed) return std::unexpected(listed.error());
+    const std::vector<int> cpus = std::move(*listed);
     if (cpus.empty()) return fail(Status::BadArg, "no CPUs to sample on");
 
     // What each CPU's ring samples: its first target owns the ring, the others write into it.

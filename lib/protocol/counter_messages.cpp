@@ -77,6 +77,7 @@ json to_json(const TargetRequest& r) {
     put_optional(t, "pid", r.pid);
     if (!r.cgroup.empty()) t["cgroup"] = r.cgroup;
     if (!r.unit.empty()) t["unit"] = r.unit;
+    if (!r.cpus.empty()) t["cpus"] = r.cpus;
     return t;
 }
 
@@ -93,6 +94,7 @@ TargetRequest target_request_from_json(const json& j) {
     if (auto v = j.find("pid"); v != j.end() && !v->is_null()) r.pid = v->get<std::int64_t>();
     if (auto v = j.find("cgroup"); v != j.end() && !v->is_null()) r.cgroup = *v;
     if (auto v = j.find("unit"); v != j.end() && !v->is_null()) r.unit = *v;
+    if (auto v = j.find("cpus"); v != j.end() && !v->is_null()) r.cpus = v->get<std::vector<int>>();
     return r;
 }
 
@@ -100,7 +102,8 @@ std::string target_text(const TargetRequest& r) {
     using enum TargetRequest::Kind;
     switch (r.kind) {
         case Each:
-            return "each CPU";
+            return r.cpus.empty() ? "each CPU"
+                                  : fmt::format("each of cpu{}", fmt::join(r.cpus, ", cpu"));
         case Cpu:
             return r.cpu ? fmt::format("cpu{}", *r.cpu) : "a cpu";
         case Cgroup:
@@ -112,7 +115,7 @@ std::string target_text(const TargetRequest& r) {
         case All:
             break;
     }
-    return "all CPUs";
+    return r.cpus.empty() ? "all CPUs" : fmt::format("cpu{}", fmt::join(r.cpus, ", cpu"));
 }
 
 json to_json(const CounterRequest& r) {
@@ -193,6 +196,17 @@ Result<perf::CountTarget> count_target(const TargetRequest& r,
     };
     perf::CountTarget t;
     using enum TargetRequest::Kind;
+    t.cpus = r.cpus;
+    std::ranges::sort(t.cpus);
+    t.cpus.erase(std::ranges::unique(t.cpus).begin(), t.cpus.end());
+    if (!r.cpus.empty() && r.kind != All && r.kind != Each) {
+        return fail(Status::BadArg, fmt::format("target '{}' takes no list of CPUs (kinds all "
+                                                "and each do)",
+                                                name_of(kTargetKindNames, r.kind)));
+    }
+    for (int cpu : r.cpus) {
+        if (cpu < 0) return fail(Status::BadArg, fmt::format("no cpu {}", cpu));
+    }
     switch (r.kind) {
         case All:
             t.kind = perf::TargetKind::AllCpus;

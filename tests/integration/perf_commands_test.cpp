@@ -150,6 +150,59 @@ TEST_F(PerfCommands, AllCpusAddedUpOrEachCpu) {
     EXPECT_NE(both.err.find("excludes"), std::string::npos) << both.err;
 }
 
+// perf's -C takes a list: those CPUs added up, or each on its own with -A; in perf's words.
+TEST_F(PerfCommands, CpuListsCountThoseCpus) {
+    auto online = monitor::read_online_cpus("/sys");
+    ASSERT_TRUE(online);
+    if (online->size() < 2) GTEST_SKIP() << "one CPU online: no list to count";
+    const int first = online->front();
+    const int last = online->back();
+    const std::string list = fmt::format("{},{}", first, last);
+    auto each = daemon_->monctl({"perf", "collect", "-A", "-C", std::to_string(last), "-e",
+                                 "perf::TASK-CLOCK", "--duration", "200ms", "--json"});
+    ASSERT_EQ(each.exit_code, 0) << each.err;
+    auto e = nlohmann::json::parse(each.out)["report"]["events"][0];
+    ASSERT_EQ(e["cpus"].size(), 1u) << e.dump();
+    EXPECT_EQ(e["cpus"][0]["cpu"], last) << e.dump();
+
+    auto both = daemon_->monctl(
+        {"perf", "collect", "-C", list, "-e", "perf::TASK-CLOCK", "--duration", "200ms", "--json"});
+    ASSERT_EQ(both.exit_code, 0) << both.err;
+    auto b = nlohmann::json::parse(both.out)["report"]["events"][0];
+    EXPECT_FALSE(b.contains("cpus")) << b.dump();
+    // Two CPUs' clocks added up over 200 ms.
+    EXPECT_NEAR(b["value"]["count"].get<double>(), 0.4e9, 0.1e9) << b.dump();
+
+    auto text = daemon_->monctl(
+        {"perf", "collect", "-C", list, "-e", "perf::TASK-CLOCK", "--duration", "100ms"});
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find(" Performance counter stats for 'CPU(s) " + list + "':"),
+              std::string::npos)
+        << text.out;
+    // A profile of one listed CPU samples that CPU only.
+    auto profile = daemon_->monctl({"perf", "profile", "-A", "-C", std::to_string(last),
+                                    "--duration", "200ms", "-F", "500", "--json"});
+    ASSERT_EQ(profile.exit_code, 0) << profile.err;
+    std::string final_line;
+    std::istringstream replies{profile.out};
+    for (std::string l; std::getline(replies, l);) {
+        if (!l.empty()) final_line = l;
+    }
+    auto p = nlohmann::json::parse(final_line)["report"];
+    ASSERT_EQ(p["cpus"].size(), 1u) << p.dump();
+    EXPECT_EQ(p["cpus"][0]["cpu"], last);
+    EXPECT_EQ(p["target"], fmt::format("each of cpu{}", last));
+
+    auto offline = daemon_->monctl({"perf", "collect", "-C", fmt::format("{},4095", first), "-e",
+                                    "perf::TASK-CLOCK", "--duration", "100ms"});
+    EXPECT_EQ(offline.exit_code, 1);
+    EXPECT_NE(offline.err.find("cpu4095 is not online"), std::string::npos) << offline.err;
+    auto garbage = daemon_->monctl(
+        {"perf", "collect", "-C", "1-x", "-e", "perf::TASK-CLOCK", "--duration", "100ms"});
+    EXPECT_NE(garbage.exit_code, 0);
+    EXPECT_NE(garbage.err.find("'1-x' is not a list of CPUs"), std::string::npos) << garbage.err;
+}
+
 TEST_F(PerfCommands, IntervalsStreamPerPeriodCounts) {
     auto r = daemon_->monctl({"perf", "collect", "-e", "perf::TASK-CLOCK", "--duration", "1s",
                               "--interval", "250ms", "--csv"});

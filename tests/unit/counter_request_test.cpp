@@ -10,8 +10,10 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "monitor/enum_names.hpp"
+#include "monitor/perf/count_target.hpp"
 #include "monitor/protocol/counter_messages.hpp"
 #include "test_support.hpp"
 
@@ -238,6 +240,55 @@ TEST_F(CounterRequestTest, BadRequestsNameTheValueAndWhatWouldWork) {
     auto sampled = request("all");
     sampled.sample_every = 0;
     EXPECT_EQ(error_of(counting_options(sampled)), "sample every 0 events: give 1 or more");
+}
+
+// perf stat -C 0,2: CPUs of kinds all and each, in order and once each; any other kind
+// refuses a list, and a negative CPU is named.
+TEST_F(CounterRequestTest, AllAndEachTakeAListOfCpus) {
+    auto listed = request("all");
+    listed.target.cpus = {3, 0, 3};
+    auto all = session_options(listed, root());
+    ASSERT_TRUE(all) << all.error().to_string();
+    EXPECT_EQ(all->target.kind, perf::TargetKind::AllCpus);
+    EXPECT_EQ(all->target.cpus, (std::vector<int>{0, 3}));
+    EXPECT_EQ(target_text(listed), "cpu3, cpu0, cpu3");
+    listed.target.kind = TargetRequest::Kind::Each;
+    auto each = session_options(listed, root());
+    ASSERT_TRUE(each);
+    EXPECT_EQ(each->target.kind, perf::TargetKind::EachCpu);
+    EXPECT_EQ(each->target.cpus, (std::vector<int>{0, 3}));
+    EXPECT_EQ(counter_request_from_json(to_json(listed)), listed) << to_json(listed).dump();
+
+    auto process = request("process");
+    process.target.pid = 42;
+    process.target.cpus = {1};
+    EXPECT_EQ(error_of(session_options(process, root())),
+              "target 'process' takes no list of CPUs (kinds all and each do)");
+    listed.target.cpus = {1, -2};
+    EXPECT_EQ(error_of(session_options(listed, root())), "no cpu -2");
+}
+
+// The CPUs a target opens on: a CPU or a list that is not online is named with those that are.
+TEST(TargetCpus, AreTheOnlineOnesOrThoseListed) {
+    const std::vector<int> online{0, 1, 3};
+    perf::CountTarget t;
+    EXPECT_EQ(perf::target_cpus(t, online).value(), online);
+    t.cpus = {1, 3};
+    EXPECT_EQ(perf::target_cpus(t, online).value(), (std::vector<int>{1, 3}));
+    t.kind = perf::TargetKind::EachCpu;
+    EXPECT_EQ(perf::target_cpus(t, online).value(), (std::vector<int>{1, 3}));
+    t.cpus = {1, 2};
+    auto offline = perf::target_cpus(t, online);
+    ASSERT_FALSE(offline);
+    EXPECT_EQ(offline.error().status, Status::NoDev);
+    EXPECT_EQ(offline.error().message, "cpu2 is not online (online: 0, 1, 3)");
+    t = {.kind = perf::TargetKind::OneCpu, .cpu = 4};
+    EXPECT_EQ(perf::target_cpus(t, online).error().message, "cpu4 is not online (online: 0, 1, 3)");
+    t.cpu = 3;
+    EXPECT_EQ(perf::target_cpus(t, online).value(), (std::vector<int>{3}));
+    // A task is opened on every online CPU by a profile, whatever it lists.
+    t = {.kind = perf::TargetKind::Process, .pid = 1};
+    EXPECT_EQ(perf::target_cpus(t, online).value(), online);
 }
 
 // What a request asks travels unchanged, sample_every included.

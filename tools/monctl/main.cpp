@@ -1,4 +1,5 @@
 // monctl: query and control monitord. See monctl(1).
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -8,6 +9,7 @@
 #include <iostream>
 
 #include "completion.hpp"
+#include "monitor/loading/cpu_list.hpp"
 #include "monitor/protocol/daemon_client.hpp"
 #include "monitor/protocol/monitor_messages.hpp"
 #include "monitord-config.h"
@@ -119,6 +121,24 @@ int cmd_loading(const Options& o) {
     return kExitOk;
 }
 
+// -C, --cpu: a CPU or a list of them, as /sys and perf write them ("0,2-3").
+CLI::Option* add_cpu_list(CLI::App* sub, monctl::PerfOptions& po, const std::string& help) {
+    return sub
+        ->add_option_function<std::string>(
+            "-C,--cpu",
+            [&po](const std::string& text) {
+                auto cpus = monitor::parse_cpu_list(text);
+                if (!cpus || cpus->empty()) {
+                    throw CLI::ValidationError(
+                        "-C", fmt::format("'{}' is not a list of CPUs: give 3, 0,2 or 0-3{}", text,
+                                          cpus ? "" : " (" + cpus.error().message + ")"));
+                }
+                po.cpus = std::move(*cpus);
+            },
+            help)
+        ->type_name("CPUS");
+}
+
 // The target options of a sampling command (perf profile, perf overflows): every CPU (the
 // default), one CPU, a process, a cgroup or a unit, one of them; with `per_cpu`, each CPU
 // separately too. `verb` starts the help texts: "Sample ", or "".
@@ -129,7 +149,7 @@ void add_sampling_target(CLI::App* sub, monctl::PerfOptions& po, const std::stri
                             : verb + static_cast<char>(std::tolower(what[0])) + what.substr(1);
     };
     auto* all = sub->add_flag("-a,--all-cpus")->description(text("Every CPU (the default)"));
-    auto* cpu = sub->add_option("-C,--cpu", po.cpu, text("One CPU"))->check(CLI::NonNegativeNumber);
+    auto* cpu = add_cpu_list(sub, po, text("CPUs: 3, or a list as perf's: 0,2-3"));
     auto* pid = sub->add_option("-p,--pid", po.pid,
                                 text("A process: all its threads, and those it starts; ends "
                                      "early when it exits"))
@@ -139,13 +159,17 @@ void add_sampling_target(CLI::App* sub, monctl::PerfOptions& po, const std::stri
     // Long names only where perf's letters mean something else (perf record's -u is a user).
     auto* unit = sub->add_option("--unit", po.unit, text("A systemd unit"));
     std::vector<CLI::Option*> targets{all, cpu, pid, cgroup, unit};
+    CLI::Option* each = nullptr;
     if (per_cpu) {
-        targets.push_back(sub->add_flag("-A,--per-cpu", po.per_cpu,
-                                        text("Every CPU, and each CPU's own profile")));
+        each = sub->add_flag("-A,--per-cpu", po.per_cpu,
+                             text("Every CPU (or those of -C), and each CPU's own profile"));
+        targets.push_back(each);
     }
     for (auto* a : targets) {
         for (auto* b : targets) {
-            if (a != b) a->excludes(b);
+            // -A -C 0,2: those CPUs, each on its own, as perf stat -A -C.
+            const bool cpus_each = (a == cpu && b == each) || (a == each && b == cpu);
+            if (a != b && !cpus_each) a->excludes(b);
         }
     }
 }
@@ -241,8 +265,9 @@ int run(int argc, char** argv) {
         auto* all =
             sub->add_flag("-a,--all-cpus")->description("Count every CPU, added up (the default)");
         auto* each = sub->add_flag("-A,--per-cpu", po.per_cpu, "Count each CPU separately");
-        auto* cpu =
-            sub->add_option("-C,--cpu", po.cpu, "Count one CPU")->check(CLI::NonNegativeNumber);
+        auto* cpu = add_cpu_list(sub, po,
+                                 "Count CPUs: 3, or a list as perf's: 0,2-3 (added up; "
+                                 "each on its own with -A)");
         auto* pid = sub->add_option("-p,--pid", po.pid,
                                     "Count a process: all its threads, and those it starts")
                         ->check(CLI::PositiveNumber);
@@ -251,7 +276,9 @@ int run(int argc, char** argv) {
         auto* unit = sub->add_option("--unit", po.unit, "Count a systemd unit's cgroup");
         for (auto* a : {all, each, cpu, pid, cgroup, unit}) {
             for (auto* b : {all, each, cpu, pid, cgroup, unit}) {
-                if (a != b) a->excludes(b);
+                // -A -C 0,2: those CPUs, each on its own, as perf stat -A -C.
+                const bool cpus_each = (a == cpu && b == each) || (a == each && b == cpu);
+                if (a != b && !cpus_each) a->excludes(b);
             }
         }
     }

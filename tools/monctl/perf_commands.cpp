@@ -61,9 +61,11 @@ protocol::CounterRequest request_of(const PerfOptions& o) {
     using enum protocol::TargetRequest::Kind;
     auto& t = r.target;
     if (o.per_cpu) t.kind = Each;
-    if (o.cpu) {
+    if (o.cpus.size() == 1 && !o.per_cpu) {
         t.kind = Cpu;
-        t.cpu = *o.cpu;
+        t.cpu = o.cpus.front();
+    } else {
+        t.cpus = o.cpus;  // perf stat -C 0,2: those CPUs added up, or each with -A
     }
     if (o.pid) {
         t.kind = Process;
@@ -88,7 +90,9 @@ protocol::CounterRequest request_of(const PerfOptions& o) {
 // `threads`: how many threads of a process the daemon counts from the start (`perf read` and
 // `perf stop` are not told the pid of the session they show).
 std::string target_text(const PerfOptions& o, std::optional<int> threads = std::nullopt) {
-    if (o.cpu) return fmt::format("cpu{}", *o.cpu);
+    if (!o.cpus.empty()) {
+        return fmt::format("{}cpu{}", o.per_cpu ? "each of " : "", fmt::join(o.cpus, ", cpu"));
+    }
     if (threads) {
         return fmt::format("{} (its {} thread{}, and the threads and children it starts)",
                            o.pid ? fmt::format("process {}", *o.pid) : std::string{"a process"},
@@ -574,11 +578,13 @@ Result<CommandRun> run_counted(const PerfOptions& o, monitor::perf::EventCatalog
         // A process target: counted on no one CPU, so none is offline.
         protocol::make_report(run.session().plan(), run.period(), false, run.periods(), false, {},
                               shown);
+        shown.threads.reset();  // a command is counted from its exec: all its threads
         period(shown);
     });
     if (auto r = run.finish(); !r) return std::unexpected(r.error());
     done.report =
         protocol::make_report(run.session().plan(), run.totals(), false, std::nullopt, true, {});
+    done.report.threads.reset();
     done.user_seconds = seconds_of(usage.ru_utime);
     done.system_seconds = seconds_of(usage.ru_stime);
     return done;

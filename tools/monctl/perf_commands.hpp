@@ -23,7 +23,7 @@ struct PerfOptions {
     std::string output;                    // -o FILE: the counts there, with perf's header
     int repeat = 1;                        // perf stat -r N: the command N times, mean and spread
     bool per_cpu = false;
-    std::optional<int> cpu;
+    std::vector<int> cpus;  // -C 0,2-3: these CPUs (one: that CPU)
     std::optional<long> pid;
     std::string cgroup;
     std::string unit;

@@ -1,6 +1,7 @@
 #include "perf_stat_views.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -302,7 +303,8 @@ std::string stat_target_words(const monitor::protocol::TargetRequest& t) {
     switch (t.kind) {
         case All:
         case Each:
-            return "'system wide'";
+            return t.cpus.empty() ? std::string{"'system wide'"}
+                                  : fmt::format("'CPU(s) {}'", fmt::join(t.cpus, ","));
         case Cpu:
             return fmt::format("'CPU(s) {}'", t.cpu.value_or(-1));
         case Process:

@@ -27,8 +27,9 @@ enum class TargetKind {
 
 struct CountTarget {
     TargetKind kind = TargetKind::AllCpus;
-    int cpu = -1;    // OneCpu
-    pid_t pid = -1;  // Process: the process; Thread: the thread's id
+    int cpu = -1;           // OneCpu
+    std::vector<int> cpus;  // AllCpus, EachCpu: only these, ascending (empty: every online CPU)
+    pid_t pid = -1;         // Process: the process; Thread: the thread's id
     // Process: start counting at its next exec (a command launched to be counted, stopped
     // before its exec: it has one thread, which is all that is opened).
     bool enable_on_exec = false;
@@ -37,6 +38,12 @@ struct CountTarget {
     std::filesystem::path program;
     std::string cgroup;  // Cgroup: a path below the cgroup2 root, or absolute
 };
+
+// The CPUs a target opens its counters or rings on, given the CPUs online now: the one CPU of
+// OneCpu, the listed ones of AllCpus and EachCpu (every online one without a list); `online`
+// for the task targets, which are opened per CPU by a profile. NODEV naming a CPU that is not
+// online, and those that are.
+Result<std::vector<int>> target_cpus(const CountTarget& target, const std::vector<int>& online);
 
 // The threads of process `pid` now: the entries of /proc/PID/task, as perf stat -p reads them
 // (for the id of a thread that is not the main one, the threads of its whole process). NODEV

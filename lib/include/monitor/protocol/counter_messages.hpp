@@ -28,6 +28,8 @@ struct TargetRequest {
     std::optional<std::int64_t> pid;
     std::string cgroup;
     std::string unit;
+    // Kinds all and each: only these CPUs (perf stat -C 0,2-3); empty: every online CPU.
+    std::vector<int> cpus;
 
     bool operator==(const TargetRequest&) const = default;
 };
