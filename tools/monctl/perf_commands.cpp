@@ -526,13 +526,19 @@ double seconds_of(const timeval& t) {
     return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6;
 }
 
+// What the runs of a command so far have found.
+struct RunsSoFar {
+    bool exec_failed = false;     // the command could not be run
+    bool told_user_only = false;  // the user was told that user mode only is counted
+};
+
 // Runs the command once, counted as `options` say; `period` is called with each period's report
 // (with an interval). An exec that failed is the error 127 is returned for.
 Result<CommandRun> run_counted(const PerfOptions& o, monitor::perf::EventCatalog& catalog,
                                monitor::perf::SessionOptions options,
                                std::optional<std::chrono::milliseconds> interval,
                                const std::function<void(const protocol::CounterReport&)>& period,
-                               bool& exec_failed) {
+                               RunsSoFar& so_far) {
     // The command waits to exec until its counters are open.
     auto cmd = WaitingCommand::start(o.command);
     if (!cmd) return std::unexpected(cmd.error());
@@ -553,7 +559,7 @@ Result<CommandRun> run_counted(const PerfOptions& o, monitor::perf::EventCatalog
         if (!rights.kernel()) {
             options.user_only = rights.kernel_refusal();
             auto user = start();
-            if (user) {
+            if (user && !std::exchange(so_far.told_user_only, true)) {
                 std::fprintf(stderr, "monctl: counting user mode only: %s\n",
                              options.user_only.c_str());
             }
@@ -563,7 +569,7 @@ Result<CommandRun> run_counted(const PerfOptions& o, monitor::perf::EventCatalog
     if (!session) return std::unexpected(session.error());
     const int err = cmd->go();
     if (err != 0) {
-        exec_failed = true;
+        so_far.exec_failed = true;
         return fail(Status::TskSpawn,
                     fmt::format("cannot run {}: {}", o.command[0], monitor::errno_message(err)));
     }
@@ -635,7 +641,7 @@ int perf_stat(const PerfOptions& o) {
     ::sigaction(SIGINT, &ignore, &old_int);
     ::sigaction(SIGQUIT, &ignore, &old_quit);
     std::vector<CommandRun> runs;
-    bool exec_failed = false;
+    RunsSoFar so_far;
     std::optional<monitor::Error> error;
     for (int i = 0; i < o.repeat; ++i) {
         auto run = run_counted(
@@ -647,7 +653,7 @@ int perf_stat(const PerfOptions& o) {
                     print_report(o, period, state, out);
                 }
             },
-            exec_failed);
+            so_far);
         if (!run) {
             error = run.error();
             break;
@@ -656,7 +662,7 @@ int perf_stat(const PerfOptions& o) {
     }
     ::sigaction(SIGINT, &old_int, nullptr);
     ::sigaction(SIGQUIT, &old_quit, nullptr);
-    if (exec_failed) {
+    if (so_far.exec_failed) {
         std::fprintf(stderr, "monctl: %s\n", error->message.c_str());
         return 127;
     }
