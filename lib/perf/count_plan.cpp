@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 
+#include "monitor/perf/perf_event_syntax.hpp"
 #include "monitor/perf/pmu.hpp"
 
 namespace monitor::perf {
@@ -44,7 +45,7 @@ Result<std::vector<EventRequest>> parse_event_list(std::string_view list) {
             group_start = out.size();
             rest = trim(rest.substr(1));
         }
-        auto end = rest.find_first_of(",}");
+        auto end = find_event_end(rest, ",}");
         std::string_view name = trim(rest.substr(0, end));
         if (name.empty()) {
             return fail(Status::BadArg,

@@ -9,6 +9,8 @@
 #include <limits>
 #include <mutex>
 
+#include "monitor/perf/sysfs_pmus.hpp"
+
 namespace monitor::perf {
 namespace {
 
@@ -116,6 +118,14 @@ Result<EventCatalog> EventCatalog::create(const std::filesystem::path& proc_root
         if (!module) return std::unexpected(module.error());
         c.add(std::move(*module));
     }
+    // perf's own syntax (PMU/TERMS/, rHEX) last: its events take the counters of the core PMU
+    // the other modules found.
+    CoreCounters core;
+    if (auto it = std::ranges::find_if(c.pmus_, [](const PmuInfo& p) { return p.core; });
+        it != c.pmus_.end()) {
+        core = {it->name, it->counters};
+    }
+    c.add(make_sysfs_pmus(sys_root, std::move(core)));
     return c;
 }
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <string>
 #include <tuple>
 #include <utility>
 
@@ -49,24 +50,67 @@ std::optional<std::uint64_t> parse_raw_code(std::string_view event) {
 }
 
 void Modifiers::apply_to(EventSpec& spec) const {
-    if (user != kernel) {
+    // perf's rule (parse-events.c, get_event_modifier): naming any mode counts only those named.
+    if (user || kernel || hypervisor) {
         spec.exclude_user = !user;
         spec.exclude_kernel = !kernel;
+        spec.exclude_hv = !hypervisor;
     }
+    spec.precise_ip = static_cast<std::uint8_t>(precise);
 }
 
+namespace {
+
+constexpr unsigned kMostPrecise = 3;  // precise_ip's largest value, :ppp
+
+// "ku", "ppp", "upp": a group of perf's one-letter modifiers; false when `mod` is not one.
+bool read_letters(std::string_view mod, Modifiers& m, unsigned& precise) {
+    if (mod.empty() || mod.find_first_not_of("ukhp") != std::string_view::npos) return false;
+    for (char c : mod) {
+        switch (c) {
+            case 'u':
+                m.user = true;
+                break;
+            case 'k':
+                m.kernel = true;
+                break;
+            case 'h':
+                m.hypervisor = true;
+                break;
+            default:
+                ++precise;
+                break;
+        }
+    }
+    return true;
+}
+
+std::string accepted(std::optional<NumberModifier> number, const PreciseLimit& precise) {
+    std::string out = ":u user mode only, :k kernel mode only, :h hypervisor only (together: :uk)";
+    const unsigned most = std::min(precise.max, kMostPrecise);
+    if (most > 0) {
+        out += fmt::format(", :p precise{}",
+                           most >= 2 ? fmt::format(" (up to :{})", std::string(most, 'p')) : "");
+    }
+    if (number) out += fmt::format(", :{}=0-{}", number->name, number->max);
+    return out;
+}
+
+}  // namespace
+
 Result<Modifiers> parse_modifiers(std::string_view mods, std::string_view name,
-                                  std::optional<NumberModifier> number) {
+                                  std::optional<NumberModifier> number,
+                                  const PreciseLimit& precise) {
     Modifiers m;
+    unsigned ps = 0;
     while (!mods.empty()) {
         std::string_view mod;
         std::tie(mod, mods) = split_at_colon(mods);
-        if (mod == "u") {
-            m.user = true;
-        } else if (mod == "k") {
-            m.kernel = true;
-        } else if (number && mod.starts_with(number->name) &&
-                   mod.substr(number->name.size()).starts_with('=')) {
+        if (read_letters(mod, m, ps)) {
+            continue;
+        }
+        if (number && mod.starts_with(number->name) &&
+            mod.substr(number->name.size()).starts_with('=')) {
             unsigned v = 0;
             const auto digits = mod.substr(number->name.size() + 1);
             auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
@@ -78,14 +122,27 @@ Result<Modifiers> parse_modifiers(std::string_view mods, std::string_view name,
             }
             m.number = v;
         } else {
-            return fail(
-                Status::BadArg,
-                fmt::format("{}: unknown modifier ':{}' (accepted: :u user mode only, "
-                            ":k kernel mode only{})",
-                            name, mod,
-                            number ? fmt::format(", :{}=0-{}", number->name, number->max) : ""));
+            return fail(Status::BadArg, fmt::format("{}: unknown modifier ':{}' (accepted: {})",
+                                                    name, mod, accepted(number, precise)));
         }
     }
+    if (ps > 0 && precise.max == 0) {
+        return fail(Status::BadArg,
+                    fmt::format("{}: ':{}' asks for a precise event, and {}; leave the p out", name,
+                                std::string(ps, 'p'),
+                                precise.why_not.empty() ? "this event's PMU takes none"
+                                                        : std::string_view(precise.why_not)));
+    }
+    if (ps > std::min(precise.max, kMostPrecise)) {
+        return fail(Status::BadArg,
+                    fmt::format("{}: ':{}' asks for precise level {}, and {}; :{} is the most "
+                                "it takes",
+                                name, std::string(ps, 'p'), ps,
+                                precise.why_not.empty() ? "the PMU takes less"
+                                                        : std::string_view(precise.why_not),
+                                std::string(std::min(precise.max, kMostPrecise), 'p')));
+    }
+    m.precise = ps;
     return m;
 }
 

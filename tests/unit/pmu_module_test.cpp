@@ -213,10 +213,11 @@ TEST(PmuModule, ResolvesItsNamesWithModifiersAndWhatTheyMeasure) {
     ASSERT_FALSE(not_here);
     EXPECT_THAT(not_here.error().message,
                 HasSubstr("unknown modifier ':window=1' (accepted: :u user mode only, :k kernel "
-                          "mode only)"));
+                          "mode only, :h hypervisor only (together: :uk))"));
     auto unknown = c.resolve("testpmu::STALLS:x");
     ASSERT_FALSE(unknown);
-    EXPECT_THAT(unknown.error().message, HasSubstr(":k kernel mode only, :window=0-7)"));
+    EXPECT_THAT(unknown.error().message,
+                HasSubstr(":h hypervisor only (together: :uk), :window=0-7)"));
 }
 
 TEST(PmuModule, UnknownNamesGetTheClosestOfItsEvents) {

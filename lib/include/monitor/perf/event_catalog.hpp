@@ -1,8 +1,10 @@
 // Event names to EventSpecs, through the PMU modules (pmu.hpp): libpfm4's tables for every PMU
 // it detects (including the kernel's generic `perf::` events, the software ones of which count
 // on any machine) and raw codes `PMU::rHEX` of the core PMU, then the built-in tables. A name
-// with a PMU goes to the module that lists that PMU; any other name to libpfm4's. Modifiers:
-// `:u` (user only), `:k` (kernel only), and those a module adds for its events.
+// with a PMU goes to the module that lists that PMU; any other name to libpfm4's. perf's own
+// syntax, `PMU/term=value,.../` and raw `rHEX`, goes to the sysfs module (sysfs_pmus.hpp),
+// which reads the PMUs under the catalog's sys root. Modifiers: perf's `:u`, `:k`, `:h`, `:p`
+// (perf_event_syntax.hpp, event_name.hpp), and those a module adds for its events.
 #pragma once
 
 #include <cstddef>

@@ -1,10 +1,11 @@
 // An event's name as written, taken apart for the PMU module that resolves it: the PMU, the
 // event, the modifiers; and what the modules share in reading those parts (raw codes `rHEX`,
-// the `:u` and `:k` modifiers, a number modifier such as the 750's `:threshold=N`).
+// perf's modifiers `:u`, `:k`, `:h` and `:p`, a number modifier such as the 750's `:threshold=N`).
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "monitor/perf/event_spec.hpp"
@@ -35,19 +36,32 @@ struct NumberModifier {
     unsigned max = 0;
 };
 
-// `:u` counts user mode only, `:k` kernel mode only; both, or neither, count both.
+// The modifiers perf takes after an event, as perf reads them: `:u` counts user mode, `:k`
+// kernel mode, `:h` the hypervisor; any of them, alone or together (`:uk`, `:ku`, `:u:k`),
+// counts those modes only, none counts all three. `:p`, `:pp`, `:ppp` ask for precise events
+// (perf_event_attr's precise_ip 1 to 3), where the event's PMU takes them.
 struct Modifiers {
     bool user = false;
     bool kernel = false;
+    bool hypervisor = false;
+    unsigned precise = 0;
     std::optional<unsigned> number;  // the NumberModifier's value, when given
 
-    // Sets the event's exclude_user and exclude_kernel.
+    // Sets the event's exclude_user, exclude_kernel, exclude_hv and precise_ip.
     void apply_to(EventSpec& spec) const;
 };
 
+// How precise the events of a PMU may be: up to `max` p's; `why_not` says why no more (or
+// none), for the message ("PMU 'software' takes no precise events: ...").
+struct PreciseLimit {
+    unsigned max = 0;
+    std::string why_not;
+};
+
 // The modifiers of event `name` (for messages); BADARG naming the modifiers it accepts for
-// one it does not know, or for a number out of range.
+// one it does not know, for a number out of range, or for more p's than `precise` allows.
 Result<Modifiers> parse_modifiers(std::string_view modifiers, std::string_view name,
-                                  std::optional<NumberModifier> number = std::nullopt);
+                                  std::optional<NumberModifier> number = std::nullopt,
+                                  const PreciseLimit& precise = {});
 
 }  // namespace monitor::perf

@@ -66,6 +66,8 @@ struct EventSpec {
     bool exclude_user = false;
     bool exclude_kernel = false;
     bool exclude_hv = false;
+    // perf_event_attr's precise_ip, 0 to 3 (perf's :p, :pp, :ppp).
+    std::uint8_t precise_ip = 0;
 
     // The counters that can hold the event; 0 for an event that takes no counter (the
     // kernel's software events), which then counts all the time.
@@ -105,6 +107,7 @@ void copy_encoding(To& to, const From& from) {
     to.exclude_user = from.exclude_user;
     to.exclude_kernel = from.exclude_kernel;
     to.exclude_hv = from.exclude_hv;
+    to.precise_ip = from.precise_ip;
 }
 
 }  // namespace monitor::perf
