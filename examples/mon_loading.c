@@ -2,10 +2,10 @@
  * The MON package's C API in use: initialize, start the IDLE and POLL tasks, read the CPU
  * loading a few times, stop, shut down.
  *
- *   cc mon_loading.c $(pkg-config --cflags --libs libmonitor) -o mon_loading
+ *   cc mon_loading.c $(pkg-config --cflags --libs libmonitord) -o mon_loading
  *   ./mon_loading [SECONDS]
  */
-#include <mon.h>
+#include <monitord/mon.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>

@@ -5,7 +5,7 @@
  * kernel's default perf_event_paranoid (2); MON_PERF_MACHINE would count every CPU and needs
  * CAP_PERFMON.
  *
- *   cc mon_perf.c $(pkg-config --cflags --libs libmonitor) -o mon_perf
+ *   cc mon_perf.c $(pkg-config --cflags --libs libmonitord) -o mon_perf
  *   ./mon_perf [MILLISECONDS]
  *
  * Exits 1 when a MON call fails or nothing was counted, 77 (a test harness's "skipped") when
@@ -13,7 +13,7 @@
  */
 #define _POSIX_C_SOURCE 200809L /* nanosleep */
 
-#include <mon.h>
+#include <monitord/mon.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
 // Counting its own thread in user mode (:u) needs no privilege at the kernel's default
 // perf_event_paranoid (2).
 //
-//   g++ -std=c++23 monitor_counts.cpp $(pkg-config --cflags --libs libmonitor++) -o monitor_counts
+//   g++ -std=c++23 monitor_counts.cpp $(pkg-config --cflags --libs libmonitord++) -o monitor_counts
 //   ./monitor_counts [MILLISECONDS]
 //
 // Exits 1 when a call fails or nothing was counted, 77 (a test harness's "skipped") when

@@ -12,14 +12,18 @@ hold and do is the same.
 
 Both: the version of the package is the project's (meson.build) and each package holds the
 files it must (the daemon, monctl, the units, sysusers.d and tmpfiles.d, the configuration,
-the man pages; the exporter, its units and monitord-exporter(8); the library; the header,
-pkg-config file and libmonitor(3)). deb: lintian reports no error and no warning
-(informational and pedantic tags are printed: the note of the change explains them), the
-configuration is a conffile, monitord's maintainer scripts enable its socket and service and
-create the group, and monitord-exporter's enable its socket. rpm: the configuration is
+the man pages; the exporter, its units and monitord-exporter(8); the library; the headers under
+/usr/include/monitord, the pkg-config files and libmonitord(3)), the units in the directory
+systemd's pkg-config file names, nothing else directly in /usr/include and no file of
+HPCToolkit's libmonitor's names (libmonitor.so*, libmonitor.a, monitor.h). deb: lintian
+reports no error and no warning (informational and pedantic tags are printed: the note of
+the change explains them), the configuration is a conffile, monitord's maintainer scripts
+enable its socket and service and create the group, and monitord-exporter's enable its
+socket. rpm: the configuration is
 %config(noreplace), the scriptlets create the group. Both: the library's examples build
-against the unpacked development packages alone (the C one with libmonitor.pc and the shared
-library, the C++ one with the installed headers and libmonitor++.pc) and run.
+against the unpacked development packages alone (the C one with libmonitord.pc and the
+shared library, the C++ one with the installed headers and libmonitord++.pc) and run, and a C
+program that includes <mon.h>, as MON's programs do, builds with libmonitord.pc too.
 Exit status 0 when all holds, 1 otherwise, 77 (skip) without the packaging tools.
 """
 import argparse
@@ -35,29 +39,42 @@ import time
 SKIP = 77
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+
+def systemd_dir(variable, default):
+    """A directory systemd's pkg-config file names, as the packages' build takes it."""
+    r = subprocess.run(["pkg-config", f"--variable={variable}", "systemd"], capture_output=True,
+                       text=True)
+    return r.stdout.strip() if r.returncode == 0 and r.stdout.strip() else default
+
+
+UNITDIR = systemd_dir("systemdsystemunitdir", "/lib/systemd/system")
+SYSUSERSDIR = systemd_dir("sysusersdir", "/usr/lib/sysusers.d")
+TMPFILESDIR = systemd_dir("tmpfilesdir", "/usr/lib/tmpfiles.d")
+
 # package -> files it must hold (suffixes of the paths; man pages may be compressed)
 DEB_FILES = {
-    "monitord": ["/usr/sbin/monitord", "/usr/bin/monctl", "/lib/systemd/system/monitord.service",
-                 "/lib/systemd/system/monitord.socket", "/usr/lib/sysusers.d/monitord.conf",
-                 "/usr/lib/tmpfiles.d/monitord.conf", "/etc/monitord/monitord.conf",
+    "monitord": ["/usr/sbin/monitord", "/usr/bin/monctl", f"{UNITDIR}/monitord.service",
+                 f"{UNITDIR}/monitord.socket", f"{SYSUSERSDIR}/monitord.conf",
+                 f"{TMPFILESDIR}/monitord.conf", "/etc/monitord/monitord.conf",
                  "/usr/share/man/man1/monctl.1.gz", "/usr/share/man/man5/monitord.conf.5.gz",
                  "/usr/share/man/man8/monitord.8.gz", "/usr/share/doc/monitord/copyright",
                  "/usr/share/bash-completion/completions/monctl",
                  "/usr/share/zsh/vendor-completions/_monctl",
                  "/usr/share/fish/vendor_completions.d/monctl.fish"],
     "monitord-exporter": ["/usr/sbin/monitord-exporter",
-                          "/lib/systemd/system/monitord-exporter.service",
-                          "/lib/systemd/system/monitord-exporter.socket",
+                          f"{UNITDIR}/monitord-exporter.service",
+                          f"{UNITDIR}/monitord-exporter.socket",
                           "/usr/share/man/man8/monitord-exporter.8.gz",
                           "/usr/share/monitord/prometheus/monitord-alerts.yml",
                           "/usr/share/monitord/prometheus/monitord-rules.yml",
                           "/usr/share/monitord/grafana/monitord.json",
                           "/usr/share/doc/monitord-exporter/copyright"],
-    "libmonitor0": ["/libmonitor.so.0"],
-    "libmonitor-dev": ["/usr/include/mon.h", "/usr/include/monitor/perf/perf_session.hpp",
-                       "/usr/include/monitor/status.hpp", "/libmonitor.so", "/libmonitor.a",
-                       "/pkgconfig/libmonitor.pc", "/pkgconfig/libmonitor++.pc",
-                       "/usr/share/man/man3/libmonitor.3.gz"],
+    "libmonitord0": ["/libmonitord.so.0"],
+    "libmonitord-dev": ["/usr/include/monitord/mon.h",
+                        "/usr/include/monitord/monitor/perf/perf_session.hpp",
+                        "/usr/include/monitord/monitor/status.hpp", "/libmonitord.so",
+                        "/libmonitord.a", "/pkgconfig/libmonitord.pc",
+                        "/pkgconfig/libmonitord++.pc", "/usr/share/man/man3/libmonitord.3.gz"],
 }
 RPM_FILES = {
     "monitord": ["/usr/sbin/monitord", "/usr/bin/monctl", "/systemd/system/monitord.service",
@@ -74,11 +91,12 @@ RPM_FILES = {
                           "/monitord/prometheus/monitord-alerts.yml",
                           "/monitord/prometheus/monitord-rules.yml",
                           "/monitord/grafana/monitord.json"],
-    "libmonitor": ["/libmonitor.so.0"],
-    "libmonitor-devel": ["/usr/include/mon.h", "/usr/include/monitor/perf/perf_session.hpp",
-                         "/usr/include/monitor/status.hpp", "/libmonitor.so", "/libmonitor.a",
-                         "/pkgconfig/libmonitor.pc", "/pkgconfig/libmonitor++.pc",
-                         "/man3/libmonitor.3"],
+    "libmonitord": ["/libmonitord.so.0"],
+    "libmonitord-devel": ["/usr/include/monitord/mon.h",
+                          "/usr/include/monitord/monitor/perf/perf_session.hpp",
+                          "/usr/include/monitord/monitor/status.hpp", "/libmonitord.so",
+                          "/libmonitord.a", "/pkgconfig/libmonitord.pc",
+                          "/pkgconfig/libmonitord++.pc", "/man3/libmonitord.3"],
 }
 
 problems = []
@@ -97,6 +115,13 @@ def check_files(package, listing, expected):
     for suffix in expected:
         if not holds(listing, suffix):
             problem(f"{package} lacks {suffix}")
+    # The headers in a directory of their own; nothing of HPCToolkit's libmonitor's names.
+    top = {p.split("/")[3] for p in listing if p.startswith("/usr/include/")} - {"", "monitord"}
+    for name in sorted(top):
+        problem(f"{package} puts /usr/include/{name} outside /usr/include/monitord")
+    for path in listing:
+        if re.search(r"/(libmonitor\.(so|a)\b[^/]*|monitor\.h)$", path):
+            problem(f"{package} holds {path}, a name of HPCToolkit's libmonitor")
 
 
 def out(*cmd):
@@ -105,17 +130,26 @@ def out(*cmd):
 
 def build_examples(root):
     """Builds and runs the examples against the development files unpacked under root."""
-    pcs = glob.glob(os.path.join(root, "usr", "lib*", "**", "libmonitor++.pc"), recursive=True)
+    pcs = glob.glob(os.path.join(root, "usr", "lib*", "**", "libmonitord++.pc"), recursive=True)
     if not pcs:
-        problem("no libmonitor++.pc to build the examples with")
+        problem("no libmonitord++.pc to build the examples with")
         return
     pcdir = os.path.dirname(pcs[0])
     env = dict(os.environ, PKG_CONFIG_PATH=pcdir)
     # The .pc files say prefix=/usr: point it at the unpacked tree.
     define = ["--define-variable=prefix=" + os.path.join(root, "usr")]
     libdir = os.path.dirname(pcdir)
-    examples = [("mon_perf", ["cc"], "mon_perf.c", "libmonitor"),
-                ("monitor_counts", ["c++", "-std=c++23"], "monitor_counts.cpp", "libmonitor++")]
+    # A program of MON's, which includes <mon.h>: the .pc file's -I${includedir}/monitord.
+    mon_program = os.path.join(root, "mon_program.c")
+    with open(mon_program, "w") as f:
+        f.write('#include <mon.h>\n#include <stdio.h>\n'
+                'int main(void) { MON_status s = MON_initialize();\n'
+                '  printf("MON_initialize: %s\\n", MON_status_name(s));\n'
+                '  return s == MON_SUCCESS && MON_shutdown() == MON_SUCCESS ? 0 : 1; }\n')
+    examples = [("mon_perf", ["cc"], os.path.join(TOP, "examples", "mon_perf.c"), "libmonitord"),
+                ("mon_program", ["cc"], mon_program, "libmonitord"),
+                ("monitor_counts", ["c++", "-std=c++23"],
+                 os.path.join(TOP, "examples", "monitor_counts.cpp"), "libmonitord++")]
     for name, compiler, source, pc in examples:
         flags = subprocess.run(["pkg-config", "--cflags", "--libs", *define, pc], env=env,
                                capture_output=True, text=True)
@@ -123,7 +157,7 @@ def build_examples(root):
             problem(f"pkg-config {pc}: {flags.stderr.strip()}")
             continue
         exe = os.path.join(root, name)
-        cmd = [*compiler, os.path.join(TOP, "examples", source), "-o", exe,
+        cmd = [*compiler, source, "-o", exe,
                *flags.stdout.split()]
         built = subprocess.run(cmd, capture_output=True, text=True)
         if built.returncode != 0:
@@ -131,12 +165,12 @@ def build_examples(root):
                     + built.stderr[-3000:])
             continue
         run_env = dict(os.environ, LD_LIBRARY_PATH=libdir)
-        if pc == "libmonitor":
+        if pc == "libmonitord":
             # The C program must load the packaged shared library, not an installed one.
             ldd = subprocess.run(["ldd", exe], capture_output=True, text=True, env=run_env)
-            loaded = re.search(r"libmonitor\.so\.0 => (\S+)", ldd.stdout)
+            loaded = re.search(r"libmonitord\.so\.0 => (\S+)", ldd.stdout)
             if not loaded or not loaded.group(1).startswith(root):
-                problem(f"{name} does not load the packaged libmonitor.so.0:\n{ldd.stdout}")
+                problem(f"{name} does not load the packaged libmonitord.so.0:\n{ldd.stdout}")
                 continue
         ran = subprocess.run([exe, "200"], capture_output=True, text=True, timeout=60,
                              env=run_env)
@@ -144,7 +178,7 @@ def build_examples(root):
             problem(f"{name} built against the package exited {ran.returncode}: "
                     + (ran.stderr or ran.stdout)[-2000:])
             continue
-        print(f"{source} built with `pkg-config {pc}` and ran:\n  "
+        print(f"{os.path.basename(source)} built with `pkg-config {pc}` and ran:\n  "
               + ran.stdout.strip().replace("\n", "\n  "), flush=True)
 
 
@@ -165,7 +199,7 @@ def check_deb(args):
         check_files(name, listing, expected)
         print(f"{os.path.basename(deb)}: {len(listing)} entries, "
               f"{os.path.getsize(deb) // 1024} KiB", flush=True)
-        if name.startswith("libmonitor"):
+        if name.startswith("libmonitord"):
             subprocess.run(["dpkg-deb", "-x", deb, args.root], check=True)
         if name == "monitord":
             control = subprocess.run(["dpkg-deb", "--ctrl-tarfile", deb], capture_output=True,
@@ -215,7 +249,7 @@ def check_rpm(args):
         check_files(name, listing, expected)
         print(f"{os.path.basename(rpm)}: {len(listing)} files, "
               f"{os.path.getsize(rpm) // 1024} KiB", flush=True)
-        if name.startswith("libmonitor"):
+        if name.startswith("libmonitord"):
             cpio = subprocess.run(["rpm2cpio", rpm], capture_output=True, check=True).stdout
             subprocess.run(["cpio", "-idm", "--quiet", "-D", args.root], input=cpio,
                            check=True)

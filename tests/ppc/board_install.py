@@ -24,15 +24,15 @@ with tempfile.TemporaryDirectory(prefix="monitord-sysroot-") as tmp:
     sysroot = pathlib.Path(tmp) / "sysroot"
     subprocess.run(["meson", "install", "-C", build_dir, "--no-rebuild", "--quiet",
                     "--destdir", str(sysroot)], check=True)
-    pcs = sorted(sysroot.rglob("libmonitor.pc"))
+    pcs = sorted(sysroot.rglob("libmonitord.pc"))
     if len(pcs) != 1:
-        print(f"FAILED: expected one libmonitor.pc under {sysroot}, found {pcs}")
+        print(f"FAILED: expected one libmonitord.pc under {sysroot}, found {pcs}")
         sys.exit(1)
     env = dict(os.environ, PKG_CONFIG_SYSROOT_DIR=str(sysroot),
                PKG_CONFIG_LIBDIR=str(pcs[0].parent), PKG_CONFIG_PATH="")
-    flags = subprocess.run([pkg_config, "--static", "--cflags", "--libs", "libmonitor"],
+    flags = subprocess.run([pkg_config, "--static", "--cflags", "--libs", "libmonitord"],
                            env=env, check=True, capture_output=True, text=True).stdout.split()
-    print("pkg-config --static --cflags --libs libmonitor:", " ".join(flags))
+    print("pkg-config --static --cflags --libs libmonitord:", " ".join(flags))
     outside = [f for f in flags if f.startswith(("-I/", "-L/")) and str(sysroot) not in f]
     if outside:
         print(f"FAILED: paths outside the sysroot: {outside}")

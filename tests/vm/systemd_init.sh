@@ -24,11 +24,13 @@ mount -t overlay -o lowerdir=/lower,upperdir=/upper/data,workdir=/upper/work ove
     fail "overlay root"
 
 # Services this machine's packages enabled that have no part in the checks (the test tools'
-# Prometheus and node_exporter, a database) would only compete for the VM's CPUs: masked.
+# Prometheus and node_exporter, a database, PackageKit, which apt's hook wakes at each of
+# autopkgtest's installs) would only compete for the VM's CPUs: masked.
 # So are the login prompts on the console: a getty that starts after the checks did hangs up
 # the serial line under them (vhangup), and their marks never reach the host.
 for unit in prometheus.service prometheus-node-exporter.service postgresql.service \
-            console-getty.service serial-getty@ttyS0.service getty@tty1.service; do
+            packagekit.service console-getty.service serial-getty@ttyS0.service \
+            getty@tty1.service; do
     ln -sf /dev/null "/newroot/etc/systemd/system/$unit"
 done
 

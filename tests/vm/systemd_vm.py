@@ -6,7 +6,12 @@ overlay, with systemd as PID 1 and an i6300esb watchdog (-watchdog-action powero
 
   install    dpkg -i of the packages: group monitor, socket and service started, READY; by
              default no watchdog armed (although the VM has one), sleeping probes, and mpstat
-             reads at least 99 % idle; then the watchdog named in monitord.conf and armed
+             reads at least 99 % idle
+  autopkgtest  the packages' debian/tests (packaging/debian/tests/smoke: the service, monctl
+             status and loading, the exporter's /metrics, a MON program built against
+             libmonitord-dev with pkg-config), run as autopkgtest runs them, or by autopkgtest
+             itself (its null runner) with --autopkgtest-runner, 100 s more under TCG; then
+             the watchdog named in monitord.conf and armed
   spin       spinning probes beside a busy unit with CPUWeight= on cpu1: placed in
              monitord.slice (CPUWeight=idle), the unit keeps 98.5 % of the CPU it had alone,
              and the probe source reads cpu1 at least 95 % busy
@@ -25,12 +30,12 @@ overlay, with systemd as PID 1 and an i6300esb watchdog (-watchdog-action powero
   starve     a busy unit with CPUWeight= pinned to cpu1: the pets stop, and the watchdog ends
              the VM within the timeout and a margin
 
-  tests/vm/systemd_vm.py --debs DIR [--keep]
+  tests/vm/systemd_vm.py --debs DIR [--keep] [--autopkgtest-runner]
 
 DIR holds the .deb files; when it has none newer than --monitord (the build's daemon), they
 are built there first with scripts/build-deb. Exit status 0 when every check passes, 1
-otherwise, 77 (skip) when qemu, a kernel with the 9p, overlay and i6300esb modules, systemd
-or the Debian packaging tools are missing.
+otherwise, 77 (skip) when qemu, a kernel with the 9p, overlay and i6300esb modules, systemd,
+the Debian packaging tools or (with --autopkgtest-runner) autopkgtest are missing.
 """
 import argparse
 import glob
@@ -49,9 +54,10 @@ MODULES = ["virtio_ring", "virtio", "virtio_pci_modern_dev", "virtio_pci_legacy_
            "virtio_pci", "netfs", "fscache", "9pnet", "9pnet_virtio", "9p", "overlay",
            "watchdog", "i6300esb"]
 # The marks the checks print, in order; the VM must still be up at each.
-MARKS = ["BOOTED", "INSTALLED", "READY", "IDLE", "SPIN_FAIR", "ARMED", "ACCESS", "EXPORTER",
-         "MEMBER_RULES", "RELOADED", "BAD_RELOAD_KEPT_SETTINGS", "STOPPED", "SURVIVED_STOP",
-         "SOCKET_ACTIVATED", "KILLED", "RESTARTED", "SURVIVED_KILL", "ALL_CHECKS_PASSED", "STARVED"]
+MARKS = ["BOOTED", "INSTALLED", "READY", "IDLE", "AUTOPKGTEST", "SPIN_FAIR", "ARMED", "ACCESS",
+         "EXPORTER", "MEMBER_RULES", "RELOADED", "BAD_RELOAD_KEPT_SETTINGS", "STOPPED",
+         "SURVIVED_STOP", "SOCKET_ACTIVATED", "KILLED", "RESTARTED", "SURVIVED_KILL",
+         "ALL_CHECKS_PASSED", "STARVED"]
 TIMEOUT_S = 10  # monitord's default watchdog timeout
 # After the starvation began: a tick or two for the last pet, the timeout, and the driver's
 # rounding and a slow guest.
@@ -68,12 +74,17 @@ def debs_in(directory, newer_than):
     return debs
 
 
-def make_initramfs(work, debs, modules):
+def make_initramfs(work, debs, modules, autopkgtest_runner):
     root = vm.initramfs_root(work, os.path.join(HERE, "systemd_init.sh"), modules,
                              dirs=("stage/debs",))
     for deb in debs:
         shutil.copy(deb, os.path.join(root, "stage/debs"))
     shutil.copy(os.path.join(HERE, "systemd_checks.sh"), os.path.join(root, "stage"))
+    # The source package's debian/ directory, for autopkgtest (its tests/control and tests).
+    shutil.copytree(os.path.join(TOP, "packaging", "debian"),
+                    os.path.join(root, "stage", "src", "debian"))
+    if autopkgtest_runner:
+        open(os.path.join(root, "stage", "autopkgtest-runner"), "w").close()
     return vm.pack_initramfs(root, os.path.join(work, "initramfs.cpio"))
 
 
@@ -97,8 +108,12 @@ def main():
     p.add_argument("--debs", required=True, help="directory of the .deb files")
     p.add_argument("--monitord", help="build/daemon/monitord: rebuild debs older than it")
     p.add_argument("--keep", action="store_true", help="keep the work directory and log")
+    p.add_argument("--autopkgtest-runner", action="store_true",
+                   help="run debian/tests with autopkgtest itself (its null runner): 100 s more")
     args = p.parse_args()
     vm.require_tools("qemu-system-x86_64", "busybox", "cpio")
+    if args.autopkgtest_runner:
+        vm.require_tools("autopkgtest")
     if not os.path.exists("/lib/systemd/systemd"):
         vm.skip("no /lib/systemd/systemd to boot (scripts/bootstrap --test installs systemd)")
     kernel, modules = vm.find_kernel(MODULES)
@@ -117,7 +132,7 @@ def main():
 
     work = tempfile.mkdtemp(prefix="monitord-systemd-vm-")
     log_path = os.path.join(work, "vm.log")
-    initramfs = make_initramfs(work, debs, modules)
+    initramfs = make_initramfs(work, debs, modules, args.autopkgtest_runner)
     t1 = time.monotonic()
     marks, lines, wall = vm.boot(vm_command(kernel, initramfs), log_path, BUDGET_S,
                                  echo_marks=True)
@@ -128,7 +143,7 @@ def main():
     for name, start in (("STOPPED", "SURVIVED_STOP"), ("KILLED", "SURVIVED_KILL")):
         if name in marks and start in marks:
             print(f"  {name.lower()}: the VM was still up {marks[start] - marks[name]:.1f} s later")
-    for mark in ("IDLE", "SPIN_FAIR"):
+    for mark in ("IDLE", "AUTOPKGTEST", "SPIN_FAIR"):
         said = [l for l in lines if f"VMTEST: {mark}" in l]
         if said:
             print(f"  {said[0].split('VMTEST: ', 1)[1]}")

@@ -19,7 +19,7 @@
  * (SCHED_IDLE), spinning over a calibrated loop; the time it gets is the CPU's idle time. The
  * POLL task samples it once a second and keeps a history of 60 per-second samples.
  *
- * Link with -lmonitor (pkg-config --cflags --libs libmonitor).
+ * Include it as <monitord/mon.h>; link with -lmonitord (pkg-config --cflags --libs libmonitord).
  */
 #ifndef MON_H
 #define MON_H
