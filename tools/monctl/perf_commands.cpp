@@ -669,6 +669,7 @@ int perf_stat(const PerfOptions& o) {
     if (error) return report_error(*error);
 
     std::vector<protocol::CounterReport> reports;
+    reports.reserve(runs.size());
     for (const auto& r : runs) reports.push_back(r.report);
     if (o.json) {
         for (const auto& r : reports) out << protocol::to_json(r).dump(2) << '\n';
