@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "monitor/perf/counter_device.hpp"
+#include "monitor/perf/event_name.hpp"
 #include "monitor/perf/process_symbols.hpp"
 #include "monitor/unique_fd.hpp"
 
@@ -69,19 +70,6 @@ std::optional<Access> parse_access(std::string_view s) {
         *bit = true;
     }
     return a;
-}
-
-// "0x7ffd1000" or "4096".
-std::optional<std::uint64_t> parse_number(std::string_view s) {
-    int base = 10;
-    if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-        s.remove_prefix(2);
-        base = 16;
-    }
-    std::uint64_t v = 0;
-    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
-    if (s.empty() || ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
-    return v;
 }
 
 class BreakpointPmu final : public PmuModule {

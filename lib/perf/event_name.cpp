@@ -41,6 +41,18 @@ bool iequals(std::string_view a, std::string_view b) {
            });
 }
 
+std::optional<std::uint64_t> parse_number(std::string_view text) {
+    int base = 10;
+    if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+        text.remove_prefix(2);
+        base = 16;
+    }
+    std::uint64_t v = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v, base);
+    if (text.empty() || ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
+    return v;
+}
+
 std::optional<std::uint64_t> parse_raw_code(std::string_view event) {
     if (event.size() < 2 || event.size() > 17 || event[0] != 'r') return std::nullopt;
     std::uint64_t v = 0;

@@ -134,20 +134,6 @@ Result<PerfPmuEvent> parse_pmu_event(std::string_view text) {
     return e;
 }
 
-std::optional<std::uint64_t> parse_term_number(std::string_view value) {
-    int base = 10;
-    if (value.size() > 2 && value[0] == '0' && (value[1] == 'x' || value[1] == 'X')) {
-        value.remove_prefix(2);
-        base = 16;
-    }
-    std::uint64_t v = 0;
-    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v, base);
-    if (value.empty() || ec != std::errc{} || end != value.data() + value.size()) {
-        return std::nullopt;
-    }
-    return v;
-}
-
 Result<PerfFormat> parse_format(std::string_view contents) {
     const std::string_view text = trimmed(contents);
     const auto colon = text.find(':');

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "monitor/perf/event_name.hpp"
 #include "monitor/perf/perf_event_syntax.hpp"
 #include "monitor/text_file.hpp"
 
@@ -169,7 +170,7 @@ Error SysfsPmus::unknown_term(const Encoding& e, const PerfTerm& term) const {
 // NOLINTNEXTLINE(misc-no-recursion): an alias's terms are applied with in_alias: one level deep
 Result<void> SysfsPmus::apply_term(Encoding& e, const PerfTerm& term, bool in_alias) const {
     auto number = [&](std::string_view what) -> Result<std::uint64_t> {
-        auto v = parse_term_number(*term.value);
+        auto v = parse_number(*term.value);
         if (!v) {
             return fail(Status::BadArg,
                         fmt::format("{}: {}={}: not a number of 64 bits at most (decimal, or "

@@ -19,6 +19,7 @@
 #include "monitor/perf/count_plan.hpp"
 #include "monitor/perf/counter_device.hpp"
 #include "monitor/perf/event_catalog.hpp"
+#include "monitor/perf/event_name.hpp"
 #include "monitor/perf/perf_session.hpp"
 #include "perf_events_probe.hpp"
 #include "test_support.hpp"
@@ -300,13 +301,13 @@ TEST(PerfSyntaxText, FormatsAndValues) {
                      "config3:0-7", "config:-1", "config:0--7", "config:a"}) {
         EXPECT_FALSE(parse_format(bad)) << bad;
     }
-    EXPECT_EQ(parse_term_number("0x10"), 16u);
-    EXPECT_EQ(parse_term_number("010"), 10u);
-    EXPECT_EQ(parse_term_number("18446744073709551615"), ~0ULL);
-    EXPECT_FALSE(parse_term_number("18446744073709551616"));
-    EXPECT_FALSE(parse_term_number("0x"));
-    EXPECT_FALSE(parse_term_number(""));
-    EXPECT_FALSE(parse_term_number("1k"));
+    EXPECT_EQ(parse_number("0x10"), 16u);
+    EXPECT_EQ(parse_number("010"), 10u);
+    EXPECT_EQ(parse_number("18446744073709551615"), ~0ULL);
+    EXPECT_FALSE(parse_number("18446744073709551616"));
+    EXPECT_FALSE(parse_number("0x"));
+    EXPECT_FALSE(parse_number(""));
+    EXPECT_FALSE(parse_number("1k"));
 }
 
 // Hostile input: whatever the text, resolving returns a value or an error, never crashes.

@@ -47,13 +47,16 @@ struct ShownMetric {
     double value = 0;
     std::string text;
 };
+// perf's words for the metric it shows on every run, else the metric's description.
+std::string metric_text(const monitor::perf::Metric& m) {
+    return m.name == "cpus_utilized" ? std::string{"CPUs utilized"} : m.description;
+}
+
 std::optional<ShownMetric> metric_of(const CounterReport& r, const ReportedEvent& e) {
     if (!counted(e.value)) return std::nullopt;
     for (const auto& m : r.metrics) {
         if (m.event == e.name) {
-            // perf's words for the one it shows on every run.
-            return ShownMetric{
-                m.value, m.name == "cpus_utilized" ? std::string{"CPUs utilized"} : m.description};
+            return ShownMetric{m.value, metric_text(m)};
         }
     }
     if (in_ns(e)) return std::nullopt;
@@ -231,10 +234,8 @@ std::string format_counter_report(const CounterReport& r, const std::string& wha
         const bool shown = !cpus && std::ranges::any_of(
                                         r.events, [&](const auto& e) { return e.name == m.event; });
         if (shown) continue;
-        line(out, layout, "", "", "", "",
-             ShownMetric{m.value,
-                         m.name == "cpus_utilized" ? std::string{"CPUs utilized"} : m.description},
-             std::nullopt, std::nullopt);
+        line(out, layout, "", "", "", "", ShownMetric{m.value, metric_text(m)}, std::nullopt,
+             std::nullopt);
     }
     if (interval) return out;
 

@@ -26,6 +26,11 @@ EventName split_event_name(std::string_view name);
 // Whether two names are the same but for the case of their letters (PMU and event names).
 bool iequals(std::string_view a, std::string_view b);
 
+// A number as perf and the kernel's files write them: decimal, or hexadecimal after 0x;
+// nullopt for anything else (empty, other characters, more than 64 bits). Addresses, lengths,
+// terms' values.
+std::optional<std::uint64_t> parse_number(std::string_view text);
+
 // "rHEX" -> the value; nullopt when `event` is not a raw code.
 std::optional<std::uint64_t> parse_raw_code(std::string_view event);
 

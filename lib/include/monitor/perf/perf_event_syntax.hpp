@@ -46,10 +46,6 @@ Result<PerfPmuEvent> parse_pmu_event(std::string_view text);
 // `text` names the event in messages. Empty for an empty list.
 Result<std::vector<PerfTerm>> parse_terms(std::string_view terms, std::string_view text);
 
-// A term's number as perf writes it: decimal, or hexadecimal after 0x; nullopt for anything
-// else (empty, other characters, more than 64 bits).
-std::optional<std::uint64_t> parse_term_number(std::string_view value);
-
 // A format file's contents, `config1:0-15` or `config:0-7,32-35`: which field of the event
 // (config 0, config1 1, config2 2) and its bits there.
 struct PerfFormat {
