@@ -242,7 +242,8 @@ TEST(ProbeSet, DestructorStopsEveryProbe) {
     {
         ProbeSet set(ProbeMode::Spin, ProbeThreadAttr{});
         set.set_online({0, 1});
-        ASSERT_TRUE(set.wait_calibrated(kCalibrationWait));
+        // In whatever state they are: on a busy CPU a probe may still be calibrating (under
+        // qemu-user beside another test, for more than kCalibrationWait), and must stop too.
         ASSERT_TRUE(wait_until([] { return probe_threads(0) == 1 && probe_threads(1) == 1; }, 5s));
     }
     EXPECT_TRUE(wait_until([] { return probe_threads(0) + probe_threads(1) == 0; }, 3s));
