@@ -47,7 +47,7 @@ CounterService::CounterService(sd_event* event, VarlinkServer& server, monitor::
               -> Result<std::unique_ptr<perf::PerfSession>> {
               if (!catalog_) return monitor::fail(Status::NoPmu, catalog_error_);
               // A standing session is root's configuration.
-              std::optional<perf::PinnedProcess> pinned;
+              std::vector<perf::PinnedProcess> pinned;
               auto session_options = options_for(request, perf::CallerRights::everything(), pinned);
               if (!session_options) return std::unexpected(session_options.error());
               auto session = open_session(*session_options);
@@ -201,15 +201,17 @@ CounterService::Response CounterService::list_events(const protocol::ListEventsI
 
 Result<perf::SessionOptions> CounterService::options_for(
     const protocol::CounterRequest& request, const perf::CallerRights& rights,
-    std::optional<perf::PinnedProcess>& pinned) const {
+    std::vector<perf::PinnedProcess>& pinned) const {
     auto options = protocol::session_options(request, options_.cgroup_root);
     if (!options) return options;
-    // Pinned before the check, so that the process checked is the one counted. A thread (its
-    // tid) has no pidfd on this kernel: it is not pinned.
+    // Pinned before the check, so that the processes checked are the ones counted. A thread
+    // (its tid) has no pidfd on this kernel: it is not pinned.
     if (options->target.kind == perf::TargetKind::Process) {
-        auto pin = perf::PinnedProcess::pin(options->target.pid);
-        if (!pin) return std::unexpected(pin.error());
-        pinned.emplace(std::move(*pin));
+        for (pid_t pid : perf::target_processes(options->target)) {
+            auto pin = perf::PinnedProcess::pin(pid);
+            if (!pin) return std::unexpected(pin.error());
+            pinned.push_back(std::move(*pin));
+        }
     }
     if (auto ok = rights.may_measure(options->target, "count"); !ok) {
         return std::unexpected(ok.error());
@@ -222,13 +224,17 @@ Result<perf::SessionOptions> CounterService::options_for(
     return options;
 }
 
-Result<void> CounterService::opened_on_checked(const std::optional<perf::PinnedProcess>& pinned,
+Result<void> CounterService::opened_on_checked(const std::vector<perf::PinnedProcess>& pinned,
                                                const perf::SessionOptions& options) {
-    if (!pinned || !pinned->exited()) return {};
-    return monitor::fail(Status::NoDev,
-                         fmt::format("process {} exited while its counters were opened: "
-                                     "nothing was counted",
-                                     options.target.pid));
+    const auto pids = perf::target_processes(options.target);
+    for (std::size_t i = 0; i < pinned.size() && i < pids.size(); ++i) {
+        if (!pinned[i].exited()) continue;
+        return monitor::fail(Status::NoDev,
+                             fmt::format("process {} exited while its counters were opened: "
+                                         "nothing was counted",
+                                         pids[i]));
+    }
+    return {};
 }
 
 CounterService::Response CounterService::plan(const protocol::CounterRequest& request,
@@ -276,7 +282,7 @@ std::optional<Reply> CounterService::begin(const protocol::CounterRequest& reque
                                                         "perf stop` ends a started session",
                                                         describe())});
     }
-    std::optional<perf::PinnedProcess> pinned;
+    std::vector<perf::PinnedProcess> pinned;
     auto options = options_for(request, rights, pinned);
     if (!options) return error_reply(options.error(), request.events);
     s.owner_kernel_addresses = rights.kernel_addresses();

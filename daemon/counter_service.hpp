@@ -147,15 +147,15 @@ class CounterService {
                                bool kernel_addresses);
 
     // The session's options for `request` by a client with `rights`: PERM when it may not
-    // count that target; user mode only when it may not count kernel mode. A process target
-    // is pinned in `pinned` before its check (opened_on_checked() after the open).
+    // count that target; user mode only when it may not count kernel mode. A process target's
+    // processes are pinned in `pinned` before their check (opened_on_checked() after the open).
     monitor::Result<monitor::perf::SessionOptions> options_for(
         const monitor::protocol::CounterRequest& request, const monitor::perf::CallerRights& rights,
-        std::optional<monitor::perf::PinnedProcess>& pinned) const;
-    // NODEV when the pinned process exited before its counters were open: they may be on
+        std::vector<monitor::perf::PinnedProcess>& pinned) const;
+    // NODEV when a pinned process exited before its counters were open: they may be on
     // another process that took its pid.
     static monitor::Result<void> opened_on_checked(
-        const std::optional<monitor::perf::PinnedProcess>& pinned,
+        const std::vector<monitor::perf::PinnedProcess>& pinned,
         const monitor::perf::SessionOptions& options);
     monitor::Result<std::unique_ptr<monitor::perf::PerfSession>> open_session(
         const monitor::perf::SessionOptions& options) const;

@@ -283,6 +283,13 @@ Result<void> BreakpointPmu::fits(std::span<const EventSpec* const> events) const
 Result<void> BreakpointPmu::place(EventSpec& event, const CountTarget& target) const {
     if (event.bp_symbol.empty()) return {};
     Result<SymbolAddress> found = std::unexpected(Error{});
+    if (target.kind == TargetKind::Process && target.pids.size() > 1) {
+        return fail(Status::BadArg,
+                    fmt::format("{}: a symbol names an address in one program, and this target "
+                                "is {}, whose addresses may differ: count one process, or give "
+                                "the address",
+                                event.name, processes_text(target.pids)));
+    }
     if ((target.kind == TargetKind::Process || target.kind == TargetKind::Thread) &&
         !target.enable_on_exec) {
         found = find_process_symbol(target.pid, event.bp_symbol);

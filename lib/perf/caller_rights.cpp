@@ -115,11 +115,19 @@ Result<void> CallerRights::may_measure(const CountTarget& target, std::string_vi
                                 "a process of yours (-p PID) or a command instead, or ask root",
                                 what, target_words(target.kind), sysctls_.paranoid, what));
     }
-    const auto dir = proc_root_ / std::to_string(target.pid);
+    if (target.kind == TargetKind::Thread) return may_measure_task(target.pid, what);
+    for (pid_t pid : target_processes(target)) {
+        if (auto ok = may_measure_task(pid, what); !ok) return ok;
+    }
+    return {};
+}
+
+Result<void> CallerRights::may_measure_task(pid_t pid, std::string_view what) const {
+    const auto dir = proc_root_ / std::to_string(pid);
     auto status = read_text_file(dir / "status", 1 << 16);
     struct stat st {};
     if (!status || ::stat(dir.c_str(), &st) != 0) {
-        return fail(Status::NoDev, fmt::format("process {}: no such process", target.pid));
+        return fail(Status::NoDev, fmt::format("process {}: no such process", pid));
     }
     const auto uids = status_ids(*status, "Uid:");
     const auto gids = status_ids(*status, "Gid:");
@@ -138,8 +146,8 @@ Result<void> CallerRights::may_measure(const CountTarget& target, std::string_vi
                                 "{} {} {}; you are uid {} gid {}): a user other than root may "
                                 "{} only processes it could ptrace, as perf_event_open(2) "
                                 "allows; {} one of your own, or ask root",
-                                target.pid, (*uids)[0], (*uids)[1], (*uids)[2], (*gids)[0],
-                                (*gids)[1], (*gids)[2], uid_, gid_, what, what));
+                                pid, (*uids)[0], (*uids)[1], (*uids)[2], (*gids)[0], (*gids)[1],
+                                (*gids)[2], uid_, gid_, what, what));
     }
     // A task that is not dumpable (it changed its credentials, or set PR_SET_DUMPABLE to 0)
     // has its /proc directory owned by root: the kernel's ptrace check refuses it too.
@@ -148,7 +156,7 @@ Result<void> CallerRights::may_measure(const CountTarget& target, std::string_vi
                     fmt::format("process {} is not dumpable (it changed its credentials or "
                                 "set PR_SET_DUMPABLE to 0), and the kernel lets no user other "
                                 "than root {} such a process; ask root",
-                                target.pid, what));
+                                pid, what));
     }
     return {};
 }

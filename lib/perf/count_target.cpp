@@ -69,4 +69,25 @@ Result<std::vector<pid_t>> process_threads(pid_t pid) {
     return tids;
 }
 
+Result<std::vector<pid_t>> process_threads(const std::vector<pid_t>& pids) {
+    std::vector<pid_t> all;
+    for (pid_t pid : pids) {
+        auto tids = process_threads(pid);
+        if (!tids) return tids;
+        all.insert(all.end(), tids->begin(), tids->end());
+    }
+    std::ranges::sort(all);
+    all.erase(std::ranges::unique(all).begin(), all.end());
+    return all;
+}
+
+std::vector<pid_t> target_processes(const CountTarget& target) {
+    if (!target.pids.empty()) return target.pids;
+    return {target.pid};
+}
+
+std::string processes_text(const std::vector<pid_t>& pids) {
+    return fmt::format("process{} {}", pids.size() == 1 ? "" : "es", fmt::join(pids, ", "));
+}
+
 }  // namespace monitor::perf

@@ -106,9 +106,13 @@ Result<void> PerfSession::open_all() {
     const bool task = t.kind == TargetKind::Process || t.kind == TargetKind::Thread;
     if (task) report_instances_ = {-1};
     if (t.kind == TargetKind::Process && !t.enable_on_exec) {
-        auto tids = process_threads(t.pid);
+        const auto pids = target_processes(t);
+        for (pid_t pid : pids) {
+            if (pid <= 0) return fail(Status::BadArg, fmt::format("no process {}", pid));
+        }
+        auto tids = process_threads(pids);
         if (!tids) return std::unexpected(tids.error());
-        if (auto r = open_threads(t.pid, *tids); !r) return r;
+        if (auto r = open_threads(processes_text(pids), *tids); !r) return r;
     } else {
         if (targets.empty()) return fail(Status::BadArg, "no CPUs to count on");
         const std::size_t events = plan_.events.size();
@@ -182,12 +186,12 @@ Result<void> PerfSession::open_instance(const OpenTarget& target, std::size_t re
 // thread). Walking again would find it, but could not tell it from a thread started after its
 // creator's counters were open, which has inherited counters already: opening more on it
 // would count it twice. So the list is read once, and the window is kept short.
-Result<void> PerfSession::open_threads(pid_t pid, const std::vector<pid_t>& tids) {
+Result<void> PerfSession::open_threads(const std::string& what, const std::vector<pid_t>& tids) {
     const std::size_t per_thread = plan_.events.size();
     const std::size_t needed = tids.size() * per_thread;
     if (auto ok = options_.files.check(
-            needed, fmt::format("counting {} event{} on each of the {} threads of process {}",
-                                per_thread, per_thread == 1 ? "" : "s", tids.size(), pid));
+            needed, fmt::format("counting {} event{} on each of the {} threads of {}", per_thread,
+                                per_thread == 1 ? "" : "s", tids.size(), what));
         !ok) {
         return ok;
     }
@@ -195,11 +199,11 @@ Result<void> PerfSession::open_threads(pid_t pid, const std::vector<pid_t>& tids
     if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY &&
         needed > nofile.rlim_cur) {
         return fail(Status::IoErr,
-                    fmt::format("process {}: counting its {} threads takes {} file descriptors "
+                    fmt::format("{}: counting their {} threads takes {} file descriptors "
                                 "(one per event and thread), more than this process may open "
                                 "({}); raise the limit (ulimit -n, LimitNOFILE= in a unit) or "
                                 "count fewer events",
-                                pid, tids.size(), needed, descriptor_limit()));
+                                what, tids.size(), needed, descriptor_limit()));
     }
     instances_.reserve(tids.size());
     std::size_t exited = 0;
@@ -212,13 +216,13 @@ Result<void> PerfSession::open_threads(pid_t pid, const std::vector<pid_t>& tids
             ++exited;
             continue;
         }
-        return fail(r.error().status, fmt::format("process {} ({} thread{}): {}", pid, tids.size(),
+        return fail(r.error().status, fmt::format("{} ({} thread{}): {}", what, tids.size(),
                                                   tids.size() == 1 ? "" : "s", r.error().message));
     }
     if (instances_.empty()) {
-        return fail(Status::NoDev, fmt::format("process {}: no such process (its {} thread{} "
-                                               "exited as its counters were opened)",
-                                               pid, exited, exited == 1 ? "" : "s"));
+        return fail(Status::NoDev, fmt::format("{}: no such process (the {} thread{} listed "
+                                               "exited as their counters were opened)",
+                                               what, exited, exited == 1 ? "" : "s"));
     }
     threads_ = static_cast<int>(instances_.size());
     return {};

@@ -60,7 +60,7 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::start(const EventCatalog
             if (t.enable_on_exec) {
                 per_cpu.push_back({.pid = t.pid, .inherit = true, .enable_on_exec = true});
             } else {
-                auto tids = process_threads(t.pid);
+                auto tids = process_threads(target_processes(t));
                 if (!tids) return std::unexpected(tids.error());
                 for (pid_t tid : *tids) per_cpu.push_back({.pid = tid, .inherit = true});
             }
@@ -82,8 +82,8 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::start(const EventCatalog
     if (auto ok = options.files.check(
             cpus.size() * per_cpu.size(),
             per_cpu.size() > 1
-                ? fmt::format("sampling the {} threads of process {} on each of {} CPUs",
-                              per_cpu.size(), t.pid, cpus.size())
+                ? fmt::format("sampling the {} threads of {} on each of {} CPUs", per_cpu.size(),
+                              processes_text(target_processes(t)), cpus.size())
                 : fmt::format("sampling on {} CPU{}", cpus.size(), cpus.size() == 1 ? "" : "s"));
         !ok) {
         return std::unexpected(ok.error());

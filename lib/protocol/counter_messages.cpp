@@ -68,6 +68,9 @@ Count count_of(const perf::CountValue& v) {
 // whole phases of a workload.
 constexpr std::int64_t kMinSliceMs = 10;
 constexpr std::int64_t kMaxSliceMs = 10'000;
+// The most processes one target names: each is checked and pinned, and each of their threads
+// takes a descriptor per event (perf stat -p takes any number; the descriptor limits bound it).
+constexpr std::size_t kMaxPids = 1024;
 
 }  // namespace
 
@@ -78,6 +81,7 @@ json to_json(const TargetRequest& r) {
     if (!r.cgroup.empty()) t["cgroup"] = r.cgroup;
     if (!r.unit.empty()) t["unit"] = r.unit;
     if (!r.cpus.empty()) t["cpus"] = r.cpus;
+    if (!r.pids.empty()) t["pids"] = r.pids;
     return t;
 }
 
@@ -95,6 +99,9 @@ TargetRequest target_request_from_json(const json& j) {
     if (auto v = j.find("cgroup"); v != j.end() && !v->is_null()) r.cgroup = *v;
     if (auto v = j.find("unit"); v != j.end() && !v->is_null()) r.unit = *v;
     if (auto v = j.find("cpus"); v != j.end() && !v->is_null()) r.cpus = v->get<std::vector<int>>();
+    if (auto v = j.find("pids"); v != j.end() && !v->is_null()) {
+        r.pids = v->get<std::vector<std::int64_t>>();
+    }
     return r;
 }
 
@@ -110,8 +117,12 @@ std::string target_text(const TargetRequest& r) {
             return "cgroup " + r.cgroup;
         case Unit:
             return "unit " + r.unit;
-        case Process:
-            return r.pid ? fmt::format("process {}", *r.pid) : "a process";
+        case Process: {
+            std::vector<std::int64_t> pids = r.pids;
+            if (r.pid) pids.insert(pids.begin(), *r.pid);
+            if (pids.empty()) return "a process";
+            return fmt::format("process{} {}", pids.size() == 1 ? "" : "es", fmt::join(pids, ", "));
+        }
         case All:
             break;
     }
@@ -220,14 +231,29 @@ Result<perf::CountTarget> count_target(const TargetRequest& r,
             t.kind = perf::TargetKind::OneCpu;
             t.cpu = *r.cpu;
             break;
-        case Process:
-            if (auto ok = need(r.pid.has_value(), "a pid"); !ok) return std::unexpected(ok.error());
-            if (*r.pid <= 0 || *r.pid > std::numeric_limits<pid_t>::max()) {
-                return fail(Status::BadArg, fmt::format("no process {}", *r.pid));
+        case Process: {
+            if (auto ok = need(r.pid.has_value() || !r.pids.empty(), "a pid or pids"); !ok) {
+                return std::unexpected(ok.error());
             }
+            std::vector<std::int64_t> pids = r.pids;
+            if (r.pid) pids.push_back(*r.pid);
+            if (pids.size() > kMaxPids) {
+                return fail(Status::BadArg, fmt::format("{} processes: count at most {} at once",
+                                                        pids.size(), kMaxPids));
+            }
+            for (std::int64_t pid : pids) {
+                if (pid <= 0 || pid > std::numeric_limits<pid_t>::max()) {
+                    return fail(Status::BadArg, fmt::format("no process {}", pid));
+                }
+                t.pids.push_back(static_cast<pid_t>(pid));
+            }
+            std::ranges::sort(t.pids);
+            t.pids.erase(std::ranges::unique(t.pids).begin(), t.pids.end());
             t.kind = perf::TargetKind::Process;
-            t.pid = static_cast<pid_t>(*r.pid);
+            t.pid = t.pids.front();
+            if (t.pids.size() == 1) t.pids.clear();
             break;
+        }
         case Cgroup:
             if (auto ok = need(!r.cgroup.empty(), "a cgroup path"); !ok) {
                 return std::unexpected(ok.error());

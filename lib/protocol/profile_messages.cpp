@@ -213,6 +213,14 @@ Result<perf::ProfileOptions> profile_options(const ProfileRequest& r,
     auto target = count_target(r.target, cgroup_root);
     if (!target) return std::unexpected(target.error());
     o.target = std::move(*target);
+    if (o.target.pids.size() > 1) {
+        // The daemon ends a process's profile when the process exits, and watches one.
+        return fail(Status::BadArg,
+                    fmt::format("a profile samples one process, and this target is {}: sample "
+                                "them one at a time, or their cgroup or unit; several processes "
+                                "can be counted (monctl perf stat -p PID,PID)",
+                                perf::processes_text(o.target.pids)));
+    }
     if (r.start_at_exec) {
         if (o.target.kind != perf::TargetKind::Process) {
             return fail(Status::BadArg, fmt::format("start_at_exec is for a process target "

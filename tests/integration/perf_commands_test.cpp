@@ -477,7 +477,8 @@ TEST_F(PerfCommands, StatPrintsWhatPerfStatPrints) {
               fields_of(line_with(our_x.err, "perf::PAGE-FAULTS"), ';'))
         << their_x.err << our_x.err;
 
-    // -I: perf's header, then lines that start with the time, while the command runs.
+    // -I: perf's header, then lines that start with the time, while the command runs; the
+    // last is the part of a period before the command ended, and no totals follow (as perf's).
     auto every = run({monctl_bin(), "perf", "stat", "-I", "100", "-e", "perf::TASK-CLOCK", "--",
                       "sleep", "0.35"});
     ASSERT_EQ(every.exit_code, 0) << every.err;
@@ -485,12 +486,19 @@ TEST_F(PerfCommands, StatPrintsWhatPerfStatPrints) {
               std::string::npos)
         << every.err;
     std::size_t timed = 0;
+    double last = 0;
     std::istringstream lines{every.err};
+    const std::regex timed_line{R"(^ +([0-9]+\.[0-9]{9}) +.* perf::TASK-CLOCK)"};
     for (std::string l; std::getline(lines, l);) {
-        if (std::regex_search(l, std::regex{R"(^ +0\.[0-9]{9} +.* perf::TASK-CLOCK)"})) ++timed;
+        std::smatch m;
+        if (!std::regex_search(l, m, timed_line)) continue;
+        ++timed;
+        last = std::stod(m[1].str());
     }
     EXPECT_GE(timed, 2u) << every.err;
-    EXPECT_NE(every.err.find("seconds time elapsed"), std::string::npos) << every.err;
+    EXPECT_GE(last, 0.35) << every.err;
+    EXPECT_EQ(every.err.find("seconds time elapsed"), std::string::npos) << every.err;
+    EXPECT_EQ(every.err.find("Performance counter stats"), std::string::npos) << every.err;
 
     // -o: the counts in the file after perf's header; the command's output stays its own.
     ScratchDir dir{"stat-output"};
@@ -707,6 +715,42 @@ TEST_F(PerfAccess, TheControlGroupMayCount) {
                               std::to_string(own->pid()), "--duration", "100ms"});
     EXPECT_EQ(collect.exit_code, 0) << collect.err;
     EXPECT_NE(collect.out.find("perf::TASK-CLOCK"), std::string::npos) << collect.out;
+
+    // Several of its own, as perf stat -p takes them: one report of both processes' threads.
+    auto other = Process::start({"/bin/sleep", "30"}, SpawnOptions{.uid = nobody_uid()});
+    ASSERT_TRUE(other);
+    const std::string both = std::to_string(own->pid()) + "," + std::to_string(other->pid());
+    auto two = monctl_as(
+        nobody_uid(), *d,
+        {"perf", "collect", "-e", "perf::TASK-CLOCK", "-p", both, "--duration", "100ms", "--json"});
+    ASSERT_EQ(two.exit_code, 0) << two.err;
+    const auto report = nlohmann::json::parse(two.out)["report"];
+    EXPECT_EQ(report["threads"], 2) << two.out;  // sleep has one thread
+    auto text =
+        monctl_as(nobody_uid(), *d,
+                  {"perf", "collect", "-e", "perf::TASK-CLOCK", "-p", both, "--duration", "100ms"});
+    EXPECT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find("Performance counter stats for process id '" + both +
+                            "' (their 2 threads at the start, and those they start):"),
+              std::string::npos)
+        << text.out;
+    // One that is not its own (init is root's) among them: refused, naming it.
+    auto mixed = monctl_as(nobody_uid(), *d,
+                           {"perf", "collect", "-e", "perf::TASK-CLOCK", "-p",
+                            std::to_string(own->pid()) + ",1", "--duration", "100ms"});
+    EXPECT_EQ(mixed.exit_code, 1) << mixed.out;
+    EXPECT_NE(mixed.err.find("process 1 is not yours"), std::string::npos) << mixed.err;
+    // Not a list of process ids; a profile of several.
+    auto bad =
+        monctl_as(nobody_uid(), *d, {"perf", "collect", "-e", "perf::TASK-CLOCK", "-p", "1,x"});
+    EXPECT_NE(bad.exit_code, 0);
+    EXPECT_NE(bad.err.find("'x' is not a process id in '1,x': give 42 or a list as perf's: 42,43"),
+              std::string::npos)
+        << bad.err;
+    auto profile = monctl_as(nobody_uid(), *d, {"perf", "profile", "-p", both});
+    EXPECT_NE(profile.exit_code, 0);
+    EXPECT_NE(profile.err.find("this command takes one process"), std::string::npos) << profile.err;
+    other->stop(SIGKILL, 5s);
     own->stop(SIGKILL, 5s);
 }
 

@@ -353,6 +353,16 @@ TEST(BreakpointCounting, SymbolsOfTheTargetProcessArePlacedWhereItHasThem) {
     EXPECT_NE(why.find("a symbol names an address in one program, and this target is whole CPUs"),
               std::string::npos)
         << why;
+
+    // Several processes (perf stat -p A,B): their addresses may differ.
+    SessionOptions several;
+    several.events = *parse_event_list("mem:monitord_breakpoint_test_written:w");
+    several.target = {.kind = TargetKind::Process, .pid = ::getpid(), .pids = {::getpid(), 1}};
+    EXPECT_EQ(start_or_skip(*c, several, why), nullptr);
+    EXPECT_NE(why.find(fmt::format("this target is processes {}, 1, whose addresses may differ",
+                                   ::getpid())),
+              std::string::npos)
+        << why;
 }
 
 // An executable about to run has its symbols where it says only when it is not

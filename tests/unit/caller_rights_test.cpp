@@ -149,6 +149,19 @@ TEST(CallerRights, AProcessOnlyWhenTheCallerCouldPtraceIt) {
         auto gone = r.may_measure(process(99), "count");
         ASSERT_FALSE(gone.has_value());
         EXPECT_EQ(gone.error().status, Status::NoDev);
+        // Several processes (perf stat -p 42,43): each of them is the caller's, or the one
+        // that is not is named.
+        CountTarget several = process(42);
+        several.pids = {42, 45};
+        auto mixed = r.may_measure(several, "count");
+        ASSERT_FALSE(mixed.has_value());
+        EXPECT_EQ(mixed.error().status, Status::Perm);
+        EXPECT_NE(mixed.error().message.find("process 45 "), std::string::npos)
+            << mixed.error().message;
+        several.pids = {42, 99};
+        EXPECT_EQ(r.may_measure(several, "count").error().status, Status::NoDev);
+        several.pids = {42};
+        EXPECT_TRUE(r.may_measure(several, "count").has_value());
     }
     // A status without its ids is the kernel's fault, said so.
     add_process(proc, 48, "Name:\tapp\n", kUser);

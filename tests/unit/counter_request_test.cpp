@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -212,7 +213,7 @@ TEST_F(CounterRequestTest, BadRequestsNameTheValueAndWhatWouldWork) {
     cpu.target.cpu = -1;
     EXPECT_EQ(error_of(session_options(cpu, root())), "no cpu -1");
     auto process = request("process");
-    EXPECT_EQ(error_of(session_options(process, root())), "target 'process' needs a pid");
+    EXPECT_EQ(error_of(session_options(process, root())), "target 'process' needs a pid or pids");
     process.target.pid = 0;
     EXPECT_EQ(error_of(session_options(process, root())), "no process 0");
     EXPECT_EQ(error_of(session_options(request("cgroup"), root())),
@@ -266,6 +267,48 @@ TEST_F(CounterRequestTest, AllAndEachTakeAListOfCpus) {
               "target 'process' takes no list of CPUs (kinds all and each do)");
     listed.target.cpus = {1, -2};
     EXPECT_EQ(error_of(session_options(listed, root())), "no cpu -2");
+}
+
+// perf stat -p 42,43: the processes of kind process, in order and once each, with or without
+// `pid`; one alone is `pid`; a bad one named; more than 1,024 refused.
+TEST_F(CounterRequestTest, AProcessTargetTakesAListOfProcesses) {
+    auto listed = request("process");
+    listed.target.pids = {43, 42, 43};
+    auto o = session_options(listed, root());
+    ASSERT_TRUE(o) << o.error().to_string();
+    EXPECT_EQ(o->target.kind, perf::TargetKind::Process);
+    EXPECT_EQ(o->target.pid, 42);
+    EXPECT_EQ(o->target.pids, (std::vector<pid_t>{42, 43}));
+    EXPECT_EQ(perf::target_processes(o->target), (std::vector<pid_t>{42, 43}));
+    EXPECT_EQ(target_text(listed), "processes 43, 42, 43");
+    EXPECT_EQ(perf::processes_text(o->target.pids), "processes 42, 43");
+    EXPECT_EQ(counter_request_from_json(to_json(listed)), listed) << to_json(listed).dump();
+
+    listed.target.pid = 41;  // beside the list: one more
+    o = session_options(listed, root());
+    ASSERT_TRUE(o);
+    EXPECT_EQ(o->target.pids, (std::vector<pid_t>{41, 42, 43}));
+    EXPECT_EQ(target_text(listed), "processes 41, 43, 42, 43");
+
+    auto one = request("process");
+    one.target.pids = {7, 7};
+    o = session_options(one, root());
+    ASSERT_TRUE(o);
+    EXPECT_EQ(o->target.pid, 7);
+    EXPECT_TRUE(o->target.pids.empty());
+    EXPECT_EQ(perf::target_processes(o->target), (std::vector<pid_t>{7}));
+    EXPECT_EQ(perf::processes_text({7}), "process 7");
+
+    auto bad = request("process");
+    bad.target.pids = {42, -3};
+    EXPECT_EQ(error_of(session_options(bad, root())), "no process -3");
+    bad.target.pids = {42, std::int64_t{1} << 40};
+    EXPECT_EQ(error_of(session_options(bad, root())), "no process 1099511627776");
+    bad.target.pids.assign(1025, 0);
+    std::iota(bad.target.pids.begin(), bad.target.pids.end(), 1);
+    EXPECT_EQ(error_of(session_options(bad, root())), "1025 processes: count at most 1024 at once");
+    bad.target.pids.pop_back();
+    EXPECT_TRUE(session_options(bad, root()));
 }
 
 // The CPUs a target opens on: a CPU or a list that is not online is named with those that are.

@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -22,9 +23,9 @@
 #include "monitor/perf/counter_device.hpp"
 #include "monitor/perf/event_catalog.hpp"
 #include "monitor/perf/perf_session.hpp"
+#include "perf_events_probe.hpp"
 #include "spinning_process.hpp"
 #include "test_support.hpp"
-#include "perf_events_probe.hpp"
 
 namespace monitor::perf {
 namespace {
@@ -322,6 +323,59 @@ TEST(ProcessThreads, AProcessThatIsGoneIsNoDevNamingIt) {
     EXPECT_NE(s.error().message.find("no such process"), std::string::npos) << s.error().message;
     EXPECT_NE(s.error().message.find("name a running process"), std::string::npos)
         << s.error().message;
+}
+
+// perf stat -p A,B: the threads of both processes counted into one instance, each thread once
+// when a thread's id names its process a second time; one of them gone is NODEV naming it.
+TEST(ProcessThreads, SeveralProcessesAreCountedAsOne) {
+    SKIP_WITHOUT_PERF_EVENTS();
+    SpinningProcess a(1);
+    SpinningProcess b(2);
+    ASSERT_TRUE(Started(a, 2));
+    ASSERT_TRUE(Started(b, 3));
+    auto c = catalog();
+    auto o = process(a.pid(), "perf::TASK-CLOCK");
+    // b's spinner's id names b again: its threads are counted once.
+    pid_t b_thread = -1;
+    for (pid_t tid : b.threads()) {
+        if (tid != b.pid()) b_thread = tid;
+    }
+    ASSERT_GT(b_thread, 0);
+    o.target.pids = {a.pid(), b.pid(), b_thread};
+    std::ranges::sort(o.target.pids);
+    o.target.pid = o.target.pids.front();
+    const double before = static_cast<double>(*a.cpu_ns() + *b.cpu_ns());
+    auto s = PerfSession::start(c, std::make_unique<PerfEventDevice>(), o);
+    if (!s && s.error().status == Status::Perm) GTEST_SKIP() << s.error().message;
+    ASSERT_TRUE(s) << s.error().to_string();
+    const double inner_before = static_cast<double>(*a.cpu_ns() + *b.cpu_ns());
+    std::this_thread::sleep_for(300ms);
+    const double inner = static_cast<double>(*a.cpu_ns() + *b.cpu_ns()) - inner_before;
+    ASSERT_TRUE((*s)->stop());
+    const double outer = static_cast<double>(*a.cpu_ns() + *b.cpu_ns()) - before;
+    auto r = (*s)->read();
+    ASSERT_TRUE(r) << r.error().to_string();
+    EXPECT_EQ(r->threads, static_cast<int>(a.thread_count() + b.thread_count()));
+    ASSERT_EQ(r->instances, std::vector<int>{-1});
+    // Both processes' CPU time: more than either ran alone would be, on two CPUs or one.
+    const double counted = static_cast<double>(r->events[0].total.count);
+    const double lag = a.lag_ns() + b.lag_ns();
+    EXPECT_GE(counted, 0.99 * inner - lag)
+        << "counted " << counted / 1e6 << " ms, the processes ran " << inner / 1e6 << " ms";
+    EXPECT_LE(counted, 1.05 * outer + lag + 50e6)
+        << "counted " << counted / 1e6 << " ms, the processes ran " << outer / 1e6 << " ms";
+
+    // One of them gone: named, nothing opened.
+    pid_t gone = ::fork();
+    if (gone == 0) ::_exit(0);
+    ASSERT_GT(gone, 0);
+    ASSERT_EQ(::waitpid(gone, nullptr, 0), gone);
+    o.target.pids = {a.pid(), gone};
+    auto g = PerfSession::start(c, std::make_unique<PerfEventDevice>(), o);
+    ASSERT_FALSE(g);
+    EXPECT_EQ(g.error().status, Status::NoDev) << g.error().to_string();
+    EXPECT_NE(g.error().message.find("process " + std::to_string(gone) + ":"), std::string::npos)
+        << g.error().message;
 }
 
 // The soft limit on open file descriptors, lowered for a test and put back.

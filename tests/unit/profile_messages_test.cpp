@@ -108,6 +108,8 @@ TEST(ProfileRequest, BadRequestsAreRefusedNamingWhatIsWrong) {
     cases.push_back(
         {{.target = {.kind = protocol::TargetRequest::Kind::Cpu, .cpu = -1}}, "no cpu -1"});
     cases.push_back({{.start_at_exec = true}, "start_at_exec is for a process target"});
+    cases.push_back({{.target = {.kind = protocol::TargetRequest::Kind::Process, .pids = {4, 3}}},
+                     "a profile samples one process, and this target is processes 3, 4"});
     for (const auto& c : cases) {
         auto o = protocol::profile_options(c.request, "/sys/fs/cgroup");
         ASSERT_FALSE(o) << c.says;

@@ -4,9 +4,12 @@
 
 #include <CLI/CLI.hpp>
 #include <cctype>
+#include <charconv>
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <ranges>
+#include <string_view>
 
 #include "completion.hpp"
 #include "monitor/loading/cpu_list.hpp"
@@ -139,6 +142,38 @@ CLI::Option* add_cpu_list(CLI::App* sub, monctl::PerfOptions& po, const std::str
         ->type_name("CPUS");
 }
 
+// -p, --pid: a process, or with `list` several as perf stat takes them ("1,2").
+CLI::Option* add_pid_list(CLI::App* sub, monctl::PerfOptions& po, const std::string& help,
+                          bool list) {
+    return sub
+        ->add_option_function<std::string>(
+            "-p,--pid",
+            [&po, list](const std::string& text) {
+                std::vector<long> pids;
+                for (const auto word : std::views::split(std::string_view{text}, ',')) {
+                    const std::string_view w{word.begin(), word.end()};
+                    long pid = 0;
+                    auto [end, ec] = std::from_chars(w.data(), w.data() + w.size(), pid);
+                    if (ec != std::errc{} || end != w.data() + w.size() || pid <= 0) {
+                        throw CLI::ValidationError(
+                            "-p", fmt::format("'{}' is not a process id{}: give {}", w,
+                                              list ? " in '" + text + "'" : "",
+                                              list ? "42 or a list as perf's: 42,43" : "42"));
+                    }
+                    pids.push_back(pid);
+                }
+                if (!list && pids.size() > 1) {
+                    throw CLI::ValidationError(
+                        "-p", fmt::format("'{}': this command takes one process (perf stat, "
+                                          "collect and start count several)",
+                                          text));
+                }
+                po.pids = std::move(pids);
+            },
+            help)
+        ->type_name(list ? "PIDS" : "PID");
+}
+
 // The target options of a sampling command (perf profile, perf overflows): every CPU (the
 // default), one CPU, a process, a cgroup or a unit, one of them; with `per_cpu`, each CPU
 // separately too. `verb` starts the help texts: "Sample ", or "".
@@ -150,10 +185,10 @@ void add_sampling_target(CLI::App* sub, monctl::PerfOptions& po, const std::stri
     };
     auto* all = sub->add_flag("-a,--all-cpus")->description(text("Every CPU (the default)"));
     auto* cpu = add_cpu_list(sub, po, text("CPUs: 3, or a list as perf's: 0,2-3"));
-    auto* pid = sub->add_option("-p,--pid", po.pid,
-                                text("A process: all its threads, and those it starts; ends "
-                                     "early when it exits"))
-                    ->check(CLI::PositiveNumber);
+    auto* pid = add_pid_list(sub, po,
+                             text("A process: all its threads, and those it starts; ends "
+                                  "early when it exits"),
+                             false);
     auto* cgroup =
         sub->add_option("-G,--cgroup", po.cgroup, text("A cgroup (a path below /sys/fs/cgroup)"));
     // Long names only where perf's letters mean something else (perf record's -u is a user).
@@ -268,9 +303,10 @@ int run(int argc, char** argv) {
         auto* cpu = add_cpu_list(sub, po,
                                  "Count CPUs: 3, or a list as perf's: 0,2-3 (added up; "
                                  "each on its own with -A)");
-        auto* pid = sub->add_option("-p,--pid", po.pid,
-                                    "Count a process: all its threads, and those it starts")
-                        ->check(CLI::PositiveNumber);
+        auto* pid = add_pid_list(sub, po,
+                                 "Count a process: all its threads, and those it starts; or a "
+                                 "list as perf's: 42,43 (added up)",
+                                 true);
         auto* cgroup = sub->add_option("-G,--cgroup", po.cgroup,
                                        "Count a cgroup (a path below /sys/fs/cgroup)");
         auto* unit = sub->add_option("--unit", po.unit, "Count a systemd unit's cgroup");

@@ -67,9 +67,12 @@ protocol::CounterRequest request_of(const PerfOptions& o) {
     } else {
         t.cpus = o.cpus;  // perf stat -C 0,2: those CPUs added up, or each with -A
     }
-    if (o.pid) {
+    if (o.pids.size() == 1) {
         t.kind = Process;
-        t.pid = *o.pid;
+        t.pid = o.pids.front();
+    } else if (!o.pids.empty()) {
+        t.kind = Process;
+        t.pids.assign(o.pids.begin(), o.pids.end());  // perf stat -p 42,43: added up
     }
     if (!o.cgroup.empty()) {
         t.kind = Cgroup;
@@ -93,13 +96,21 @@ std::string target_text(const PerfOptions& o, std::optional<int> threads = std::
     if (!o.cpus.empty()) {
         return fmt::format("{}cpu{}", o.per_cpu ? "each of " : "", fmt::join(o.cpus, ", cpu"));
     }
+    const std::string processes =
+        o.pids.empty()
+            ? std::string{"a process"}
+            : fmt::format("process{} {}", o.pids.size() == 1 ? "" : "es", fmt::join(o.pids, ", "));
+    const bool one = o.pids.size() <= 1;
     if (threads) {
-        return fmt::format("{} (its {} thread{}, and the threads and children it starts)",
-                           o.pid ? fmt::format("process {}", *o.pid) : std::string{"a process"},
+        return fmt::format("{} ({} {} thread{}, and the threads and children {} start{})",
+                           processes, one ? "its" : "their",
                            format_count(static_cast<std::uint64_t>(*threads)),
-                           *threads == 1 ? "" : "s");
+                           *threads == 1 ? "" : "s", one ? "it" : "they", one ? "s" : "");
     }
-    if (o.pid) return fmt::format("process {} and the threads and children it starts", *o.pid);
+    if (!o.pids.empty()) {
+        return fmt::format("{} and the threads and children {} start{}", processes,
+                           one ? "it" : "they", one ? "s" : "");
+    }
     if (!o.cgroup.empty()) return fmt::format("cgroup {}", o.cgroup);
     if (!o.unit.empty()) return fmt::format("unit {}", o.unit);
     return o.per_cpu ? "each CPU" : "all CPUs";
@@ -273,14 +284,15 @@ void print_report(const PerfOptions& o, const protocol::CounterReport& report, R
     } else if (o.separator) {
         out << format_counter_separated(report, *o.separator, layout);
     } else if (report.threads) {
-        // A process: how many of its threads were there to be opened.
+        // A process: how many of its threads were there to be opened (of several: theirs).
         const bool process = state.what.starts_with("process");
+        const bool one = o.pids.size() <= 1;
         out << format_counter_report(
             report,
-            fmt::format("{} ({}its {} thread{} at the start, and those it starts)", state.what,
-                        process ? "" : "a process: ",
+            fmt::format("{} ({}{} {} thread{} at the start, and those {} start{})", state.what,
+                        process ? "" : "a process: ", one ? "its" : "their",
                         format_count(static_cast<std::uint64_t>(*report.threads)),
-                        *report.threads == 1 ? "" : "s"),
+                        *report.threads == 1 ? "" : "s", one ? "it" : "they", one ? "s" : ""),
             layout);
     } else {
         out << format_counter_report(report, state.what, layout);
@@ -580,14 +592,24 @@ Result<CommandRun> run_counted(const PerfOptions& o, monitor::perf::EventCatalog
     rusage usage{};
     CommandRun done;
     protocol::CounterReport shown;
-    done.status = wait_for_command(*cmd, run, usage, [&] {
+    auto show_period = [&](const monitor::perf::PerfReport& counts, std::int64_t number) {
         // A process target: counted on no one CPU, so none is offline.
-        protocol::make_report(run.session().plan(), run.period(), false, run.periods(), false, {},
-                              shown);
+        protocol::make_report(run.session().plan(), counts, false, number, false, {}, shown);
         shown.threads.reset();  // a command is counted from its exec: all its threads
         period(shown);
+    };
+    std::optional<monitor::perf::PerfReport> at_last_period;
+    done.status = wait_for_command(*cmd, run, usage, [&] {
+        show_period(run.period(), run.periods());
+        at_last_period = run.totals();
     });
     if (auto r = run.finish(); !r) return std::unexpected(r.error());
+    if (interval) {
+        // As perf stat -I: the part of a period the command ran before it ended, the last.
+        monitor::perf::PerfReport rest = run.totals();
+        if (at_last_period) rest.subtract(*at_last_period);
+        show_period(rest, run.periods() + 1);
+    }
     done.report =
         protocol::make_report(run.session().plan(), run.totals(), false, std::nullopt, true, {});
     done.report.threads.reset();
@@ -673,6 +695,11 @@ int perf_stat(const PerfOptions& o) {
     for (const auto& r : runs) reports.push_back(r.report);
     if (o.json) {
         for (const auto& r : reports) out << protocol::to_json(r).dump(2) << '\n';
+        return exit_code_of(runs.back().status);
+    }
+    if (*interval) {
+        // As perf stat -I: the last period ends the output (the periods add up to the whole).
+        out.flush();
         return exit_code_of(runs.back().status);
     }
     if (runs.size() == 1) {

@@ -23,8 +23,8 @@ struct PerfOptions {
     std::string output;                    // -o FILE: the counts there, with perf's header
     int repeat = 1;                        // perf stat -r N: the command N times, mean and spread
     bool per_cpu = false;
-    std::vector<int> cpus;  // -C 0,2-3: these CPUs (one: that CPU)
-    std::optional<long> pid;
+    std::vector<int> cpus;   // -C 0,2-3: these CPUs (one: that CPU)
+    std::vector<long> pids;  // -p 42,43: these processes (one: that process)
     std::string cgroup;
     std::string unit;
     std::string mux = "daemon";

@@ -309,6 +309,7 @@ std::string stat_target_words(const monitor::protocol::TargetRequest& t) {
         case Cpu:
             return fmt::format("'CPU(s) {}'", t.cpu.value_or(-1));
         case Process:
+            if (!t.pids.empty()) return fmt::format("process id '{}'", fmt::join(t.pids, ","));
             return fmt::format("process id '{}'", t.pid.value_or(-1));
         case Cgroup:
             return fmt::format("cgroup '{}'", t.cgroup);

@@ -59,6 +59,7 @@ class CallerRights {
 
     // Whether the caller may measure `target`: PERM with the reason and what would work
     // (`what` names the measurement: "counting", "profiling"); NODEV for a process that is gone.
+    // Each process of a target of several.
     Result<void> may_measure(const CountTarget& target, std::string_view what) const;
     // Whether the caller may measure in kernel mode: PERM saying why, naming `what` ("cycles",
     // "the profile") and how to measure user mode only (`user_only`: ":u", "--mode user").
@@ -72,6 +73,9 @@ class CallerRights {
     std::string kernel_breakpoint_refusal() const;
 
   private:
+    // may_measure for one process or thread: the caller's, and dumpable.
+    Result<void> may_measure_task(pid_t pid, std::string_view what) const;
+
     bool privileged_ = true;
     uid_t uid_ = 0;
     gid_t gid_ = 0;

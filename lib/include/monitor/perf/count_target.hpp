@@ -37,7 +37,16 @@ struct CountTarget {
     // looked up (the process is not running it yet).
     std::filesystem::path program;
     std::string cgroup;  // Cgroup: a path below the cgroup2 root, or absolute
+    // Process: several processes (perf stat -p 1,2), ascending, their threads counted into the
+    // one instance as one process's are; `pid` is the first. Empty: `pid` alone.
+    std::vector<pid_t> pids;
 };
+
+// The processes of a Process target: its `pids`, or its `pid` alone.
+std::vector<pid_t> target_processes(const CountTarget& target);
+
+// "process 42", "processes 42, 43": for messages.
+std::string processes_text(const std::vector<pid_t>& pids);
 
 // The CPUs a target opens its counters or rings on, given the CPUs online now: the one CPU of
 // OneCpu, the listed ones of AllCpus and EachCpu (every online one without a list); `online`
@@ -49,5 +58,9 @@ Result<std::vector<int>> target_cpus(const CountTarget& target, const std::vecto
 // (for the id of a thread that is not the main one, the threads of its whole process). NODEV
 // for a process that is gone.
 Result<std::vector<pid_t>> process_threads(pid_t pid);
+
+// The threads of several processes, ascending and each once (two ids of one process list the
+// same threads). NODEV for the first process that is gone.
+Result<std::vector<pid_t>> process_threads(const std::vector<pid_t>& pids);
 
 }  // namespace monitor::perf

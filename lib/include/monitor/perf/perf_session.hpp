@@ -76,9 +76,9 @@ class PerfSession {
     // Opens every group of the plan on `target` as a new instance adding to report entry
     // `report`; on failure closes what it opened and adds nothing.
     Result<void> open_instance(const OpenTarget& target, std::size_t report);
-    // Opens the threads of a process (`tids`, listed in /proc/PID/task), skipping those that
-    // exited since.
-    Result<void> open_threads(pid_t pid, const std::vector<pid_t>& tids);
+    // Opens the threads of the target's processes (`tids`, listed in /proc/PID/task), skipping
+    // those that exited since; `what` names the processes in messages.
+    Result<void> open_threads(const std::string& what, const std::vector<pid_t>& tids);
     void close_instance(Instance& inst);
     // Calls fn for every instance, on the instance's CPU when visit_cpus is set.
     Result<void> for_each_instance(const std::function<Result<void>(Instance&)>& fn);

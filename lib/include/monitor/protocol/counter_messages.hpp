@@ -30,6 +30,9 @@ struct TargetRequest {
     std::string unit;
     // Kinds all and each: only these CPUs (perf stat -C 0,2-3); empty: every online CPU.
     std::vector<int> cpus;
+    // Kind process: several processes (perf stat -p 1,2), counted as one; beside or instead of
+    // `pid`.
+    std::vector<std::int64_t> pids;
 
     bool operator==(const TargetRequest&) const = default;
 };
@@ -53,7 +56,7 @@ nlohmann::json to_json(const TargetRequest& t);
 // interface file has none).
 TargetRequest target_request_from_json(const nlohmann::json& j);
 // What a target is, for people: "all CPUs", "each CPU", "cpu3", "cgroup X", "unit X",
-// "process 42".
+// "process 42", "processes 42, 43".
 std::string target_text(const TargetRequest& t);
 // The one mapping of a Target onto what a session opens: numbers in range, a cgroup path
 // checked to stay inside the tree at `cgroup_root`, a unit's cgroup found in it (NODEV when
