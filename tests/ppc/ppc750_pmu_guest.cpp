@@ -1,13 +1,15 @@
 // The /init of a 750 Linux under qemu-system-ppc (kernel/test-ppc750-pmu): checks that the
-// kernel's 750 PMU driver (kernel/0001-...patch) agrees with libmonitor's ppc750 table, then
-// powers the machine off. Prints "PMU-TEST ok|FAIL|note: ..." lines and a last line
-// "PMU-TEST done: N passed, M failed", which the script on the host reads.
+// kernel's 750 PMU driver (the series in kernel/linux-6.1/) agrees with libmonitord's ppc750
+// table and programs the registers as the 750's manual lays them out, then powers the machine
+// off. Prints "PMU-TEST ok|FAIL|note: ..." lines and a last line "PMU-TEST done: N passed, M
+// failed", which the script on the host reads.
 //
 // QEMU keeps the 750's PMU registers but does not count events: counts read here are whatever
 // QEMU leaves in the registers and are reported as such, not as measurements.
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <linux/reboot.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
 #include <sys/syscall.h>
@@ -21,6 +23,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -161,6 +164,199 @@ void groups() {
     if (cycles >= 0) ::close(static_cast<int>(cycles));
 }
 
+// The PMU's registers as the driver and core-book3s programmed them, read through their
+// user-mode copies (mfspr in problem state; QEMU keeps the values written): UMMCR0 936,
+// UPMC1 937, UPMC2 938, UMMCR1 940, UPMC3 941, UPMC4 942.
+template <int Spr>
+std::uint32_t user_spr() {
+    std::uint32_t value = 0;
+    asm volatile("mfspr %0, %1" : "=r"(value) : "i"(Spr));
+    return value;
+}
+
+struct PmuRegisters {
+    std::uint32_t mmcr0 = 0;
+    std::uint32_t mmcr1 = 0;
+    std::uint32_t pmc[4] = {};
+};
+
+PmuRegisters read_pmu() {
+    return {user_spr<936>(),
+            user_spr<940>(),
+            {user_spr<937>(), user_spr<938>(), user_spr<941>(), user_spr<942>()}};
+}
+
+// MMCR0 and MMCR1 as the 750's manual lays them out (IBM bit numbering; masks LSB-0 here):
+// written from the manual, not from the driver's tables, so that a field the driver puts in
+// the wrong place is seen.
+constexpr std::uint32_t kFc = 0x80000000;      // bit 0: freeze all counters
+constexpr std::uint32_t kFcs = 0x40000000;     // bit 1: freeze in supervisor state
+constexpr std::uint32_t kFcp = 0x20000000;     // bit 2: freeze in problem (user) state
+constexpr std::uint32_t kPmxe = 0x04000000;    // bit 5: performance monitor interrupt
+constexpr std::uint32_t kFcece = 0x02000000;   // bit 6: freeze on the enabled condition
+constexpr std::uint32_t kPmc1ce = 0x00008000;  // bit 16: PMC1's overflow is a condition
+constexpr std::uint32_t kPmcnce = 0x00004000;  // bit 17: PMC2-4's overflows are
+
+// The select of each counter: PMC1 bits 19-25 and PMC2 bits 26-31 of MMCR0, PMC3 bits 0-4 and
+// PMC4 bits 5-9 of MMCR1; THRESHOLD bits 10-15 of MMCR0.
+std::uint32_t select_of(const PmuRegisters& r, int pmc) {
+    switch (pmc) {
+        case 1:
+            return (r.mmcr0 >> 6) & 0x7f;
+        case 2:
+            return r.mmcr0 & 0x3f;
+        case 3:
+            return (r.mmcr1 >> 27) & 0x1f;
+        default:
+            return (r.mmcr1 >> 22) & 0x1f;
+    }
+}
+std::uint32_t threshold_of(const PmuRegisters& r) {
+    return (r.mmcr0 >> 16) & 0x3f;
+}
+
+std::string describe(const PmuRegisters& r) {
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  "MMCR0 %08x MMCR1 %08x PMC1 %08x PMC2 %08x PMC3 %08x PMC4 %08x", r.mmcr0, r.mmcr1,
+                  r.pmc[0], r.pmc[1], r.pmc[2], r.pmc[3]);
+    return text;
+}
+
+// The processor version register as /proc/cpuinfo shows it ("revision : 3.1 (pvr 0008 0301)");
+// 0 when it does not.
+std::uint32_t cpuinfo_pvr() {
+    const std::string text = read_file("/proc/cpuinfo");
+    const auto at = text.find("(pvr ");
+    unsigned version = 0, revision = 0;
+    if (at == std::string::npos ||
+        std::sscanf(text.c_str() + at, "(pvr %x %x)", &version, &revision) != 2) {
+        return 0;
+    }
+    return (version << 16) | revision;
+}
+
+// The revisions that must not take the performance monitor interrupt beside the decrementer's:
+// every PVR version 0x0008 part (the MPC750/755 user's manual, appendix C; 750CXe DD2.x erratum
+// 13) and the 750FX before DD2.3. The driver counts there without overflow conditions, and
+// sets them only for a group that samples.
+bool interrupt_unsafe(std::uint32_t pvr) {
+    const std::uint32_t version = pvr >> 16;
+    return version == 0x0008 || (version == 0x7000 && (pvr & 0xff0f) < 0x0203);
+}
+
+struct GroupCase {
+    const char* what;
+    std::vector<std::uint64_t> codes;
+    bool exclude_user = false;
+    bool exclude_kernel = false;
+    std::uint64_t sample_period = 0;  // the leader's
+    // What the registers must hold while the group counts: each counter's select (0: unused).
+    std::uint32_t selects[4] = {};
+    std::uint32_t threshold = 0;
+};
+
+// Opens `c`'s events as one group on this thread, enables it, reads the registers while it
+// counts, then disables and closes it; nullopt when the group did not open.
+std::optional<PmuRegisters> registers_while_counting(const GroupCase& c) {
+    std::vector<int> fds;
+    auto close_all = [&] {
+        for (int fd : fds) ::close(fd);
+    };
+    for (std::size_t i = 0; i < c.codes.size(); ++i) {
+        perf_event_attr attr{};
+        attr.size = sizeof attr;
+        attr.type = PERF_TYPE_RAW;
+        attr.config = c.codes[i];
+        attr.disabled = i == 0 ? 1 : 0;
+        attr.exclude_user = c.exclude_user ? 1 : 0;
+        attr.exclude_kernel = c.exclude_kernel ? 1 : 0;
+        attr.exclude_hv = 1;
+        if (i == 0) attr.sample_period = c.sample_period;
+        const long fd = ::syscall(SYS_perf_event_open, &attr, 0, -1, fds.empty() ? -1 : fds[0], 0);
+        if (fd < 0) {
+            check(false, "%s: event 0x%llx does not open (%s)", c.what,
+                  static_cast<unsigned long long>(c.codes[i]), std::strerror(errno));
+            close_all();
+            return std::nullopt;
+        }
+        fds.push_back(static_cast<int>(fd));
+    }
+    ::ioctl(fds[0], PERF_EVENT_IOC_ENABLE, PERF_IOC_FLAG_GROUP);
+    const PmuRegisters counting = read_pmu();
+    ::ioctl(fds[0], PERF_EVENT_IOC_DISABLE, PERF_IOC_FLAG_GROUP);
+    close_all();
+    return counting;
+}
+
+// While each group counts, the registers hold what the events ask: the selects in the
+// manual's fields, the threshold, the freeze bits of the exclude flags, the overflow
+// conditions of the counters in use, and a sampling counter preloaded to overflow after its
+// period; once they are closed, the counters are frozen.
+void registers() {
+    const std::uint32_t pvr = cpuinfo_pvr();
+    const bool unsafe = interrupt_unsafe(pvr);
+    char pvr_text[64];
+    std::snprintf(pvr_text, sizeof pvr_text, "PVR %08x: %s", pvr,
+                  unsafe ? "counting groups without overflow conditions" : "overflow conditions");
+    note(pvr_text);
+    check(pvr != 0, "/proc/cpuinfo gives the PVR (%08x)", pvr);
+    const std::vector<GroupCase> cases{
+        {.what = "one event on each counter, kernel excluded",
+         .codes = {0x105, 0x205, 0x305, 0x405},
+         .exclude_kernel = true,
+         .selects = {5, 5, 5, 5}},
+        {.what = "the counters' own events, user excluded",
+         .codes = {0x108, 0x20a, 0x311, 0x40e},
+         .exclude_user = true,
+         .selects = {0x08, 0x0a, 0x11, 0x0e}},
+        {.what = "L1 load misses over a threshold of 20 cycles on PMC1",
+         .codes = {(20u << 12) | 0x10a},
+         .selects = {0x0a, 0, 0, 0},
+         .threshold = 20},
+        {.what = "cycles on PMC4 sampled every 1000",
+         .codes = {0x401},
+         .sample_period = 1000,
+         .selects = {0, 0, 0, 1}},
+    };
+    for (const auto& c : cases) {
+        const auto r = registers_while_counting(c);
+        if (!r) continue;
+        note(std::string{c.what} + ": " + describe(*r));
+        for (int pmc = 1; pmc <= 4; ++pmc) {
+            check(select_of(*r, pmc) == c.selects[pmc - 1], "%s: PMC%d's select is 0x%02x (%s)",
+                  c.what, pmc, c.selects[pmc - 1], describe(*r).c_str());
+        }
+        check(threshold_of(*r) == c.threshold, "%s: THRESHOLD is %u (%s)", c.what, c.threshold,
+              describe(*r).c_str());
+        check((r->mmcr0 & kFc) == 0, "%s: the counters are not frozen (FC clear)", c.what);
+        check(((r->mmcr0 & kFcs) != 0) == c.exclude_kernel, "%s: FCS %s", c.what,
+              c.exclude_kernel ? "set (kernel excluded)" : "clear");
+        check(((r->mmcr0 & kFcp) != 0) == c.exclude_user, "%s: FCP %s", c.what,
+              c.exclude_user ? "set (user excluded)" : "clear");
+        // Overflow conditions for the counters in use, unless the group only counts on a
+        // revision that must not take the interrupt.
+        const bool conditions = c.sample_period != 0 || !unsafe;
+        const bool pmc1 = conditions && c.selects[0] != 0;
+        const bool others =
+            conditions && (c.selects[1] != 0 || c.selects[2] != 0 || c.selects[3] != 0);
+        check(((r->mmcr0 & kPmc1ce) != 0) == pmc1, "%s: PMC1CE %s", c.what,
+              pmc1 ? "set (PMC1 in use)" : "clear");
+        check(((r->mmcr0 & kPmcnce) != 0) == others, "%s: PMCnCE %s", c.what,
+              others ? "set (PMC2-4 in use)" : "clear");
+        // core-book3s takes the overflow interrupt with every group, and freezes on it.
+        check((r->mmcr0 & (kPmxe | kFcece)) == (kPmxe | kFcece), "%s: PMXE and FCECE set", c.what);
+        if (c.sample_period != 0) {
+            const std::uint32_t preload = 0x80000000u - static_cast<std::uint32_t>(c.sample_period);
+            check(r->pmc[3] == preload, "%s: PMC4 holds 0x%08x, 0x80000000 - %llu (%s)", c.what,
+                  preload, static_cast<unsigned long long>(c.sample_period), describe(*r).c_str());
+        }
+    }
+    const PmuRegisters after = read_pmu();
+    check((after.mmcr0 & kFc) != 0, "once the groups are closed the counters are frozen (%s)",
+          describe(after).c_str());
+}
+
 // libmonitor's processor check lets ppc750 events count here.
 void catalog() {
     auto c = monitor::perf::EventCatalog::create();
@@ -234,6 +430,7 @@ int main() {
     registration();
     every_code();
     groups();
+    registers();
     catalog();
     mon_api();
     std::printf("PMU-TEST done: %d passed, %d failed\n", passed, failed);
