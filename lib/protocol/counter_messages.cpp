@@ -218,6 +218,11 @@ Result<perf::CountTarget> count_target(const TargetRequest& r,
     for (int cpu : r.cpus) {
         if (cpu < 0) return fail(Status::BadArg, fmt::format("no cpu {}", cpu));
     }
+    if (!r.pids.empty() && r.kind != Process) {
+        return fail(Status::BadArg, fmt::format("target '{}' takes no list of processes (kind "
+                                                "process does)",
+                                                name_of(kTargetKindNames, r.kind)));
+    }
     switch (r.kind) {
         case All:
             t.kind = perf::TargetKind::AllCpus;

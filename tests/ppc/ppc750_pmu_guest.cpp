@@ -21,8 +21,10 @@
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -370,6 +372,159 @@ void catalog() {
           countable ? "" : ": ", countable ? "" : countable.error().message.c_str());
 }
 
+// The hardware check (--hardware, on a board): counts that a 750 gives exactly. Each measure
+// counts user mode only, once over a block of code and once over the block twice; the
+// difference is what one block did, exactly, whatever the enable and disable calls around it
+// count. Blocks are straight-line assembly: no branch, so no folded branch either.
+#define MON_REPT(n, insn) ".rept " #n "\n\t" insn "\n\t.endr\n\t"
+
+void block_addi(int twice) {
+    unsigned x = 0;
+    asm volatile(MON_REPT(1000, "addi %0, %0, 1") : "+r"(x));
+    if (twice) asm volatile(MON_REPT(1000, "addi %0, %0, 1") : "+r"(x));
+}
+void block_eieio(int twice) {
+    asm volatile(MON_REPT(1000, "eieio")::: "memory");
+    if (twice) asm volatile(MON_REPT(1000, "eieio")::: "memory");
+}
+void block_sync(int twice) {
+    asm volatile(MON_REPT(100, "sync")::: "memory");
+    if (twice) asm volatile(MON_REPT(100, "sync")::: "memory");
+}
+unsigned reservation = 0;
+void block_stwcx(int twice) {
+    unsigned* at = &reservation;
+    unsigned v = 0;
+    asm volatile(MON_REPT(100, "lwarx %0, 0, %1\n\tstwcx. %0, 0, %1")
+                 : "=&r"(v)
+                 : "r"(at)
+                 : "cr0", "memory");
+    if (twice) {
+        asm volatile(MON_REPT(100, "lwarx %0, 0, %1\n\tstwcx. %0, 0, %1")
+                     : "=&r"(v)
+                     : "r"(at)
+                     : "cr0", "memory");
+    }
+}
+
+// The counts of `codes` (a group, user mode only) over block(twice); empty when the group does
+// not open or a read fails.
+std::vector<std::uint64_t> count_block(const std::vector<std::uint64_t>& codes, void (*block)(int),
+                                       int twice) {
+    std::vector<int> fds;
+    std::vector<std::uint64_t> counts;
+    for (std::uint64_t code : codes) {
+        perf_event_attr attr{};
+        attr.size = sizeof attr;
+        attr.type = PERF_TYPE_RAW;
+        attr.config = code;
+        attr.disabled = fds.empty() ? 1 : 0;
+        attr.exclude_kernel = 1;
+        attr.exclude_hv = 1;
+        const long fd = ::syscall(SYS_perf_event_open, &attr, 0, -1, fds.empty() ? -1 : fds[0], 0);
+        if (fd < 0) break;
+        fds.push_back(static_cast<int>(fd));
+    }
+    if (fds.size() == codes.size()) {
+        ::ioctl(fds[0], PERF_EVENT_IOC_RESET, PERF_IOC_FLAG_GROUP);
+        ::ioctl(fds[0], PERF_EVENT_IOC_ENABLE, PERF_IOC_FLAG_GROUP);
+        block(twice);
+        ::ioctl(fds[0], PERF_EVENT_IOC_DISABLE, PERF_IOC_FLAG_GROUP);
+        for (int fd : fds) {
+            std::uint64_t value = 0;
+            if (::read(fd, &value, sizeof value) != static_cast<ssize_t>(sizeof value)) break;
+            counts.push_back(value);
+        }
+    }
+    for (int fd : fds) ::close(fd);
+    if (counts.size() != codes.size()) counts.clear();
+    return counts;
+}
+
+// What one block counts on each of `codes`: the difference of the two runs (the least of three
+// tries, so that an interrupt's or a context switch's user-mode work in one run does not
+// count); empty when a run failed.
+std::vector<std::int64_t> per_block(const std::vector<std::uint64_t>& codes, void (*block)(int)) {
+    std::vector<std::int64_t> best;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+        const auto once = count_block(codes, block, 0);
+        const auto twice = count_block(codes, block, 1);
+        if (once.empty() || twice.empty()) return {};
+        for (std::size_t i = 0; i < codes.size(); ++i) {
+            const auto d = static_cast<std::int64_t>(twice[i]) - static_cast<std::int64_t>(once[i]);
+            if (best.size() <= i) {
+                best.push_back(d);
+            } else if (std::llabs(d) < std::llabs(best[i])) {
+                best[i] = d;
+            }
+        }
+    }
+    return best;
+}
+
+// The checks of the hardware, with `record` called for each (what, expected, got). On QEMU,
+// which does not count, they must fail: the init run shows that they can.
+void hardware(const std::function<void(const char*, std::int64_t, std::int64_t)>& record,
+              std::chrono::seconds cycles_limit) {
+    struct Measure {
+        const char* what;
+        std::vector<std::uint64_t> codes;
+        void (*block)(int);
+        std::int64_t expected;
+    };
+    const std::vector<Measure> measures{
+        {"instructions completed (select 2) on PMC1-4 over 1000 addi",
+         {0x102, 0x202, 0x302, 0x402},
+         block_addi,
+         1000},
+        {"eieio completed (PMC1 0x05) over 1000 eieio", {0x105}, block_eieio, 1000},
+        {"sync completed (PMC4 0x0B) over 100 sync", {0x40b}, block_sync, 100},
+        {"stwcx. completed (PMC3 0x0A) over 100 lwarx/stwcx.", {0x30a}, block_stwcx, 100},
+    };
+    for (const auto& m : measures) {
+        const auto got = per_block(m.codes, m.block);
+        if (got.empty()) {
+            record(m.what, m.expected, -1);
+            continue;
+        }
+        for (std::size_t i = 0; i < got.size(); ++i) {
+            char what[160];
+            std::snprintf(what, sizeof what, "%s: PMC%u", m.what,
+                          static_cast<unsigned>((m.codes[i] >> 8) & 7));
+            record(what, m.expected, got[i]);
+        }
+    }
+    // Past 2^31 cycles: PMC1 counts cycles in user mode while this thread spins, read every
+    // 100 ms; the count must grow past 2^31 without going back (the kernel folds the 32-bit
+    // counter's overflows, or its wraps between reads, into 64 bits).
+    perf_event_attr attr{};
+    attr.size = sizeof attr;
+    attr.type = PERF_TYPE_RAW;
+    attr.config = 0x101;
+    attr.exclude_kernel = 1;
+    attr.exclude_hv = 1;
+    const long fd = ::syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
+    std::uint64_t last = 0;
+    bool monotonic = fd >= 0;
+    const auto until = std::chrono::steady_clock::now() + cycles_limit;
+    while (fd >= 0 && last <= (3ull << 30) && std::chrono::steady_clock::now() < until) {
+        const auto step = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+        volatile unsigned spin = 0;
+        while (std::chrono::steady_clock::now() < step) spin = spin + 1;
+        std::uint64_t value = 0;
+        if (::read(static_cast<int>(fd), &value, sizeof value) !=
+            static_cast<ssize_t>(sizeof value)) {
+            monotonic = false;
+            break;
+        }
+        monotonic = monotonic && value >= last;
+        last = value;
+    }
+    if (fd >= 0) ::close(static_cast<int>(fd));
+    record("user-mode cycles on PMC1 grow past 3 * 2^30 in the time given, never going back", 1,
+           monotonic && last > (3ull << 30) ? 1 : 0);
+}
+
 std::atomic<int> collected{0};
 MON_perf_stats collected_stats{};
 
@@ -421,11 +576,22 @@ void mon_api() {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
     const bool as_init = ::getpid() == 1;
     if (as_init) {
         ::mount("proc", "/proc", "proc", 0, nullptr);
         ::mount("sysfs", "/sys", "sysfs", 0, nullptr);
+    }
+    if (argc == 2 && std::strcmp(argv[1], "--hardware") == 0) {
+        // On a board: what a 750 counts exactly.
+        hardware(
+            [](const char* what, std::int64_t expected, std::int64_t got) {
+                check(got == expected, "%s: %lld (%lld expected)", what,
+                      static_cast<long long>(got), static_cast<long long>(expected));
+            },
+            std::chrono::seconds(60));
+        std::printf("PMU-TEST done: %d passed, %d failed\n", passed, failed);
+        return failed == 0 ? 0 : 1;
     }
     registration();
     every_code();
@@ -433,6 +599,18 @@ int main() {
     registers();
     catalog();
     mon_api();
+    // The board's check, where nothing counts: it must fail, or it could pass on a board
+    // without counting either.
+    int wrong = 0;
+    hardware(
+        [&wrong](const char* what, std::int64_t expected, std::int64_t got) {
+            if (got != expected) ++wrong;
+            note(std::string{"--hardware: "} + what + ": " + std::to_string(got) + " (" +
+                 std::to_string(expected) + " on a 750)");
+        },
+        std::chrono::seconds(2));
+    check(wrong > 0, "the --hardware check fails where nothing counts (%d of its checks did)",
+          wrong);
     std::printf("PMU-TEST done: %d passed, %d failed\n", passed, failed);
     std::fflush(stdout);
     if (as_init) {

@@ -309,6 +309,11 @@ TEST_F(CounterRequestTest, AProcessTargetTakesAListOfProcesses) {
     EXPECT_EQ(error_of(session_options(bad, root())), "1025 processes: count at most 1024 at once");
     bad.target.pids.pop_back();
     EXPECT_TRUE(session_options(bad, root()));
+    // Only kind process takes them.
+    auto all = request("all");
+    all.target.pids = {42};
+    EXPECT_EQ(error_of(session_options(all, root())),
+              "target 'all' takes no list of processes (kind process does)");
 }
 
 // The CPUs a target opens on: a CPU or a list that is not online is named with those that are.

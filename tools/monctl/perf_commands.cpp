@@ -20,6 +20,7 @@
 #include <functional>
 #include <iostream>
 #include <optional>
+#include <string_view>
 #include <thread>
 #include <utility>
 
@@ -90,6 +91,17 @@ protocol::CounterRequest request_of(const PerfOptions& o) {
     return r;
 }
 
+// The words for the processes of -p: "its"/"it starts" for one, "their"/"they start" for
+// several.
+struct ProcessWords {
+    std::string_view its;
+    std::string_view starts;
+};
+ProcessWords process_words(const PerfOptions& o) {
+    if (o.pids.size() <= 1) return {"its", "it starts"};
+    return {"their", "they start"};
+}
+
 // `threads`: how many threads of a process the daemon counts from the start (`perf read` and
 // `perf stop` are not told the pid of the session they show).
 std::string target_text(const PerfOptions& o, std::optional<int> threads = std::nullopt) {
@@ -100,16 +112,14 @@ std::string target_text(const PerfOptions& o, std::optional<int> threads = std::
         o.pids.empty()
             ? std::string{"a process"}
             : fmt::format("process{} {}", o.pids.size() == 1 ? "" : "es", fmt::join(o.pids, ", "));
-    const bool one = o.pids.size() <= 1;
+    const auto words = process_words(o);
     if (threads) {
-        return fmt::format("{} ({} {} thread{}, and the threads and children {} start{})",
-                           processes, one ? "its" : "their",
-                           format_count(static_cast<std::uint64_t>(*threads)),
-                           *threads == 1 ? "" : "s", one ? "it" : "they", one ? "s" : "");
+        return fmt::format("{} ({} {} thread{}, and the threads and children {})", processes,
+                           words.its, format_count(static_cast<std::uint64_t>(*threads)),
+                           *threads == 1 ? "" : "s", words.starts);
     }
     if (!o.pids.empty()) {
-        return fmt::format("{} and the threads and children {} start{}", processes,
-                           one ? "it" : "they", one ? "s" : "");
+        return fmt::format("{} and the threads and children {}", processes, words.starts);
     }
     if (!o.cgroup.empty()) return fmt::format("cgroup {}", o.cgroup);
     if (!o.unit.empty()) return fmt::format("unit {}", o.unit);
@@ -286,13 +296,13 @@ void print_report(const PerfOptions& o, const protocol::CounterReport& report, R
     } else if (report.threads) {
         // A process: how many of its threads were there to be opened (of several: theirs).
         const bool process = state.what.starts_with("process");
-        const bool one = o.pids.size() <= 1;
+        const auto words = process_words(o);
         out << format_counter_report(
             report,
-            fmt::format("{} ({}{} {} thread{} at the start, and those {} start{})", state.what,
-                        process ? "" : "a process: ", one ? "its" : "their",
+            fmt::format("{} ({}{} {} thread{} at the start, and those {})", state.what,
+                        process ? "" : "a process: ", words.its,
                         format_count(static_cast<std::uint64_t>(*report.threads)),
-                        *report.threads == 1 ? "" : "s", one ? "it" : "they", one ? "s" : ""),
+                        *report.threads == 1 ? "" : "s", words.starts),
             layout);
     } else {
         out << format_counter_report(report, state.what, layout);
