@@ -599,6 +599,26 @@ MON_status do_set_watchdog(const char* device, unsigned int timeout_s) {
     return MON_SUCCESS;
 }
 
+MON_status do_pet_watchdog() {
+    Mon& m = mon();
+    std::lock_guard lock(m.api);
+    if (m.state == State::Running || m.state == State::Stopping) {
+        return bad_state("MON_pet_watchdog", m.state,
+                         "stopped (MON_stop): while MON runs, the IDLE task pets the watchdog, "
+                         "and only when every CPU has idle time");
+    }
+    if (!m.watchdog || !m.watchdog->status().armed) {
+        return fail(MON_BADSTATE,
+                    "MON_pet_watchdog: no watchdog is armed (MON_set_watchdog, "
+                    "then MON_start, arms one)");
+    }
+    if (auto r = m.watchdog->pet(); !r) {
+        return fail(static_cast<MON_status>(r.error().status),
+                    "MON_pet_watchdog: " + r.error().message);
+    }
+    return MON_SUCCESS;
+}
+
 MON_status do_get_loading(MON_loading* loading) {
     if (loading == nullptr) return fail(MON_NULLPTR, "MON_get_loading: loading is NULL");
     Mon& m = mon();
@@ -722,6 +742,10 @@ MON_status MON_shutdown(void) {
 
 MON_status MON_set_watchdog(const char* device, unsigned int timeout_s) {
     return guarded("MON_set_watchdog", [&] { return do_set_watchdog(device, timeout_s); });
+}
+
+MON_status MON_pet_watchdog(void) {
+    return guarded("MON_pet_watchdog", [] { return do_pet_watchdog(); });
 }
 
 MON_status MON_get_loading(MON_loading* loading) {

@@ -88,14 +88,28 @@ void Watchdog::close_armed() {
 void Watchdog::credit(int cpu) noexcept {
     const auto now = now_();
     if (!policy_.credit(cpu, now)) return;
+    (void)pet_at(now);
+}
+
+Result<void> Watchdog::pet() {
+    if (lease_.load() == nullptr) {
+        return fail(Status::BadState, "the watchdog is not armed, so there is nothing to pet");
+    }
+    if (const int err = pet_at(now_()); err != 0) {
+        return fail_errno(err, fmt::format("{}: keepalive", known_ ? known_->path : "watchdog"));
+    }
+    return {};
+}
+
+int Watchdog::pet_at(Clock::time_point now) noexcept {
     Lease* lease = lease_.load();
-    if (lease == nullptr || !take(*lease)) return;
+    if (lease == nullptr || !take(*lease)) return 0;
     const int err = lease->device->keepalive();
     release(*lease);
     if (err != 0) {
         last_pet_errno_.store(err);
         pet_errors_.fetch_add(1);
-        return;
+        return err;
     }
     const std::uint32_t at = ms_since_origin(now);
     std::uint32_t gap = at - last_pet_ms_.exchange(at);
@@ -110,6 +124,7 @@ void Watchdog::credit(int cpu) noexcept {
     std::uint32_t longest = longest_gap_ms_.load(std::memory_order_relaxed);
     while (gap > longest && !longest_gap_ms_.compare_exchange_weak(longest, gap)) {
     }
+    return 0;
 }
 
 WatchdogStatus Watchdog::status() const {

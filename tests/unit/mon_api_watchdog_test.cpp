@@ -1,5 +1,6 @@
 // Tests of the MON_* C API's watchdog: set before the start, a missing device fails it, the
-// IDLE task pets, MON_stop leaves it armed and MON_set_watchdog(NULL, 0) disarms it. A FIFO
+// IDLE task pets, MON_stop leaves it armed, the program pets it itself once MON is stopped
+// (MON_pet_watchdog), and MON_set_watchdog(NULL, 0) disarms it. A FIFO
 // stands in for /dev/watchdog.
 #include <fcntl.h>
 #include <gmock/gmock.h>
@@ -96,25 +97,39 @@ TEST_F(MonApi, StopLeavesTheWatchdogArmed) {
     // Pets need idle time on every CPU: on a machine busy with other tests they take longer.
     ASSERT_TRUE(WaitPets(reader, 3, 20s)) << "pets: " << reader.Pets();
 
+    // While MON runs, only the IDLE task pets.
+    EXPECT_BADSTATE(MON_pet_watchdog(), "MON_pet_watchdog");
     ASSERT_MON(MON_stop(), MON_SUCCESS);
     std::this_thread::sleep_for(100ms);
-    const std::size_t stopped = reader.Pets();
+    std::size_t stopped = reader.Pets();
     std::this_thread::sleep_for(500ms);
     EXPECT_EQ(reader.Pets(), stopped) << "petted after MON_stop";
     EXPECT_TRUE(reader.Poll()) << "MON_stop closed the watchdog";
     EXPECT_EQ(reader.data().find('V'), std::string::npos) << "MON_stop disarmed the watchdog";
+    // Flight code running on with MON stopped pets it itself (MON's watchdogSet).
+    ASSERT_MON(MON_pet_watchdog(), MON_SUCCESS);
+    ASSERT_MON(MON_pet_watchdog(), MON_SUCCESS);
+    EXPECT_EQ(reader.Pets(), stopped + 2) << "MON_pet_watchdog did not pet";
+    stopped = reader.Pets();
 
     ASSERT_MON(MON_start(nullptr, nullptr), MON_SUCCESS);
     EXPECT_TRUE(WaitPets(reader, stopped + 2, 20s)) << "no pets after MON_start again";
     ASSERT_MON(MON_stop(), MON_SUCCESS);
     ASSERT_MON(MON_shutdown(), MON_SUCCESS);
     EXPECT_TRUE(reader.Poll()) << "MON_shutdown closed the watchdog";
+    // Still armed after MON_shutdown: still petted on request.
+    const std::size_t shut = reader.Pets();
+    ASSERT_MON(MON_pet_watchdog(), MON_SUCCESS);
+    EXPECT_EQ(reader.Pets(), shut + 1);
 
     ASSERT_MON(MON_initialize(), MON_SUCCESS);
     ASSERT_MON(MON_set_watchdog(nullptr, 0), MON_SUCCESS);
     EXPECT_FALSE(reader.Poll()) << "still open after MON_set_watchdog(NULL, 0)";
     ASSERT_FALSE(reader.data().empty());
     EXPECT_EQ(reader.data().back(), 'V');
+    // Disarmed: nothing to pet, and it says so.
+    EXPECT_MON(MON_pet_watchdog(), MON_BADSTATE);
+    EXPECT_THAT(MON_last_error(), HasSubstr("no watchdog is armed"));
 }
 
 }  // namespace

@@ -111,6 +111,12 @@ MON_status MON_shutdown(void);
  * INITIALIZED state only.
  */
 MON_status MON_set_watchdog(const char* device, unsigned int timeout_s);
+/* Pets the armed watchdog once, now: MON's watchdogSet() for flight code that runs on with MON
+ * stopped (after MON_stop or MON_shutdown), and must then keep the machine from resetting
+ * itself, at least once per timeout. MON_BADSTATE while MON runs (the IDLE task pets it then,
+ * and only when every CPU has idle time: a pet from the caller would hide a starved CPU) and
+ * when no watchdog is armed; the driver's error (MON_IOERR, ...) when the pet fails. */
+MON_status MON_pet_watchdog(void);
 
 /* The loading of the monitored CPUs together. MON_NOTRDY before the first sample (one second
  * after MON_start()); after MON_stop(), the statistics as they were when it stopped. */

@@ -72,6 +72,9 @@ class Watchdog final : public IdleCreditSink {
     Result<void> disarm();
     // Closes without the magic close: the watchdog fires unless someone pets it in time.
     void close_armed();
+    // One pet now, whatever the credits (the MON API's pet after MON_stop, when no probe
+    // runs): counted as the probes' pets are. BADSTATE when not armed; the keepalive's error.
+    Result<void> pet();
     // The CPUs whose probes must earn credits (see PetPolicy::set_cpus).
     void set_cpus(const std::vector<int>& cpus) noexcept { policy_.set_cpus(cpus); }
     WatchdogStatus status() const;
@@ -99,6 +102,9 @@ class Watchdog final : public IdleCreditSink {
     // just before a disarm).
     static bool take(Lease& l) noexcept;
     static void release(Lease& l) noexcept;
+    // Pets the armed device, counting the pet (or the error, returned as an errno; 0 for a
+    // pet, or for no device to pet). From any thread; lock-free.
+    int pet_at(Clock::time_point now) noexcept;
     // Milliseconds since origin_, in 32 bits that wrap every 49 days.
     std::uint32_t ms_since_origin(Clock::time_point t) const noexcept;
 
