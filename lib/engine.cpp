@@ -97,6 +97,10 @@ Result<void> Engine::refresh_online(const LoadSample* fallback) {
     return {};
 }
 
+std::vector<int> Engine::stop_probes(std::chrono::milliseconds grace) {
+    return probes_ ? probes_->stop(grace) : std::vector<int>{};
+}
+
 Result<void> Engine::tick(Clock::time_point now) {
     const double seconds = std::chrono::duration<double>(now - last_tick_).count();
     last_tick_ = now;

@@ -35,7 +35,10 @@
 namespace {
 
 using monitor::mon::fail;
+using monitor::mon::fail_state;
+using monitor::mon::fail_task;
 using monitor::mon::guarded;
+using monitor::mon::Step;
 
 enum class State { Uninitialized, Initialized, Running, Stopping };
 using Clock = std::chrono::steady_clock;
@@ -53,6 +56,23 @@ const char* state_name(State s) {
     }
     return "?";
 }
+
+unsigned bit(State s) {
+    switch (s) {
+        case State::Uninitialized:
+            return MON_STATE_UNINITIALIZED;
+        case State::Initialized:
+            return MON_STATE_INITIALIZED;
+        case State::Running:
+            return MON_STATE_RUNNING;
+        case State::Stopping:
+            return MON_STATE_STOPPING;
+    }
+    return 0;
+}
+
+// How long MON_stop waits for each task to end.
+constexpr auto kTaskStopWait = std::chrono::milliseconds(MON_TASK_STOP_MS);
 
 // A MON_collect_perf_stats in progress: whom it tells when its run ends.
 struct Collection {
@@ -95,7 +115,9 @@ struct PerfState {
     std::optional<monitor::Runtime::RunId> run;          // the session counting, in the runtime
     monitor::mon::EventOfSet event_of_set{};             // the session's event per set, -1 for none
     std::optional<Collection> collection;
-    std::optional<MON_perf_stats> last;              // the counts of the last session that ended
+    std::optional<MON_perf_stats> last;  // the counts of the last session that ended
+    // Each set's event as the running or last session counts it (canonical); "" when unused.
+    std::array<std::string, MON_PERF_SETS> counted;
     std::array<Overflow, MON_PERF_SETS> overflow{};  // the handlers, per set
     // The running session's; each read by its sample run, which adds the overflows to
     // `overflows` (under the data lock) for the POLL task to tell of.
@@ -116,6 +138,9 @@ struct Mon {
     std::vector<int> monitored;                     // the CPUs with a probe, as of MON_start
     PerfState perf;
     std::thread poll;
+    bool poll_ended = false;  // the POLL thread has left its loop (under data)
+    // A MON_stop gave up waiting for the POLL task (MON_TSKJOIN): the next one waits again.
+    bool poll_unjoined = false;
 
     // The hardware watchdog: chosen by MON_set_watchdog, armed by MON_start, left armed by
     // MON_stop (the device stays open; nothing pets it).
@@ -131,10 +156,13 @@ Mon& mon() {
     return *m;
 }
 
-MON_status bad_state(const char* call, State now, const char* needed) {
-    return fail(MON_BADSTATE,
-                std::string{call} + ": MON is " + state_name(now) + "; it must be " + needed);
+// `valid`: the states the call is valid in (MON_STATE_* bits); `needed` says them in words.
+MON_status bad_state(const char* call, State now, unsigned valid, const char* needed) {
+    return fail_state(valid, bit(now),
+                      std::string{call} + ": MON is " + state_name(now) + "; it must be " + needed);
 }
+constexpr unsigned kInitializedOrLater =
+    MON_STATE_INITIALIZED | MON_STATE_RUNNING | MON_STATE_STOPPING;
 
 // What remains of a counting session that ended: calling its collection's callback, done
 // outside every lock so that the callback may call MON. The collection's structure is filled
@@ -194,8 +222,7 @@ Ending end_session(Mon& m, const monitor::Error* failure = nullptr) noexcept {
         auto finished =
             failure != nullptr ? monitor::Result<void>{std::unexpected(*failure)} : run->finish();
         if (!finished) {
-            return fail(static_cast<MON_status>(finished.error().status),
-                        "reading the counters: " + finished.error().message);
+            return fail(finished.error(), "reading the counters: " + finished.error().message);
         }
         e.stats = monitor::mon::to_stats(run->totals(), p.event_of_set);
         p.last = e.stats;
@@ -249,7 +276,8 @@ MON_status begin_perf(const char* call, const MON_perf_config* config,
     Mon& m = mon();
     std::lock_guard lock(m.api);
     if (m.state != State::Running) {
-        return bad_state(call, m.state, "running (MON_start): the POLL task does the counting");
+        return bad_state(call, m.state, MON_STATE_RUNNING,
+                         "running (MON_start): the POLL task does the counting");
     }
     std::vector<int> online;
     {
@@ -261,18 +289,18 @@ MON_status begin_perf(const char* call, const MON_perf_config* config,
         online = m.runtime->engine().online_cpus();
     }
     if (!m.perf.catalog) {
+        Step step("the event catalog");
         auto catalog = monitor::perf::EventCatalog::create();
         if (!catalog) {
-            return fail(static_cast<MON_status>(catalog.error().status),
-                        std::string{call} + ": " + catalog.error().message);
+            return fail(catalog.error(), std::string{call} + ": " + catalog.error().message);
         }
         m.perf.catalog.emplace(std::move(*catalog));
     }
+    Step step("the counters");
     monitor::mon::EventOfSet event_of_set{};
     auto options = monitor::mon::perf_options(*m.perf.catalog, *config, online, event_of_set);
     if (!options) {
-        return fail(static_cast<MON_status>(options.error().status),
-                    std::string{call} + ": " + options.error().message);
+        return fail(options.error(), std::string{call} + ": " + options.error().message);
     }
     // The sets' overflow handlers: each set's event sampled on the same target.
     std::vector<std::unique_ptr<OverflowWatch>> watches;
@@ -280,6 +308,7 @@ MON_status begin_perf(const char* call, const MON_perf_config* config,
     for (int set = 0; set < MON_PERF_SETS; ++set) {
         const Overflow& o = m.perf.overflow[static_cast<std::size_t>(set)];
         if (o.handler == nullptr) continue;
+        Step rings("the overflow handler's ring buffers");
         const char* event = config->events[set];
         if (event == nullptr || *event == '\0') {
             return fail(MON_BADARG, std::string{call} + ": set " + std::to_string(set + 1) +
@@ -305,9 +334,8 @@ MON_status begin_perf(const char* call, const MON_perf_config* config,
                                                    Clock::now(), {}, std::move(seen))
                        : std::unexpected(sampling.error());
         if (!run) {
-            return fail(static_cast<MON_status>(run.error().status),
-                        std::string{call} + ": the overflows of set " + std::to_string(set + 1) +
-                            ": " + run.error().message);
+            return fail(run.error(), std::string{call} + ": the overflows of set " +
+                                         std::to_string(set + 1) + ": " + run.error().message);
         }
         runs.push_back(std::move(*run));
         watches.push_back(std::move(watch));
@@ -315,8 +343,14 @@ MON_status begin_perf(const char* call, const MON_perf_config* config,
     auto session = monitor::perf::PerfSession::start(
         *m.perf.catalog, std::make_unique<monitor::perf::PerfEventDevice>(), std::move(*options));
     if (!session) {
-        return fail(static_cast<MON_status>(session.error().status),
-                    std::string{call} + ": " + session.error().message);
+        return fail(session.error(), std::string{call} + ": " + session.error().message);
+    }
+    std::array<std::string, MON_PERF_SETS> counted;
+    for (std::size_t set = 0; set < counted.size(); ++set) {
+        if (event_of_set[set] >= 0) {
+            counted[set] =
+                (*session)->plan().events[static_cast<std::size_t>(event_of_set[set])].canonical;
+        }
     }
     monitor::CounterRunOptions run;
     if (collection) run.duration = collection->duration;
@@ -324,6 +358,7 @@ MON_status begin_perf(const char* call, const MON_perf_config* config,
         std::lock_guard data(m.data);
         m.perf.run = m.runtime->add_run(std::move(*session), run, Clock::now());
         m.perf.event_of_set = event_of_set;
+        m.perf.counted = std::move(counted);
         m.perf.collection = collection;
         for (std::size_t i = 0; i < watches.size(); ++i) {
             watches[i]->run = m.runtime->add_sampling(std::move(runs[i]));
@@ -364,7 +399,8 @@ MON_status do_initialize() {
     Mon& m = mon();
     std::lock_guard lock(m.api);
     if (m.state != State::Uninitialized) {
-        return bad_state("MON_initialize", m.state, "uninitialized (call MON_shutdown first)");
+        return bad_state("MON_initialize", m.state, MON_STATE_UNINITIALIZED,
+                         "uninitialized (call MON_shutdown first)");
     }
     m.stopped.reset();
     m.state = State::Initialized;
@@ -375,8 +411,10 @@ MON_status do_start(const MON_task_attr* idle_attr, const MON_task_attr* poll_at
     Mon& m = mon();
     std::lock_guard lock(m.api);
     if (m.state != State::Initialized) {
-        return bad_state("MON_start", m.state, "initialized (MON_initialize, or MON_stop)");
+        return bad_state("MON_start", m.state, MON_STATE_INITIALIZED,
+                         "initialized (MON_initialize, or MON_stop)");
     }
+    Step args("the tasks' attributes and the watchdog");
     // NULL attributes: the IDLE task at SCHED_IDLE on every online CPU; the POLL task as the
     // caller runs (its policy and nice value are inherited, and need no privilege).
     const MON_task_attr idle = idle_attr ? *idle_attr : MON_task_attr{SCHED_IDLE, 0, nullptr, 0};
@@ -399,10 +437,10 @@ MON_status do_start(const MON_task_attr* idle_attr, const MON_task_attr* poll_at
         m.watchdog =
             std::make_shared<monitor::watchdog::Watchdog>(monitor::watchdog::PetPolicyKind::All);
     }
+    Step step("the IDLE task and the loading history");
     auto runtime = monitor::Runtime::create(options, m.watchdog, [] { return Clock::now(); });
     if (!runtime) {
-        return fail(static_cast<MON_status>(runtime.error().status),
-                    "MON_start: " + runtime.error().message);
+        return fail(runtime.error(), "MON_start: " + runtime.error().message);
     }
 
     // Every requested CPU must be online, and every probe running: the IDLE task is started.
@@ -423,8 +461,9 @@ MON_status do_start(const MON_task_attr* idle_attr, const MON_task_attr* poll_at
     std::vector<int> monitored;
     for (const auto& r : (*runtime)->engine().probes()->read()) {
         if (r.state == monitor::ProbeState::Failed) {
-            return fail(MON_TSKSPAWN,
-                        "MON_start: IDLE task on cpu" + std::to_string(r.cpu) + ": " + r.error);
+            return fail_task(
+                MON_TSKSPAWN, "IDLE", r.cpu,
+                "MON_start: IDLE task on cpu" + std::to_string(r.cpu) + ": " + r.error);
         }
         monitored.push_back(r.cpu);
     }
@@ -432,8 +471,7 @@ MON_status do_start(const MON_task_attr* idle_attr, const MON_task_attr* poll_at
     // Still armed when MON_stop left it so: the runtime's probes pet it from now on.
     if (m.watchdog && !m.watchdog->status().armed) {
         if (auto r = (*runtime)->arm_watchdog(m.watchdog_device, m.watchdog_timeout); !r) {
-            return fail(static_cast<MON_status>(r.error().status),
-                        "MON_start: watchdog " + r.error().message);
+            return fail(r.error(), "MON_start: watchdog " + r.error().message);
         }
         armed_here = true;
     }
@@ -442,6 +480,7 @@ MON_status do_start(const MON_task_attr* idle_attr, const MON_task_attr* poll_at
         std::lock_guard data(m.data);
         m.runtime = std::move(*runtime);
         m.stop_poll = false;
+        m.poll_ended = false;
     }
     // Until the POLL task runs, any way out (a failure or an exception) undoes the start: the
     // IDLE task stops, and a watchdog this call armed is disarmed: it must not fire for a MON
@@ -467,6 +506,7 @@ MON_status do_start(const MON_task_attr* idle_attr, const MON_task_attr* poll_at
     auto ready = started.get_future();
     const std::optional<MON_task_attr> poll =
         poll_attr ? std::optional<MON_task_attr>{*poll_attr} : std::nullopt;
+    Step poll_step("the POLL task");
     try {
         m.poll = std::thread([&m, poll, &started] {
             std::string why;
@@ -478,14 +518,19 @@ MON_status do_start(const MON_task_attr* idle_attr, const MON_task_attr* poll_at
             const bool ok = why.empty();
             started.set_value(std::move(why));
             if (ok) poll_loop(m);
+            {
+                std::lock_guard data(m.data);
+                m.poll_ended = true;
+            }
+            m.wake.notify_all();  // MON_stop waits for it
         });
     } catch (const std::system_error& e) {
-        return fail(MON_TSKSPAWN,
-                    std::string{"MON_start: cannot start the POLL task: "} + e.what());
+        return fail_task(MON_TSKSPAWN, "POLL", -1,
+                         std::string{"MON_start: cannot start the POLL task: "} + e.what());
     }
     if (std::string why = ready.get(); !why.empty()) {
         m.poll.join();
-        return fail(MON_TSKSPAWN, "MON_start: " + why);
+        return fail_task(MON_TSKSPAWN, "POLL", -1, "MON_start: " + why);
     }
     {
         std::lock_guard data(m.data);
@@ -498,33 +543,58 @@ MON_status do_start(const MON_task_attr* idle_attr, const MON_task_attr* poll_at
 
 MON_status do_stop() {
     Mon& m = mon();
+    {
+        std::lock_guard lock(m.api);
+        const bool again = m.state == State::Stopping && m.poll_unjoined;
+        if (m.state != State::Running && !again) {
+            return bad_state("MON_stop", m.state, MON_STATE_RUNNING,
+                             "running (MON_start), or stopping after a MON_stop that returned "
+                             "MON_TSKJOIN");
+        }
+        if (std::this_thread::get_id() == m.poll.get_id()) {
+            return fail_state(MON_STATE_RUNNING, bit(m.state),
+                              "MON_stop: called from a perf callback, which runs on the POLL task "
+                              "that MON_stop waits for; call it from another thread");
+        }
+        if (again) {
+            m.poll_unjoined = false;  // this call waits now; another one is refused
+        } else {
+            m.state = State::Stopping;
+            {
+                std::lock_guard data(m.data);
+                m.stop_poll = true;
+            }
+            m.wake.notify_all();
+        }
+    }
+    // Without the API lock: a perf callback running on the POLL task may call MON functions
+    // (they see the state "stopping"). A callback that does not return keeps the POLL task: MON
+    // stays stopping, and the next MON_stop waits again.
+    bool ended = false;
+    {
+        std::unique_lock data(m.data);
+        ended = m.wake.wait_for(data, kTaskStopWait, [&] { return m.poll_ended; });
+    }
     std::thread poll;
     {
         std::lock_guard lock(m.api);
-        if (m.state != State::Running) {
-            return bad_state("MON_stop", m.state, "running (MON_start)");
+        if (!ended) {
+            m.poll_unjoined = true;
+            return fail_task(MON_TSKJOIN, "POLL", -1,
+                             "MON_stop: the POLL task has not ended within " +
+                                 std::to_string(kTaskStopWait.count()) +
+                                 " ms: a perf callback or overflow handler it runs has not "
+                                 "returned. MON stays stopping; call MON_stop again once it has");
         }
-        if (std::this_thread::get_id() == m.poll.get_id()) {
-            return fail(MON_BADSTATE,
-                        "MON_stop: called from a perf callback, which runs on the POLL task that "
-                        "MON_stop waits for; call it from another thread");
-        }
-        m.state = State::Stopping;
-        {
-            std::lock_guard data(m.data);
-            m.stop_poll = true;
-        }
-        m.wake.notify_all();
         poll = std::move(m.poll);
     }
-    // Without the API lock: a perf callback running on the POLL task may call MON functions
-    // (they see the state "stopping"). join() cannot fail: the thread is joinable and not this
-    // one.
+    // It has left its loop: join() returns at once, and cannot fail (joinable, not this thread).
     poll.join();
 
     Ending ending;
     bool counting = false;
     MON_status kept = MON_SUCCESS;
+    std::vector<int> unstopped;
     {
         std::lock_guard lock(m.api);
         std::unique_ptr<monitor::Runtime> runtime;
@@ -537,15 +607,27 @@ MON_status do_stop() {
             // MON stops all the same when the loading cannot be kept (no memory).
             m.stopped.reset();
             kept = guarded("MON_stop: keeping the loading as it was", [&] {
+                Step keep("the loading kept as it was");
                 m.stopped = m.runtime->engine().loading({.per_cpu = true, .history = false});
                 return MON_SUCCESS;
             });
             runtime = std::move(m.runtime);
         }
-        runtime.reset();  // stops the IDLE task's threads
+        // The IDLE task's threads: a starved one is left to end when it next runs.
+        unstopped = runtime->engine().stop_probes(kTaskStopWait);
+        runtime.reset();
         m.state = State::Initialized;
     }
     if (counting) ending.finish();
+    if (!unstopped.empty()) {
+        std::string cpus;
+        for (int c : unstopped) cpus += (cpus.empty() ? "cpu" : ", cpu") + std::to_string(c);
+        return fail_task(MON_TSKJOIN, "IDLE", unstopped.front(),
+                         "MON_stop: MON is stopped, but the IDLE task's thread on " + cpus +
+                             " has not ended within " + std::to_string(kTaskStopWait.count()) +
+                             " ms: it gets no CPU time (a real-time task takes its CPU, or it "
+                             "is frozen), and ends by itself when it next runs");
+    }
     return kept;
 }
 
@@ -553,7 +635,7 @@ MON_status do_shutdown() {
     Mon& m = mon();
     std::lock_guard lock(m.api);
     if (m.state != State::Initialized) {
-        return bad_state("MON_shutdown", m.state,
+        return bad_state("MON_shutdown", m.state, MON_STATE_INITIALIZED,
                          m.state == State::Running ? "stopped first (MON_stop)"
                                                    : "initialized (MON_initialize)");
     }
@@ -561,6 +643,7 @@ MON_status do_shutdown() {
     m.stopped.reset();
     m.monitored.clear();
     m.perf.last.reset();
+    m.perf.counted = {};
     m.perf.overflow = {};
     m.state = State::Uninitialized;
     return MON_SUCCESS;
@@ -570,7 +653,8 @@ MON_status do_set_watchdog(const char* device, unsigned int timeout_s) {
     Mon& m = mon();
     std::lock_guard lock(m.api);
     if (m.state != State::Initialized) {
-        return bad_state("MON_set_watchdog", m.state, "initialized (before MON_start)");
+        return bad_state("MON_set_watchdog", m.state, MON_STATE_INITIALIZED,
+                         "initialized (before MON_start)");
     }
     if (timeout_s > monitor::kMaxWatchdogTimeout.count()) {
         return fail(MON_BADARG, "MON_set_watchdog: a timeout of " + std::to_string(timeout_s) +
@@ -589,8 +673,7 @@ MON_status do_set_watchdog(const char* device, unsigned int timeout_s) {
         auto r = m.watchdog->disarm();
         m.watchdog.reset();
         if (!r) {
-            return fail(static_cast<MON_status>(r.error().status),
-                        "MON_set_watchdog: " + r.error().message);
+            return fail(r.error(), "MON_set_watchdog: " + r.error().message);
         }
     }
     m.watchdog_device = std::move(chosen);
@@ -604,17 +687,17 @@ MON_status do_pet_watchdog() {
     std::lock_guard lock(m.api);
     if (m.state == State::Running || m.state == State::Stopping) {
         return bad_state("MON_pet_watchdog", m.state,
+                         MON_STATE_UNINITIALIZED | MON_STATE_INITIALIZED,
                          "stopped (MON_stop): while MON runs, the IDLE task pets the watchdog, "
                          "and only when every CPU has idle time");
     }
     if (!m.watchdog || !m.watchdog->status().armed) {
-        return fail(MON_BADSTATE,
-                    "MON_pet_watchdog: no watchdog is armed (MON_set_watchdog, "
-                    "then MON_start, arms one)");
+        return fail_state(MON_STATE_UNINITIALIZED | MON_STATE_INITIALIZED, bit(m.state),
+                          "MON_pet_watchdog: no watchdog is armed (MON_set_watchdog, "
+                          "then MON_start, arms one)");
     }
     if (auto r = m.watchdog->pet(); !r) {
-        return fail(static_cast<MON_status>(r.error().status),
-                    "MON_pet_watchdog: " + r.error().message);
+        return fail(r.error(), "MON_pet_watchdog: " + r.error().message);
     }
     return MON_SUCCESS;
 }
@@ -624,7 +707,7 @@ MON_status do_get_loading(MON_loading* loading) {
     Mon& m = mon();
     std::lock_guard lock(m.api);
     if (m.state == State::Uninitialized) {
-        return bad_state("MON_get_loading", m.state, "initialized");
+        return bad_state("MON_get_loading", m.state, kInitializedOrLater, "initialized");
     }
     auto report = current_report(m);
     if (!report) return fail(MON_NOTRDY, "MON_get_loading: MON has not been started");
@@ -636,7 +719,7 @@ MON_status do_get_cpu_loading(int cpu, MON_loading* loading) {
     Mon& m = mon();
     std::lock_guard lock(m.api);
     if (m.state == State::Uninitialized) {
-        return bad_state("MON_get_cpu_loading", m.state, "initialized");
+        return bad_state("MON_get_cpu_loading", m.state, kInitializedOrLater, "initialized");
     }
     auto report = current_report(m);
     if (!report) return fail(MON_NOTRDY, "MON_get_cpu_loading: MON has not been started");
@@ -673,7 +756,7 @@ MON_status do_set_perf_overflow(int set, unsigned long long period,
     Mon& m = mon();
     std::lock_guard lock(m.api);
     if (m.state == State::Uninitialized) {
-        return bad_state("MON_set_perf_overflow", m.state, "initialized");
+        return bad_state("MON_set_perf_overflow", m.state, kInitializedOrLater, "initialized");
     }
     if (set < 1 || set > MON_PERF_SETS) {
         return fail(MON_BADARG, "MON_set_perf_overflow: set " + std::to_string(set) +
@@ -693,13 +776,40 @@ MON_status do_set_perf_overflow(int set, unsigned long long period,
     return MON_SUCCESS;
 }
 
+MON_status do_get_perf_event(int set, char* name, unsigned int size) {
+    if (name == nullptr) return fail(MON_NULLPTR, "MON_get_perf_event: name is NULL");
+    Mon& m = mon();
+    std::lock_guard lock(m.api);
+    if (m.state == State::Uninitialized) {
+        return bad_state("MON_get_perf_event", m.state, kInitializedOrLater, "initialized");
+    }
+    if (set < 1 || set > MON_PERF_SETS) {
+        return fail(MON_BADARG, "MON_get_perf_event: set " + std::to_string(set) +
+                                    ": choose from 1 to " + std::to_string(MON_PERF_SETS));
+    }
+    std::lock_guard data(m.data);
+    const auto& counted = m.perf.counted;
+    if (std::all_of(counted.begin(), counted.end(), [](const auto& e) { return e.empty(); })) {
+        return fail(MON_NOTRDY, "MON_get_perf_event: nothing has been counted yet");
+    }
+    const std::string& event = m.perf.counted[static_cast<std::size_t>(set - 1)];
+    if (event.size() >= size) {
+        return fail(MON_BADARG, "MON_get_perf_event: set " + std::to_string(set) + "'s event, '" +
+                                    event + "', needs " + std::to_string(event.size() + 1) +
+                                    " bytes; the buffer has " + std::to_string(size));
+    }
+    event.copy(name, event.size());
+    name[event.size()] = '\0';
+    return MON_SUCCESS;
+}
+
 MON_status do_stop_perf_mon(MON_perf_stats* stats) {
     Mon& m = mon();
     Ending ending;
     {
         std::lock_guard lock(m.api);
         if (m.state == State::Uninitialized) {
-            return bad_state("MON_stop_perf_mon", m.state, "initialized");
+            return bad_state("MON_stop_perf_mon", m.state, kInitializedOrLater, "initialized");
         }
         std::lock_guard data(m.data);
         if (!m.perf.run) {
@@ -777,6 +887,10 @@ MON_status MON_stop_perf_mon(MON_perf_stats* stats) {
     return guarded("MON_stop_perf_mon", [&] { return do_stop_perf_mon(stats); });
 }
 
+MON_status MON_get_perf_event(int set, char* name, unsigned int size) {
+    return guarded("MON_get_perf_event", [&] { return do_get_perf_event(set, name, size); });
+}
+
 const char* MON_status_name(MON_status status) {
     // The C constants' names: "MON_PRFRUN". The protocol uses the bare MSG names.
     const char* name = monitor::mon::status_name(status);
@@ -790,6 +904,13 @@ const char* MON_status_message(MON_status status) {
 
 const char* MON_last_error(void) {
     return monitor::mon::last_error();
+}
+
+MON_status MON_last_error_info(MON_error_info* info) {
+    // Not guarded: it records no failure of its own, so that it can be called again.
+    if (info == nullptr) return MON_NULLPTR;
+    monitor::mon::last_error_info(*info);
+    return MON_SUCCESS;
 }
 
 }  // extern "C"

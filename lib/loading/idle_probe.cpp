@@ -175,9 +175,9 @@ IdleProbe::~IdleProbe() {
     stop();
 }
 
-void IdleProbe::stop(std::chrono::milliseconds grace) {
+bool IdleProbe::stop(std::chrono::milliseconds grace) {
     auto& s = *shared_;
-    if (s.exited.load()) return;
+    if (s.exited.load()) return true;
     s.stop = true;
     s.published.fetch_add(2);  // stays even: no reading is being written
     s.published.notify_all();
@@ -190,6 +190,7 @@ void IdleProbe::stop(std::chrono::milliseconds grace) {
     while (!s.exited.load() && std::chrono::steady_clock::now() < deadline) {
         std::this_thread::sleep_for(1ms);
     }
+    return s.exited.load();
 }
 
 ProbeState IdleProbe::state() const {

@@ -16,10 +16,24 @@ ProbeSet::ProbeSet(ProbeMode mode, ProbeThreadAttr attr, std::optional<std::vect
 }
 
 ProbeSet::~ProbeSet() {
+    if (!stopped_) (void)stop(std::chrono::seconds(2));
+}
+
+std::vector<int> ProbeSet::stop(std::chrono::milliseconds grace) {
     std::lock_guard lock(mutex_);
+    stopped_ = true;
     // Ask every probe to stop first, so they wind down together.
-    for (auto& [cpu, slot] : probes_) slot.probe->stop(std::chrono::milliseconds(0));
-    for (auto& [cpu, slot] : probes_) slot.probe->stop();
+    for (auto& [cpu, slot] : probes_) (void)slot.probe->stop(std::chrono::milliseconds(0));
+    const auto deadline = std::chrono::steady_clock::now() + grace;
+    std::vector<int> running;
+    for (auto& [cpu, slot] : probes_) {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+            deadline - std::chrono::steady_clock::now());
+        if (!slot.probe->stop(std::max(left, std::chrono::milliseconds(0)))) {
+            running.push_back(cpu);
+        }
+    }
+    return running;
 }
 
 void ProbeSet::set_online(const std::vector<int>& cpus) {

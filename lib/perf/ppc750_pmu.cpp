@@ -75,8 +75,12 @@ Result<EventSpec> Ppc750Pmu::resolve(const EventName& name) const {
     auto m = parse_modifiers(name.modifiers, name.full, threshold);
     if (!m) return std::unexpected(m.error());
     m->apply_to(spec);
-    spec.canonical = fmt::format("{}::{}", kPpc750Pmu, e->name);
     spec.config = ppc750_raw_code(*e, m->number.value_or(0));
+    // The threshold counted with, also when none was given (0): the name says what was granted.
+    auto granted = decode_ppc750_raw(spec.config);
+    spec.canonical = e->uses_threshold && granted ? fmt::format("{}::{}:threshold={}", kPpc750Pmu,
+                                                                e->name, granted->threshold)
+                                                  : fmt::format("{}::{}", kPpc750Pmu, e->name);
     spec.counters = e->counters;
     describe(e, spec);
     return spec;

@@ -190,11 +190,13 @@ Result<std::unique_ptr<SampleRing>> SampleRing::open(const EventSpec& event,
     void* map = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, owned.get(), 0);
     if (map == MAP_FAILED) {
         const int err = errno;
-        return fail(
+        auto failed = fail(
             err == EPERM || err == ENOMEM ? Status::AllocMem : Status::IoErr,
             fmt::format("{}: mapping a sample ring of {} KiB: {}{}", event.name, size / 1024,
                         errno_message(err),
                         err == EPERM ? " (kernel.perf_event_mlock_kb, or RLIMIT_MEMLOCK)" : ""));
+        failed.error().bytes = size;
+        return failed;
     }
     const auto* header = static_cast<const perf_event_mmap_page*>(map);
     // Kernels before 4.1 leave data_offset and data_size 0: the data follows the first page.

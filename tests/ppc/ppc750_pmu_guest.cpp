@@ -541,6 +541,18 @@ void mon_api() {
     const MON_status started = MON_start_perf_mon(&config);
     check(started == MON_SUCCESS, "MON_start_perf_mon with four ppc750 events, one per PMC: %s %s",
           MON_status_name(started), MON_last_error());
+    char name[64] = "";
+    check(MON_get_perf_event(1, name, sizeof name) == MON_SUCCESS &&
+              std::string{name} == "ppc750::CYCLES",
+          "MON_get_perf_event(1) says ppc750::CYCLES: '%s'", name);
+    // A call in the wrong state says, as fields, where it is valid and where MON is.
+    MON_error_info info{};
+    check(MON_start(nullptr, nullptr) == MON_BADSTATE && MON_last_error_info(&info) == 0 &&
+              info.valid_states == MON_STATE_INITIALIZED && info.state == MON_STATE_RUNNING &&
+              std::string{info.call} == "MON_start",
+          "MON_start while running: MON_BADSTATE, valid in 0x%x (initialized), MON in 0x%x "
+          "(running), call '%s'",
+          info.valid_states, info.state, info.call);
     volatile unsigned sink = 0;
     for (unsigned i = 0; i < 2'000'000; ++i) sink = sink + i;
     MON_perf_stats stats{};
@@ -555,6 +567,9 @@ void mon_api() {
              " (QEMU does not count 750 events: not a measurement)");
     }
 
+    // The collection counts L1 load misses over a threshold on PMC1: the name says the threshold
+    // the counter was granted.
+    config.events[0] = "ppc750::L1_LOAD_MISSES_OVER_THRESHOLD:threshold=16";
     const MON_status collecting = MON_collect_perf_stats(
         &config, 200, &collected_stats,
         [](MON_status status, const MON_perf_stats*, void*) {
@@ -570,6 +585,9 @@ void mon_api() {
     check(collected == 1, "the collection's callback came with MON_SUCCESS");
     check(collected_stats.duration_ns >= 200'000'000ull, "it counted for %llu ns (200 ms asked)",
           collected_stats.duration_ns);
+    check(MON_get_perf_event(1, name, sizeof name) == MON_SUCCESS &&
+              std::string{name} == "ppc750::L1_LOAD_MISSES_OVER_THRESHOLD:threshold=16",
+          "MON_get_perf_event(1) after the collection: '%s'", name);
     check(MON_stop() == MON_SUCCESS, "MON_stop (%s)", MON_last_error());
     check(MON_shutdown() == MON_SUCCESS, "MON_shutdown (%s)", MON_last_error());
 }

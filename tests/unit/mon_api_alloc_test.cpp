@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <new>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -102,6 +103,12 @@ void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
 
 namespace {
 
+// The purposes that MON_ALLOCMEM's fields named, by call ("MON_start: the POLL task").
+std::set<std::string>& purposes() {
+    static std::set<std::string> p;
+    return p;
+}
+
 // What a call returned with its `n`th allocation made to fail.
 struct Outcome {
     MON_status status;
@@ -134,6 +141,20 @@ long every_failure_point(const char* name, Before before, Call call, After after
                             << " failing: " << MON_status_name(o.status) << ": "
                             << MON_last_error();
             EXPECT_NE(std::string{MON_last_error()}, "") << name << ", allocation " << n;
+            // The same as fields: the call, and what it was allocating or which task failed.
+            MON_error_info info{};
+            EXPECT_EQ(MON_last_error_info(&info), MON_SUCCESS);
+            EXPECT_EQ(info.status, o.status) << name << ", allocation " << n;
+            EXPECT_STREQ(info.call, name) << "allocation " << n;
+            EXPECT_STREQ(info.message, MON_last_error());
+            if (o.status == MON_ALLOCMEM) {
+                EXPECT_STRNE(info.purpose, "") << name << ", allocation " << n;
+                purposes().insert(std::string{name} + ": " + info.purpose);
+            }
+            if (o.status == MON_TSKSPAWN) {
+                EXPECT_TRUE(std::string{info.task} == "IDLE" || std::string{info.task} == "POLL")
+                    << name << ", allocation " << n << ": task '" << info.task << "'";
+            }
         }
         after(o.status);
         if (!o.failure_happened) return points;
@@ -205,6 +226,12 @@ TEST_F(MonOutOfMemory, StartAndStop) {
         [](MON_status) { EXPECT_EQ(MON_shutdown(), MON_SUCCESS) << "MON_stop did not stop"; },
         {MON_ALLOCMEM});
     std::printf("MON_stop: %ld allocations made to fail\n", stop_points);
+    // MON_start's steps each say what they were allocating for.
+    for (const char* step :
+         {"MON_start: the IDLE task and the loading history", "MON_start: the POLL task"}) {
+        EXPECT_TRUE(purposes().contains(step)) << "no MON_ALLOCMEM said '" << step << "'";
+    }
+    for (const auto& p : purposes()) std::printf("  purpose: %s\n", p.c_str());
     StillUsable();
 }
 

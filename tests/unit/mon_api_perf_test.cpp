@@ -3,6 +3,10 @@
 // thread, another process, the machine) and what counting needs.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <linux/perf_event.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,8 +24,8 @@
 #include <vector>
 
 #include "mon_api_fixture.hpp"
-#include "spinning_process.hpp"
 #include "perf_events_probe.hpp"
+#include "spinning_process.hpp"
 
 namespace mon_api_test {
 namespace {
@@ -154,6 +158,38 @@ TEST_F(MonApi, Ppc750SetsWithoutA750AreNoPmu) {
     EXPECT_THAT(MON_last_error(), HasSubstr("ppc750"));
     // Refused for what the processor is, not for what the kernel happens to lack.
     EXPECT_THAT(MON_last_error(), HasSubstr("counts only on a PowerPC 750"));
+}
+
+// Each set's event as counted, while counting and after: "" for an unused set.
+TEST_F(MonApi, PerfEventSaysWhatEachSetCounts) {
+    SKIP_WITHOUT_PERF_EVENTS();
+    char name[64] = "unchanged";
+    EXPECT_MON(MON_get_perf_event(1, name, sizeof name), MON_BADSTATE);
+    ASSERT_MON(MON_initialize(), MON_SUCCESS);
+    EXPECT_MON(MON_get_perf_event(1, name, sizeof name), MON_NOTRDY);
+    ASSERT_MON(MON_start(nullptr, nullptr), MON_SUCCESS);
+    auto config = ThreadConfig({"perf::TASK-CLOCK:u", nullptr, "perf::PAGE-FAULTS:u", nullptr});
+    ASSERT_MON(MON_start_perf_mon(&config), MON_SUCCESS);
+    ASSERT_MON(MON_get_perf_event(1, name, sizeof name), MON_SUCCESS);
+    EXPECT_STREQ(name, "perf::PERF_COUNT_SW_TASK_CLOCK");  // libpfm4's name for it
+    ASSERT_MON(MON_get_perf_event(2, name, sizeof name), MON_SUCCESS);
+    EXPECT_STREQ(name, "");
+    ASSERT_MON(MON_get_perf_event(3, name, sizeof name), MON_SUCCESS);
+    EXPECT_STREQ(name, "perf::PERF_COUNT_SW_PAGE_FAULTS");
+
+    // Refused: a set out of range, a name that does not fit (the message says what would).
+    EXPECT_MON(MON_get_perf_event(0, name, sizeof name), MON_BADARG);
+    EXPECT_MON(MON_get_perf_event(MON_PERF_SETS + 1, name, sizeof name), MON_BADARG);
+    EXPECT_MON(MON_get_perf_event(1, nullptr, 10), MON_NULLPTR);
+    char small[16] = "unchanged";
+    EXPECT_MON(MON_get_perf_event(1, small, sizeof small), MON_BADARG);
+    EXPECT_THAT(MON_last_error(), HasSubstr("needs 31 bytes"));
+    EXPECT_STREQ(small, "unchanged");
+
+    MON_perf_stats stats{};
+    ASSERT_MON(MON_stop_perf_mon(&stats), MON_SUCCESS);
+    ASSERT_MON(MON_get_perf_event(3, name, sizeof name), MON_SUCCESS);
+    EXPECT_STREQ(name, "perf::PERF_COUNT_SW_PAGE_FAULTS");  // the last session's
 }
 
 TEST_F(MonApi, StartAndStopCountTheCallingThread) {
@@ -555,6 +591,66 @@ TEST_F(MonApi, OverflowHandlersRunEveryPeriodOnThePollTask) {
     config.tid = 0;
     EXPECT_MON(MON_start_perf_mon(&config), MON_BADARG);
     EXPECT_THAT(MON_last_error(), HasSubstr("set 2 has an overflow handler and no event"));
+}
+
+// MON_ALLOCMEM with its parameters: the bytes asked for and what for. The ring buffer of an
+// overflow handler is memory the kernel locks for the user: without privilege, within
+// kernel.perf_event_mlock_kb (x the CPUs) and RLIMIT_MEMLOCK. A child without privilege and
+// with RLIMIT_MEMLOCK 0 takes that allowance with rings of its own, then asks MON for one.
+TEST_F(MonApi, RingThatCannotBeLockedIsAllocMemWithItsSize) {
+    SKIP_WITHOUT_PERF_EVENTS();
+    const long page = ::sysconf(_SC_PAGESIZE);
+    const auto r = RunAsNobody([page] {
+        const rlimit none{0, 0};
+        if (::setrlimit(RLIMIT_MEMLOCK, &none) != 0) return 101;
+        // Rings of 2^k + 1 pages on the child's own task clock, the largest first, until not
+        // even one of 17 pages (MON's) can be mapped.
+        std::vector<int> fds;
+        for (int k = 12; k >= 4; --k) {
+            for (;;) {
+                perf_event_attr attr{};
+                attr.size = sizeof attr;
+                attr.type = PERF_TYPE_SOFTWARE;
+                attr.config = PERF_COUNT_SW_TASK_CLOCK;
+                attr.exclude_kernel = 1;
+                attr.exclude_hv = 1;
+                attr.sample_period = 1'000'000'000;
+                const int fd =
+                    static_cast<int>(::syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0));
+                if (fd < 0) return 102;
+                const std::size_t size =
+                    ((std::size_t{1} << k) + 1) * static_cast<std::size_t>(page);
+                if (::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) ==
+                    MAP_FAILED) {
+                    ::close(fd);
+                    break;
+                }
+                fds.push_back(fd);
+            }
+        }
+        if (MON_initialize() != MON_SUCCESS) return 103;
+        if (MON_set_perf_overflow(
+                1, 1'000'000, [](int, unsigned long long, void*) {}, nullptr) != MON_SUCCESS) {
+            return 104;
+        }
+        if (MON_start(nullptr, nullptr) != MON_SUCCESS) return 105;
+        const MON_perf_config config{
+            {"perf::TASK-CLOCK:u", nullptr, nullptr, nullptr}, MON_PERF_THREAD, 0, 0};
+        const MON_status s = MON_start_perf_mon(&config);
+        MON_error_info info{};
+        (void)MON_last_error_info(&info);
+        if (s != MON_ALLOCMEM) return 106;
+        if (info.size != 17 * static_cast<unsigned long long>(page)) return 107;
+        if (std::string{info.purpose} != "the overflow handler's ring buffers") return 108;
+        if (std::string{info.call} != "MON_start_perf_mon") return 109;
+        return 0;
+    });
+    if (r.code == 100) GTEST_SKIP() << "cannot switch to an unprivileged user here";
+    if (r.code == 102) GTEST_SKIP() << "an unprivileged user cannot count its own task clock here";
+    EXPECT_EQ(r.code, 0) << "101: setrlimit; 103-105: MON_initialize, MON_set_perf_overflow, "
+                            "MON_start; 106: not MON_ALLOCMEM; 107: the size was not 17 pages; "
+                            "108: the purpose; 109: the call. Last error: "
+                         << r.out;
 }
 
 }  // namespace mon_api_test

@@ -273,10 +273,65 @@ TEST_F(MonApi, EveryFailureNamesItsCall) {
     EXPECT_THAT(MON_last_error(), HasSubstr("MON_get_cpu_loading"));
 }
 
+// MON_BADSTATE's parameters as the MON package gives them: the states the call is valid in,
+// and the state MON was in.
+TEST_F(MonApi, BadStateSaysTheValidStatesAndTheCurrentOne) {
+    MON_error_info info{};
+    const auto expect = [&](const char* name, unsigned valid, unsigned state) {
+        ASSERT_MON(MON_last_error_info(&info), MON_SUCCESS);
+        EXPECT_EQ(info.status, static_cast<MON_status>(MON_BADSTATE)) << name;
+        EXPECT_STREQ(info.call, name);
+        EXPECT_EQ(info.valid_states, valid) << name;
+        EXPECT_EQ(info.state, state) << name;
+        EXPECT_STREQ(info.message, MON_last_error());
+        EXPECT_STREQ(info.task, "") << name;
+    };
+    EXPECT_MON(MON_start(nullptr, nullptr), MON_BADSTATE);
+    expect("MON_start", MON_STATE_INITIALIZED, MON_STATE_UNINITIALIZED);
+    EXPECT_MON(MON_stop(), MON_BADSTATE);
+    expect("MON_stop", MON_STATE_RUNNING, MON_STATE_UNINITIALIZED);
+    MON_loading l{};
+    EXPECT_MON(MON_get_loading(&l), MON_BADSTATE);
+    expect("MON_get_loading", MON_STATE_INITIALIZED | MON_STATE_RUNNING | MON_STATE_STOPPING,
+           MON_STATE_UNINITIALIZED);
+
+    ASSERT_MON(MON_initialize(), MON_SUCCESS);
+    EXPECT_MON(MON_initialize(), MON_BADSTATE);
+    expect("MON_initialize", MON_STATE_UNINITIALIZED, MON_STATE_INITIALIZED);
+    ASSERT_MON(MON_start(nullptr, nullptr), MON_SUCCESS);
+    EXPECT_MON(MON_shutdown(), MON_BADSTATE);
+    expect("MON_shutdown", MON_STATE_INITIALIZED, MON_STATE_RUNNING);
+    EXPECT_MON(MON_set_watchdog("/dev/watchdog", 10), MON_BADSTATE);
+    expect("MON_set_watchdog", MON_STATE_INITIALIZED, MON_STATE_RUNNING);
+    EXPECT_MON(MON_pet_watchdog(), MON_BADSTATE);
+    expect("MON_pet_watchdog", MON_STATE_UNINITIALIZED | MON_STATE_INITIALIZED, MON_STATE_RUNNING);
+
+    // Another failure replaces them all; a success leaves them.
+    EXPECT_MON(MON_get_cpu_loading(-1, &l), MON_BADARG);
+    ASSERT_MON(MON_last_error_info(&info), MON_SUCCESS);
+    EXPECT_EQ(info.status, static_cast<MON_status>(MON_BADARG));
+    EXPECT_STREQ(info.call, "MON_get_cpu_loading");
+    EXPECT_EQ(info.valid_states, 0u);
+    EXPECT_EQ(info.state, 0u);
+    EXPECT_EQ(info.cpu, -1);
+    ASSERT_MON(MON_stop(), MON_SUCCESS);
+    ASSERT_MON(MON_last_error_info(&info), MON_SUCCESS);
+    EXPECT_STREQ(info.call, "MON_get_cpu_loading");
+    EXPECT_MON(MON_last_error_info(nullptr), MON_NULLPTR);
+}
+
 TEST_F(MonApi, LastErrorBelongsToTheThread) {
     std::string fresh = "not called";
-    std::thread([&] { fresh = MON_last_error(); }).join();
+    MON_error_info fresh_info{};
+    fresh_info.status = MON_IOERR;
+    std::thread([&] {
+        fresh = MON_last_error();
+        (void)MON_last_error_info(&fresh_info);
+    }).join();
     EXPECT_EQ(fresh, "");
+    EXPECT_EQ(fresh_info.status, static_cast<MON_status>(MON_SUCCESS));
+    EXPECT_STREQ(fresh_info.call, "");
+    EXPECT_STREQ(fresh_info.message, "");
 
     EXPECT_MON(MON_stop(), MON_BADSTATE);
     const std::string mine = MON_last_error();

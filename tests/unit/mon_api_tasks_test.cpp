@@ -6,17 +6,29 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "mon_api_fixture.hpp"
+#include "perf_events_probe.hpp"
 
 namespace mon_api_test {
 namespace {
 
 // --- Task attributes -------------------------------------------------------------------------
+
+std::string Slurp(const fs::path& p) {
+    std::ifstream f(p);
+    std::stringstream text;
+    text << f.rdbuf();
+    return text.str();
+}
 
 // A MON_start() refused for its arguments starts nothing: MON stays initialized, without a
 // thread or a sample, and can then be started with the defaults.
@@ -201,6 +213,141 @@ TEST_F(MonApi, DefaultAttributesNeedNoPrivilege) {
     EXPECT_EQ(r.code, static_cast<int>(MON_SUCCESS))
         << "MON_start(NULL, NULL) at nice 5 without privilege returned "
         << MON_status_name(static_cast<MON_status>(r.code)) << ": " << r.out;
+}
+
+// MON_TSKSPAWN names the task that could not start, as MON's message parameter does: a POLL
+// task asking for a real-time policy, an IDLE task for a negative nice value, neither of which
+// an unprivileged program may have.
+TEST_F(MonApi, TaskThatCannotStartIsNamed) {
+    const auto r = RunAsNobody([] {
+        MON_status s = MON_initialize();
+        if (s != MON_SUCCESS) return 101;
+        const MON_task_attr fifo{SCHED_FIFO, 1, nullptr, 0};
+        s = MON_start(nullptr, &fifo);
+        MON_error_info info{};
+        (void)MON_last_error_info(&info);
+        if (s != MON_TSKSPAWN) return 102;
+        if (std::string{info.task} != "POLL" || info.cpu != -1) return 103;
+        static int cpu0 = 0;
+        const MON_task_attr greedy{SCHED_OTHER, -5, &cpu0, 1};
+        s = MON_start(&greedy, nullptr);
+        (void)MON_last_error_info(&info);
+        if (s != MON_TSKSPAWN) return 104;
+        if (std::string{info.task} != "IDLE" || info.cpu != 0) return 105;
+        if (std::string{info.call} != "MON_start" || info.status != MON_TSKSPAWN) return 106;
+        return 0;
+    });
+    if (r.code == 100) GTEST_SKIP() << "cannot switch to an unprivileged user here";
+    EXPECT_EQ(r.code, 0) << "101: MON_initialize failed; 102/104: MON_start did not return "
+                            "MON_TSKSPAWN for the POLL/IDLE task; 103/105: the task or CPU was "
+                            "not named; 106: the call or status fields. Last error: "
+                         << r.out;
+}
+
+// A POLL task held by a callback that does not return: MON_stop waits MON_TASK_STOP_MS and
+// says so (MON_TSKJOIN, the POLL task); MON stays stopping, and the next MON_stop, once the
+// callback has returned, stops it.
+TEST_F(MonApi, StopSaysWhenThePollTaskDoesNotEnd) {
+    SKIP_WITHOUT_PERF_EVENTS();
+    static std::atomic<int> in_callback{0};
+    static std::atomic<bool> release{false};
+    in_callback = 0;
+    release = false;
+    struct Release {  // however the test ends, the callback returns
+        ~Release() { release = true; }
+    } guard;
+    ASSERT_MON(MON_initialize(), MON_SUCCESS);
+    ASSERT_MON(MON_start(nullptr, nullptr), MON_SUCCESS);
+    const MON_perf_config config{
+        {"perf::TASK-CLOCK:u", nullptr, nullptr, nullptr}, MON_PERF_THREAD, 0, 0};
+    ASSERT_MON(MON_collect_perf_stats(
+                   &config, 20, nullptr,
+                   [](MON_status, const MON_perf_stats*, void*) {
+                       in_callback = 1;
+                       while (!release) std::this_thread::sleep_for(1ms);
+                   },
+                   nullptr),
+               MON_SUCCESS);
+    const auto until = Clock::now() + 10s;
+    while (in_callback == 0 && Clock::now() < until) std::this_thread::sleep_for(1ms);
+    ASSERT_EQ(in_callback, 1) << "the collection's callback never came";
+
+    const auto t0 = Clock::now();
+    EXPECT_MON(MON_stop(), MON_TSKJOIN);
+    const auto waited = Clock::now() - t0;
+    EXPECT_GE(waited, std::chrono::milliseconds(MON_TASK_STOP_MS));
+    MON_error_info info{};
+    ASSERT_MON(MON_last_error_info(&info), MON_SUCCESS);
+    EXPECT_EQ(info.status, static_cast<MON_status>(MON_TSKJOIN));
+    EXPECT_STREQ(info.call, "MON_stop");
+    EXPECT_STREQ(info.task, "POLL");
+    EXPECT_EQ(info.cpu, -1);
+    EXPECT_THAT(MON_last_error(), HasSubstr("call MON_stop again"));
+
+    // Stopping: nothing starts or shuts down; the loading can still be read.
+    EXPECT_MON(MON_start(nullptr, nullptr), MON_BADSTATE);
+    ASSERT_MON(MON_last_error_info(&info), MON_SUCCESS);
+    EXPECT_EQ(info.state, static_cast<unsigned>(MON_STATE_STOPPING));
+    EXPECT_MON(MON_shutdown(), MON_BADSTATE);
+
+    release = true;
+    EXPECT_MON(MON_stop(), MON_SUCCESS);
+    EXPECT_STATE(Initialized);
+}
+
+// An IDLE thread that gets no CPU time (here frozen by the cgroup v1 freezer, as a real-time
+// task that takes its CPU would starve it): MON_stop stops MON all the same and says which
+// thread did not end (MON_TSKJOIN, the IDLE task, its CPU); the thread ends once it runs.
+TEST_F(MonApi, StopSaysWhenAnIdleThreadDoesNotEnd) {
+#if defined(__powerpc__)
+    GTEST_SKIP() << "under qemu-user, a frozen thread would stall the emulator's other threads "
+                    "(it stops them all for some system calls)";
+#endif
+    const fs::path freezer = "/sys/fs/cgroup/freezer";
+    if (::geteuid() != 0 || !fs::exists(freezer / "tasks")) {
+        GTEST_SKIP() << "needs root and the cgroup v1 freezer (" << freezer << ")";
+    }
+    const auto cpus = OnlineCpus();
+    const int cpu = cpus.back();
+    const MON_task_attr idle{SCHED_IDLE, 0, &cpu, 1};
+    ASSERT_MON(MON_initialize(), MON_SUCCESS);
+    ASSERT_MON(MON_start(&idle, nullptr), MON_SUCCESS);
+    MON_loading l{};
+    ASSERT_MON(WaitLoading(&l), MON_SUCCESS);
+
+    const std::string name = "idle-probe/" + std::to_string(cpu);
+    std::string tid;
+    for (const auto& t : fs::directory_iterator("/proc/self/task")) {
+        if (Slurp(t.path() / "comm") == name + "\n") {
+            tid = t.path().filename().string();
+        }
+    }
+    ASSERT_FALSE(tid.empty()) << "no thread named " << name;
+    const fs::path group = freezer / ("mon-api-test-" + std::to_string(::getpid()));
+    ASSERT_TRUE(fs::create_directory(group)) << group;
+    const auto write = [](const fs::path& f, const std::string& v) {
+        std::ofstream(f) << v << std::flush;
+    };
+    write(group / "tasks", tid);
+    write(group / "freezer.state", "FROZEN");
+    for (int i = 0; i < 500 && Slurp(group / "freezer.state") != "FROZEN\n"; ++i) {
+        std::this_thread::sleep_for(10ms);
+    }
+    EXPECT_EQ(Slurp(group / "freezer.state"), "FROZEN\n");
+
+    EXPECT_MON(MON_stop(), MON_TSKJOIN);
+    MON_error_info info{};
+    ASSERT_MON(MON_last_error_info(&info), MON_SUCCESS);
+    EXPECT_STREQ(info.task, "IDLE");
+    EXPECT_EQ(info.cpu, cpu);
+    EXPECT_THAT(MON_last_error(), HasSubstr("cpu" + std::to_string(cpu)));
+    EXPECT_STATE(Initialized);  // stopped all the same
+
+    write(group / "freezer.state", "THAWED");
+    const auto gone = fs::path("/proc/self/task") / tid;
+    for (int i = 0; i < 500 && fs::exists(gone); ++i) std::this_thread::sleep_for(10ms);
+    EXPECT_FALSE(fs::exists(gone)) << "the IDLE thread did not end once thawed";
+    EXPECT_TRUE(fs::remove(group)) << group;
 }
 
 }  // namespace

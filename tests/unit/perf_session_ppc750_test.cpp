@@ -602,6 +602,14 @@ TEST_F(PerfSessionPpc750, ModifiersSetTheFreezeBitsAndThresholdInMmcr0) {
     ASSERT_TRUE(threshold) << threshold.error().to_string();
     EXPECT_EQ((*threshold)->plan().events[0].config, (20u << 12) | 0x10Au);
     EXPECT_EQ(pmu_->mmcr0(0), (20u << 16) | (0x0Au << 6));
+    // The name as counted says the threshold granted, also the default one.
+    EXPECT_EQ((*threshold)->plan().events[0].canonical,
+              "ppc750::L1_LOAD_MISSES_OVER_THRESHOLD:threshold=20");
+    threshold = start(options("ppc750::L1_LOAD_MISSES_OVER_THRESHOLD"));
+    ASSERT_TRUE(threshold) << threshold.error().to_string();
+    EXPECT_EQ((*threshold)->plan().events[0].canonical,
+              "ppc750::L1_LOAD_MISSES_OVER_THRESHOLD:threshold=0");
+    EXPECT_EQ(pmu_->mmcr0(0), 0x0Au << 6);
 }
 
 TEST_F(PerfSessionPpc750, IcacheMissRatioFromOneSetOrFromEstimates) {

@@ -79,6 +79,9 @@ class Engine {
     // The probes that earn the watchdog's credits: this process's threads; nullptr with
     // ProbeMode::Off.
     const ProbeSet* petting_probes() const { return probes_.get(); }
+    // Stops this process's probe threads (ProbeSet::stop): the CPUs whose thread had not ended
+    // within `grace`. They measure nothing afterwards: for an engine that is ending.
+    std::vector<int> stop_probes(std::chrono::milliseconds grace);
     ProbeMode probe_mode() const { return options_.probe; }
     std::size_t history_seconds() const { return options_.history_seconds; }
     // Changes the window length, keeping the newest samples.

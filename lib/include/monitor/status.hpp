@@ -51,6 +51,9 @@ std::optional<Status> status_from_name(std::string_view name) noexcept;
 struct Error {
     Status status = Status::IoErr;
     std::string message;
+    // AllocMem: the bytes the failed request asked for, where the library made it itself (a
+    // ring buffer's mapping); 0 when not known.
+    std::uint64_t bytes = 0;
 
     // "PRFRUN: a session is already collecting (started by pid 42)".
     std::string to_string() const;

@@ -31,7 +31,15 @@ extern "C" {
 /* Status codes: the MON package's MSG codes, then the conditions Linux adds. No MON call
  * lets an exception out, nor ends the program from MON's own threads: a failed allocation is
  * MON_ALLOCMEM, a thread that cannot be started MON_TSKSPAWN, anything else the closest code,
- * and MON_last_error() says what happened. */
+ * and MON_last_error() says what happened; MON_last_error_info() gives the MSG codes'
+ * parameters as fields.
+ *
+ * Five MSG codes are never returned on Linux, and keep their values so that MON code builds
+ * unchanged: MON_ALLOCWUT and MON_FREEWUT (the POLL task sleeps on a condition variable with
+ * a deadline, not on a wake-up timer that is allocated and freed), MON_POLSLEEP (that wait
+ * cannot fail: a wake-up before the deadline is waited again), MON_FREEMEM (freeing memory
+ * cannot fail in C or C++) and MON_FREEMTX (MON's mutexes live as long as the program, and
+ * destroying a mutex reports nothing). */
 typedef unsigned int MON_status;
 enum {
     MON_SUCCESS = 0, /* the function succeeded */
@@ -90,7 +98,17 @@ MON_status MON_initialize(void);
 MON_status MON_start(const MON_task_attr* idle, const MON_task_attr* poll);
 /* The hardware watchdog, when one is petted, stays armed: it resets the machine unless
  * MON_start() runs again within its timeout. A counting session ends as by
- * MON_stop_perf_mon(NULL). MON_BADSTATE when called from a perf callback. */
+ * MON_stop_perf_mon(NULL). MON_BADSTATE when called from a perf callback.
+ *
+ * MON_stop waits up to MON_TASK_STOP_MS for each task to end, and returns MON_TSKJOIN naming
+ * the task (MON_last_error_info) when one has not:
+ *   - the POLL task, running a perf callback or overflow handler that has not returned: MON
+ *     stays STOPPING (every call but MON_stop returns MON_BADSTATE), and a later MON_stop
+ *     waits again and completes the stop once it has;
+ *   - a thread of the IDLE task, which gets no CPU time (a real-time task takes all of its
+ *     CPU, or the thread is frozen): MON is stopped all the same (INITIALIZED), and the thread
+ *     ends by itself when it next runs. */
+#define MON_TASK_STOP_MS 2000
 MON_status MON_stop(void);
 MON_status MON_shutdown(void);
 
@@ -132,9 +150,11 @@ MON_status MON_get_cpu_loading(int cpu, MON_loading* loading);
  * ppc750:: table (ppc750::CYCLES and three more can go in any set, the others in the set of
  * their counter), any event libpfm4 knows on this machine (perf::TASK-CLOCK, cycles,
  * amd64_fam19h_zen3::RETIRED_INSTRUCTIONS, ...), a raw code PMU::rHEX, each with the
- * modifiers :u or :k. ppc750 events must all fit on the counters at once, as on the 750;
- * other events are multiplexed by the kernel when there are more than counters, and their
- * counts come with the time they really counted.
+ * modifiers :u or :k. ppc750::L1_LOAD_MISSES_OVER_THRESHOLD (set 1) takes :threshold=N, N
+ * from 0 to 63 (MMCR0[THRESHOLD], 0 when not given): it counts the L1 load misses that take
+ * more than N cycles; MON_get_perf_event says the threshold a session counts with. ppc750 events
+ * must all fit on the counters at once, as on the 750; other events are multiplexed by the kernel
+ * when there are more than counters, and their counts come with the time they really counted.
  *
  *   MON_start_perf_mon(&config)                         count until MON_stop_perf_mon
  *   MON_stop_perf_mon(&stats)                           stop, and return the counts
@@ -210,6 +230,14 @@ MON_status MON_stop_perf_mon(MON_perf_stats* stats);
 MON_status MON_collect_perf_stats(const MON_perf_config* config, unsigned int duration_ms,
                                   MON_perf_stats* stats, MON_perf_callback callback, void* user);
 
+/* The event of set `set` (1 to MON_PERF_SETS) as the running session counts it, or as the
+ * last one did: the PMU's name for it, with what the PMU was set to where the name asked for
+ * it ("ppc750::L1_LOAD_MISSES_OVER_THRESHOLD:threshold=16": the threshold granted, also 0 when
+ * none was asked for), "" for an unused set; copied with its NUL into name[size]. MON_NOTRDY
+ * before the first session, MON_BADARG for a set out of range or a name that does not fit
+ * (MON_last_error says the size needed). */
+MON_status MON_get_perf_event(int set, char* name, unsigned int size);
+
 /* Extension (not in the RAD750 MON package; AmigaOS's SetInterruptVector with a counter
  * preload): be told of the overflows of a set's event. Every `period` events of set `set`
  * (1 to MON_PERF_SETS, as config.events[set - 1] names it) in the sessions started after this
@@ -232,6 +260,33 @@ const char* MON_status_name(MON_status status);
 const char* MON_status_message(MON_status status);
 /* What the last failing MON call of this thread said about its failure, or "". */
 const char* MON_last_error(void);
+
+/* MON's states, as bits (MON_error_info). */
+enum {
+    MON_STATE_UNINITIALIZED = 0x1, /* before MON_initialize; after MON_shutdown */
+    MON_STATE_INITIALIZED = 0x2,   /* after MON_initialize or MON_stop */
+    MON_STATE_RUNNING = 0x4,       /* after MON_start */
+    MON_STATE_STOPPING = 0x8       /* in MON_stop; after a MON_stop whose POLL task did not end */
+};
+
+/* The last failing MON call of this thread, with the parameters of the MON package's MSG
+ * codes. The strings stay valid until this thread's next failing MON call. */
+typedef struct MON_error_info {
+    MON_status status;         /* what it returned; MON_SUCCESS when no call has failed */
+    const char* call;          /* its name ("MON_start"); "" when no call has failed */
+    const char* message;       /* MON_last_error() */
+    unsigned int valid_states; /* MON_BADSTATE: the states the call is valid in (bits) */
+    unsigned int state;        /* MON_BADSTATE: the state MON was in (one bit) */
+    unsigned long long size;   /* MON_ALLOCMEM: the bytes asked for; 0: not known (below) */
+    const char* purpose;       /* MON_ALLOCMEM: what MON was allocating memory for */
+    const char* task;          /* MON_TSKSPAWN, MON_TSKJOIN: "IDLE" or "POLL"; "" otherwise */
+    int cpu;                   /* MON_TSKSPAWN, MON_TSKJOIN: the CPU of the IDLE task's
+                                  thread; -1 for the POLL task and otherwise */
+} MON_error_info;
+/* Fills *info (MON_NULLPTR when NULL). An allocation that fails inside the C++ library
+ * (std::bad_alloc) does not say its size: size is then 0, and purpose says what MON was
+ * doing ("the IDLE task and the loading history", "the counters", ...). */
+MON_status MON_last_error_info(MON_error_info* info);
 
 #ifdef __cplusplus
 }

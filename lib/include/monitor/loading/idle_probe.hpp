@@ -128,8 +128,8 @@ class IdleProbe {
 
     // Asks the thread to stop and waits up to `grace` for it. A probe starved by a real-time
     // task may not run for a long time: it is then left to finish on its own, and its last
-    // CPU time is what cpu_time_ns() keeps reporting.
-    void stop(std::chrono::milliseconds grace = std::chrono::seconds(2));
+    // CPU time is what cpu_time_ns() keeps reporting. True when the thread has ended.
+    bool stop(std::chrono::milliseconds grace = std::chrono::seconds(2));
 
     int cpu() const { return cpu_; }
     ProbeMode mode() const { return mode_; }

@@ -23,7 +23,13 @@ class ProbeSet final : public Probes {
     // `sink`, when set, gets every probe's idle credits (the watchdog).
     ProbeSet(ProbeMode mode, ProbeThreadAttr attr, std::optional<std::vector<int>> only = {},
              CalibrationPlan plan = {}, std::shared_ptr<IdleCreditSink> sink = nullptr);
+    // Stops every probe (see stop()).
     ~ProbeSet() override;
+
+    // Asks every probe's thread to stop, and waits up to `grace` in all for them; returns the
+    // CPUs whose thread had not ended by then (starved: it ends on its own when it next runs).
+    // The probes read and count no more; the destructor then waits for none.
+    std::vector<int> stop(std::chrono::milliseconds grace);
 
     void set_online(const std::vector<int>& cpus) override;
     bool wait_calibrated(std::chrono::milliseconds timeout) const override;
@@ -56,6 +62,7 @@ class ProbeSet final : public Probes {
     std::map<int, std::uint64_t> retired_cpu_ns_;           // CPU time of probes already stopped
     mutable std::map<int, std::uint64_t> reported_cpu_ns_;  // excluded_cpu_ns's last answer
     std::uint64_t next_generation_ = 1;
+    bool stopped_ = false;  // stop() ran: nothing to wait for again
 };
 
 }  // namespace monitor
