@@ -527,6 +527,17 @@ void hardware(const std::function<void(const char*, std::int64_t, std::int64_t)>
 
 std::atomic<int> collected{0};
 MON_perf_stats collected_stats{};
+// Set: the collection's callback does not return until it is cleared (held_poll says it runs).
+std::atomic<bool> hold_poll{false};
+std::atomic<bool> held_poll{false};
+
+void on_collected(MON_status status, const MON_perf_stats*, void*) {
+    collected = status == MON_SUCCESS ? 1 : -1;
+    while (hold_poll) {
+        held_poll = true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+}
 
 // The MON API end to end: a session started, counted and stopped, then a collection whose
 // callback comes from the POLL task.
@@ -570,12 +581,8 @@ void mon_api() {
     // The collection counts L1 load misses over a threshold on PMC1: the name says the threshold
     // the counter was granted.
     config.events[0] = "ppc750::L1_LOAD_MISSES_OVER_THRESHOLD:threshold=16";
-    const MON_status collecting = MON_collect_perf_stats(
-        &config, 200, &collected_stats,
-        [](MON_status status, const MON_perf_stats*, void*) {
-            collected = status == MON_SUCCESS ? 1 : -1;
-        },
-        nullptr);
+    const MON_status collecting =
+        MON_collect_perf_stats(&config, 200, &collected_stats, on_collected, nullptr);
     check(collecting == MON_SUCCESS, "MON_collect_perf_stats for 200 ms: %s %s",
           MON_status_name(collecting), MON_last_error());
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -588,6 +595,24 @@ void mon_api() {
     check(MON_get_perf_event(1, name, sizeof name) == MON_SUCCESS &&
               std::string{name} == "ppc750::L1_LOAD_MISSES_OVER_THRESHOLD:threshold=16",
           "MON_get_perf_event(1) after the collection: '%s'", name);
+
+    // A callback that does not return keeps the POLL task: MON_stop says so, and the next one,
+    // once it has returned, stops MON.
+    hold_poll = true;
+    const MON_status holding = MON_collect_perf_stats(&config, 50, nullptr, on_collected, nullptr);
+    check(holding == MON_SUCCESS, "MON_collect_perf_stats for 50 ms: %s %s",
+          MON_status_name(holding), MON_last_error());
+    const auto until_held = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!held_poll && std::chrono::steady_clock::now() < until_held) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    const MON_status unjoined = MON_stop();
+    info = MON_error_info{};
+    (void)MON_last_error_info(&info);
+    check(unjoined == MON_TSKJOIN && std::string{info.task} == "POLL" && info.cpu == -1,
+          "MON_stop with the POLL task in a callback: %s, task '%s', cpu %d (%s)",
+          MON_status_name(unjoined), info.task, info.cpu, MON_last_error());
+    hold_poll = false;
     check(MON_stop() == MON_SUCCESS, "MON_stop (%s)", MON_last_error());
     check(MON_shutdown() == MON_SUCCESS, "MON_shutdown (%s)", MON_last_error());
 }

@@ -10,21 +10,29 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
 namespace test_support {
 
+// The calling thread's task clock in user mode, counted (or sampled every `period` ns):
+// perf_event_open's descriptor, or -1 with errno.
+inline long open_own_task_clock(std::uint64_t period = 0) {
+    perf_event_attr attr{};
+    attr.size = sizeof attr;
+    attr.type = PERF_TYPE_SOFTWARE;
+    attr.config = PERF_COUNT_SW_TASK_CLOCK;
+    attr.exclude_kernel = 1;
+    attr.exclude_hv = 1;
+    attr.sample_period = period;
+    return ::syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
+}
+
 // Empty when perf_event_open opens a software event here; else why nothing can be counted.
 inline std::string perf_events_missing() {
     static const std::string reason = [] {
-        perf_event_attr attr{};
-        attr.size = sizeof attr;
-        attr.type = PERF_TYPE_SOFTWARE;
-        attr.config = PERF_COUNT_SW_TASK_CLOCK;
-        attr.exclude_kernel = 1;
-        attr.exclude_hv = 1;
-        const long fd = ::syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0);
+        const long fd = open_own_task_clock();
         if (fd >= 0) {
             ::close(static_cast<int>(fd));
             return std::string{};

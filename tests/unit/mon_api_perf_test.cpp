@@ -3,10 +3,8 @@
 // thread, another process, the machine) and what counting needs.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <linux/perf_event.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -608,15 +606,7 @@ TEST_F(MonApi, RingThatCannotBeLockedIsAllocMemWithItsSize) {
         std::vector<int> fds;
         for (int k = 12; k >= 4; --k) {
             for (;;) {
-                perf_event_attr attr{};
-                attr.size = sizeof attr;
-                attr.type = PERF_TYPE_SOFTWARE;
-                attr.config = PERF_COUNT_SW_TASK_CLOCK;
-                attr.exclude_kernel = 1;
-                attr.exclude_hv = 1;
-                attr.sample_period = 1'000'000'000;
-                const int fd =
-                    static_cast<int>(::syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0));
+                const int fd = static_cast<int>(test_support::open_own_task_clock(1'000'000'000));
                 if (fd < 0) return 102;
                 const std::size_t size =
                     ((std::size_t{1} << k) + 1) * static_cast<std::size_t>(page);
