@@ -11,21 +11,34 @@ namespace monitor::mon {
 namespace {
 
 // The C constants, in the order of their values, beside the C++ statuses they equal.
-#define MON_STATUSES(X)                                                                         \
-    X(MON_SUCCESS, Success)                                                                     \
-    X(MON_ALLOCMEM, AllocMem)                                                                   \
-    X(MON_ALLOCMTX, AllocMtx)                                                                   \
-    X(MON_ALLOCWUT, AllocWut)                                                                   \
-    X(MON_BADSTATE, BadState)                                                                   \
-    X(MON_FREEMEM, FreeMem)                                                                     \
-    X(MON_FREEMTX, FreeMtx)                                                                     \
-    X(MON_FREEWUT, FreeWut)                                                                     \
-    X(MON_LOCKMTX, LockMtx)                                                                     \
-    X(MON_NOTRDY, NotRdy)                                                                       \
-    X(MON_NULLPTR, NullPtr) X(MON_POLSLEEP, PolSleep) X(MON_PRFRUN, PrfRun)                     \
-        X(MON_TSKJOIN, TskJoin) X(MON_TSKSPAWN, TskSpawn) X(MON_NOPMU, NoPmu) X(MON_PERM, Perm) \
-            X(MON_NOEVENT, NoEvent) X(MON_NODEV, NoDev) X(MON_BUSY, Busy) X(MON_IOERR, IoErr)   \
-                X(MON_BADARG, BadArg) X(MON_BADDATA, BadData)
+// One per line, by hand: clang-format 14 reflows these continuation lines differently at each
+// run.
+// clang-format off
+#define MON_STATUSES(X) \
+    X(MON_SUCCESS, Success) \
+    X(MON_ALLOCMEM, AllocMem) \
+    X(MON_ALLOCMTX, AllocMtx) \
+    X(MON_ALLOCWUT, AllocWut) \
+    X(MON_BADSTATE, BadState) \
+    X(MON_FREEMEM, FreeMem) \
+    X(MON_FREEMTX, FreeMtx) \
+    X(MON_FREEWUT, FreeWut) \
+    X(MON_LOCKMTX, LockMtx) \
+    X(MON_NOTRDY, NotRdy) \
+    X(MON_NULLPTR, NullPtr) \
+    X(MON_POLSLEEP, PolSleep) \
+    X(MON_PRFRUN, PrfRun) \
+    X(MON_TSKJOIN, TskJoin) \
+    X(MON_TSKSPAWN, TskSpawn) \
+    X(MON_NOPMU, NoPmu) \
+    X(MON_PERM, Perm) \
+    X(MON_NOEVENT, NoEvent) \
+    X(MON_NODEV, NoDev) \
+    X(MON_BUSY, Busy) \
+    X(MON_IOERR, IoErr) \
+    X(MON_BADARG, BadArg) \
+    X(MON_BADDATA, BadData)
+// clang-format on
 #define MON_SAME(mon, cpp) static_assert((mon) == static_cast<unsigned>(Status::cpp));
 MON_STATUSES(MON_SAME)
 #undef MON_SAME
