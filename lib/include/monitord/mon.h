@@ -103,8 +103,9 @@ MON_status MON_start(const MON_task_attr* idle, const MON_task_attr* poll);
  * MON_stop waits up to MON_TASK_STOP_MS for each task to end, and returns MON_TSKJOIN naming
  * the task (MON_last_error_info) when one has not:
  *   - the POLL task, running a perf callback or overflow handler that has not returned: MON
- *     stays STOPPING (every call but MON_stop returns MON_BADSTATE), and a later MON_stop
- *     waits again and completes the stop once it has;
+ *     stays STOPPING (the loading and the last counts can be read; MON_start, MON_shutdown
+ *     and the calls that start counting return MON_BADSTATE), and a later MON_stop waits
+ *     again and completes the stop once it has;
  *   - a thread of the IDLE task, which gets no CPU time (a real-time task takes all of its
  *     CPU, or the thread is frozen): MON is stopped all the same (INITIALIZED), and the thread
  *     ends by itself when it next runs. */
