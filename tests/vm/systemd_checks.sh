@@ -125,35 +125,54 @@ fi
 
 # Spinning probes, asked for, beside a busy unit with CPUWeight= pinned to cpu1 (which turns
 # the cpu controller on): the daemon moves its probes' process into monitord.slice with
-# CPUWeight=idle, and the unit keeps its CPU. Its share from its cgroup's cpu.stat, over 10 s
-# alone and 10 s beside the probes; the probe source must read cpu1 busy.
+# CPUWeight=idle, and the unit keeps its CPU. Measured over 10 s of wall time alone and 10 s
+# beside the probes: the unit's CPU time from its cgroup's cpu.stat, and the time cpu1's probe
+# thread ran from its schedstat (nanoseconds: the kernel's own run time of the thread). The
+# probe must have taken at most 1.5 % of cpu1 (in the unit's own cgroup it would take half),
+# and the probe source must read cpu1 busy. (The unit's share alone and beside, compared, is
+# within the guest's timer noise of each other: 104 % and 102 % were read under TCG.)
 usage() { awk '/^usage_usec/ { print $2 }' /sys/fs/cgroup/system.slice/busy.service/cpu.stat; }
-share() {  # the busy unit's share of a CPU over 10 s, in percent
-    local u0 u1
-    u0=$(usage)
+now_us() { echo $(($(date +%s%N) / 1000)); }
+ran_us() { if [ -n "$1" ]; then echo $(($(cut -d' ' -f1 "$1/schedstat") / 1000)); else echo 0; fi; }
+probe_thread() {  # /proc/PID/task/TID of the probes' process's thread named $1
+    local t
+    for t in /proc/[0-9]*/task/[0-9]*; do
+        [ "$(cat "${t%/task/*}/comm" 2>/dev/null)" = monitord-probes ] &&
+            [ "$(cat "$t/comm" 2>/dev/null)" = "$1" ] && { echo "$t"; return 0; }
+    done
+    return 1
+}
+shares() {  # thread dir or "": the busy unit's and the thread's share of a CPU over 10 s, in per mille
+    local w0 u0 r0 w1 u1 r1
+    w0=$(now_us) u0=$(usage) r0=$(ran_us "$1")
     sleep 10
-    u1=$(usage)
-    echo $(((u1 - u0) / 100000))
+    w1=$(now_us) u1=$(usage) r1=$(ran_us "$1")
+    echo "$(((u1 - u0) * 1000 / (w1 - w0))) $(((r1 - r0) * 1000 / (w1 - w0)))"
 }
 check "a busy unit with CPUWeight= on cpu1" \
     systemd-run --unit=busy.service -p CPUWeight=100 taskset -c 1 sh -c 'while :; do :; done'
 sleep 2
-alone=$(share)
+read -r alone _ <<<"$(shares "")"
 cp /etc/monitord/monitord.conf /root/monitord.conf.shipped
 printf '[loading]\nprobe = "spin"\n' >/etc/monitord/monitord.conf
 check "systemctl restart with spinning probes" systemctl restart monitord.service
 wait_for 20 bash -c "monctl status | grep -q 'below /monitord.slice with cpu.idle=1'" ||
     say "ERROR the spinning probes were not placed in monitord.slice: $(monctl status | grep -A1 probes)"
 sleep 3
-beside=$(share)
+thread=$(probe_thread idle-probe/1) || say "ERROR no thread named idle-probe/1"
+read -r beside taken <<<"$(shares "$thread")"
 probe=$(monctl loading --per-cpu --json | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
 print(next(c["probe"]["avg_prev_min"] for c in d["cpus"] if c["cpu"] == 1))')
-say "SPIN_FAIR the busy unit had ${alone} % of cpu1 alone and ${beside} % beside the spinning probes; the probe source read ${probe} % busy"
+permille() { printf '%d.%d' $(($1 / 10)) $(($1 % 10)); }
+say "SPIN_FAIR the busy unit had $(permille "$alone") % of cpu1 alone and $(permille "$beside") %" \
+    "beside the spinning probes, whose cpu1 thread ran $(permille "$taken") % of the time;" \
+    "the probe source read ${probe} % busy"
 monctl status
-[ $((beside * 1000)) -ge $((alone * 985)) ] ||
-    say "ERROR the spinning probes took CPU from a busy unit: ${beside} % of ${alone} %"
+if [ -z "$thread" ] || [ "$taken" -gt 15 ]; then
+    say "ERROR the spinning probe took $(permille "$taken") % of cpu1 from a busy unit (at most 1.5 %)"
+fi
 awk -v p="$probe" 'BEGIN { exit !(p >= 95) }' ||
     say "ERROR the probe source read the busy cpu1 ${probe} % busy"
 systemctl stop busy.service
