@@ -49,12 +49,19 @@ monitor::Result<void> Daemon::setup(const Config& config) {
     eo.history_seconds = config.history_seconds;
     eo.probe = parts_.probe.value_or(config.probe);
     eo.spinners = parts_.spinners;
+    eo.cgroup_root = parts_.sys_root / "fs/cgroup";
     auto watchdog = parts_.watchdog != nullptr
                         ? parts_.watchdog
                         : std::make_shared<monitor::watchdog::Watchdog>(config.watchdog_policy);
     auto runtime = monitor::Runtime::create(eo, std::move(watchdog), parts_.clock);
     if (!runtime) return std::unexpected(runtime.error());
     runtime_ = std::move(*runtime);
+    if (const auto* units = runtime_->engine().units()) {
+        spdlog::debug("CPU time per unit from {} under {}",
+                      monitor::cgroup_accounting_name(units->accounting()), units->root().string());
+    } else {
+        spdlog::info("No CPU time per unit: {}", runtime_->engine().units_error());
+    }
 
     server_ = std::make_unique<VarlinkServer>(
         parts_.event, parts_.listen_fd,

@@ -8,6 +8,7 @@
 
 #include "monitor/protocol/monitor_messages.hpp"
 #include "monitord-config.h"
+#include "perf_errors.hpp"
 
 namespace monitord {
 
@@ -27,6 +28,9 @@ void LoadingService::setup() {
     server_.add_method(method::GetLoading,
                        [this](const monitor::LoadingQuery& query, const Call& call,
                               const Peer& peer) -> VarlinkServer::Response {
+                           if (auto ok = monitor::check(query); !ok) {
+                               return perf_error_reply(ok.error(), nullptr);
+                           }
                            if (call.more) watchers_.push_back({peer.connection, query});
                            return loading(query, call.more);
                        });
@@ -57,8 +61,10 @@ VarlinkServer::Response LoadingService::status() const {
 }
 
 VarlinkServer::Response LoadingService::loading(const monitor::LoadingQuery& query, bool more) {
-    auto& cached = replies_[(query.per_cpu ? 1 : 0) + (query.history ? 2 : 0) +
-                            (query.states ? 4 : 0) + (query.totals ? 8 : 0) + (more ? 16 : 0)];
+    auto& cached =
+        replies_[{(query.per_cpu ? 1U : 0U) + (query.history ? 2U : 0U) + (query.states ? 4U : 0U) +
+                      (query.totals ? 8U : 0U) + (more ? 16U : 0U),
+                  query.units}];
     if (!cached) {
         cached = std::make_shared<const std::string>(
             monitor::varlink::encode(monitor::protocol::reply_of(

@@ -4,10 +4,11 @@
 // the same encoded reply.
 #pragma once
 
-#include <array>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "monitor/loading/loading_report.hpp"
@@ -39,7 +40,7 @@ class LoadingService {
     // theirs.
     void loading_changed();
     // After a change of the history window: the next replies are made afresh.
-    void forget_replies() { replies_.fill(nullptr); }
+    void forget_replies() { replies_.clear(); }
     // One line of the last second's loading per source, for the daemon's --show-loading.
     std::string loading_line() const;
     // The GetLoading calls with "more" still served; one whose client left is dropped at the
@@ -58,8 +59,8 @@ class LoadingService {
     std::optional<monitor::ProbeGroup> probe_group_;
     std::optional<std::string> probe_fallback_;
     // Encoded GetLoading replies by query (per_cpu + 2 * history + 4 * states + 8 * totals +
-    // 16 * more), valid until the loading changes.
-    std::array<VarlinkServer::EncodedReply, 32> replies_;
+    // 16 * more, and the units asked for), valid until the loading changes.
+    std::map<std::pair<unsigned, std::int64_t>, VarlinkServer::EncodedReply> replies_;
     struct Watcher {
         std::uint64_t connection;
         monitor::LoadingQuery query;

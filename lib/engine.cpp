@@ -15,6 +15,15 @@ const SourceLoad* find_source(const std::vector<SourceLoad>& loads, std::string_
     return it == loads.end() ? nullptr : &*it;
 }
 
+Result<void> check(const LoadingQuery& query) {
+    if (query.units < 0 || query.units > kMaxUnitsListed) {
+        return fail(Status::BadArg,
+                    "units: " + std::to_string(query.units) + " is out of range; ask for 1 to " +
+                        std::to_string(kMaxUnitsListed) + " of the busiest units, or 0 for none");
+    }
+    return {};
+}
+
 Engine::Engine(EngineOptions options, Clock::time_point now)
     : options_(std::move(options)), last_tick_(now) {
     options_.history_seconds = std::max<std::size_t>(options_.history_seconds, 1);
@@ -79,7 +88,17 @@ Result<void> Engine::setup(const std::function<Clock::time_point()>& clock) {
                         {},
                         StateHistory(options_.history_seconds),
                         {}});
+    if (!options_.cgroup_root.empty()) {
+        auto units = UnitUsage::open(options_.cgroup_root, options_.history_seconds);
+        if (units) {
+            units_.emplace(std::move(*units));
+        } else {
+            units_error_ = units.error().message;
+        }
+    }
     last_tick_ = clock();
+    // The units' baseline: what a tree that cannot be read holds back is said by the ticks.
+    if (units_) (void)units_->sample(last_tick_);
     return {};
 }
 
@@ -133,6 +152,10 @@ Result<void> Engine::tick(Clock::time_point now) {
     if (probes_ && probes_->mode() == ProbeMode::Sleep && sampled[procstat_] &&
         options_.idle_sink && options_.idle_sink->wants_credits()) {
         publish_idle(now);
+    }
+    // After the loading, which a slow walk of a large tree must not delay.
+    if (units_) {
+        if (auto r = units_->sample(now); !r && status) status = r;
     }
     last_sample_wall_ = std::chrono::system_clock::now();
     return status;
@@ -243,6 +266,7 @@ void Engine::set_history_seconds(std::size_t seconds) {
         if (st.machine_states) st.machine_states->resize(options_.history_seconds);
         for (auto& [cpu, h] : st.cpu_states) h.resize(options_.history_seconds);
     }
+    if (units_) units_->set_window(options_.history_seconds);
 }
 
 std::vector<std::string_view> Engine::source_names() const {
@@ -271,6 +295,19 @@ LoadingReport Engine::loading(const LoadingQuery& query) const {
         const bool states = st.machine_states.has_value();
         r.machine.push_back(report(st, st.machine, states ? &*st.machine_states : nullptr,
                                    states ? &st.machine_seconds : nullptr, query));
+    }
+    if (query.units > 0) {
+        UnitLoading u;
+        if (units_) {
+            u.accounting = cgroup_accounting_name(units_->accounting());
+            u.count = units_->unit_count();
+            u.top = units_->top(static_cast<std::size_t>(query.units));
+        } else {
+            u.unavailable = options_.cgroup_root.empty()
+                                ? std::string{"no cgroup tree was given to read units from"}
+                                : units_error_;
+        }
+        r.units = std::move(u);
     }
     if (!query.per_cpu) return r;
 

@@ -137,6 +137,60 @@ SourceLoad source_from_json(const std::string& name, const json& j) {
 
 // The sources present in an object that has a key per source. Keys this version does not
 // know (added by a newer daemon) and values that are not objects are skipped.
+json units_json(const UnitLoading& u) {
+    json top = json::array();
+    for (const auto& l : u.top) {
+        top.push_back(json{
+            {"unit", l.unit},
+            {"cgroup", l.cgroup},
+            {"cpu", rounded(l.cpu)},
+            {"user", rounded(l.user)},
+            {"system", rounded(l.system)},
+            {"avg_window", rounded(l.window_avg)},
+            {"max_window", rounded(l.window_max)},
+        });
+    }
+    json j{{"count", u.count}, {"top", std::move(top)}};
+    if (!u.accounting.empty()) j["accounting"] = u.accounting;
+    if (!u.unavailable.empty()) j["unavailable"] = u.unavailable;
+    return j;
+}
+
+// Entries that are not objects, or lack a name, are skipped; a missing figure reads 0.
+UnitLoading units_from_json(const json& j) {
+    UnitLoading u;
+    auto text = [](const json& o, const char* key) {
+        auto it = o.find(key);
+        return it != o.end() && it->is_string() ? it->get<std::string>() : std::string{};
+    };
+    auto number = [](const json& o, const char* key) {
+        auto it = o.find(key);
+        return it != o.end() && it->is_number() ? it->get<double>() : 0.0;
+    };
+    u.accounting = text(j, "accounting");
+    u.unavailable = text(j, "unavailable");
+    if (auto c = j.find("count");
+        c != j.end() && c->is_number_integer() && c->get<std::int64_t>() >= 0) {
+        u.count = static_cast<std::size_t>(c->get<std::int64_t>());
+    }
+    if (auto top = j.find("top"); top != j.end() && top->is_array()) {
+        for (const auto& e : *top) {
+            if (!e.is_object()) continue;
+            UnitLoad l;
+            l.unit = text(e, "unit");
+            if (l.unit.empty()) continue;
+            l.cgroup = text(e, "cgroup");
+            l.cpu = number(e, "cpu");
+            l.user = number(e, "user");
+            l.system = number(e, "system");
+            l.window_avg = number(e, "avg_window");
+            l.window_max = number(e, "max_window");
+            u.top.push_back(std::move(l));
+        }
+    }
+    return u;
+}
+
 std::vector<SourceLoad> sources_from_json(const json& j) {
     std::vector<SourceLoad> out;
     for (std::string_view name : kLoadSources) {
@@ -346,6 +400,7 @@ json to_json(const LoadingReport& r) {
         }
         j["cpus"] = std::move(cpus);
     }
+    if (r.units) j["units"] = units_json(*r.units);
     return j;
 }
 
@@ -370,6 +425,7 @@ LoadingReport loading_from_json(const json& j) {
             r.cpus.push_back(std::move(cl));
         }
     }
+    if (auto u = j.find("units"); u != j.end() && u->is_object()) r.units = units_from_json(*u);
     return r;
 }
 
@@ -383,6 +439,13 @@ LoadingQuery loading_query_from_json(const json& params) {
     q.history = flag("history");
     q.states = flag("states");
     q.totals = flag("totals");
+    // Out of range (negative too) is for check() to name; a number too large for the field
+    // is as out of range.
+    if (auto u = params.find("units"); u != params.end() && u->is_number_integer()) {
+        q.units = u->is_number_unsigned() && u->get<std::uint64_t>() > kMaxUnitsListed
+                      ? kMaxUnitsListed + 1
+                      : u->get<std::int64_t>();
+    }
     return q;
 }
 
@@ -392,6 +455,7 @@ json to_json(const LoadingQuery& q) {
     if (q.history) j["history"] = true;
     if (q.states) j["states"] = true;
     if (q.totals) j["totals"] = true;
+    if (q.units != 0) j["units"] = q.units;
     return j;
 }
 

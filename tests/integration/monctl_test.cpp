@@ -1,5 +1,6 @@
 // The real monctl against the real monitord.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -11,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "cgroups.hpp"
 #include "daemon_process.hpp"
 
 namespace itest {
@@ -161,6 +163,55 @@ TEST_F(Monctl, CsvHasATimeColumn) {
     auto two_tables = daemon_->monctl({"loading", "--csv", "--history", "--states"});
     EXPECT_EQ(two_tables.exit_code, 2);
     EXPECT_NE(two_tables.err.find("not both"), std::string::npos) << two_tables.err;
+}
+
+// A spinner pinned to cpu0 in a cgroup of the test's own: monctl loading --units names that
+// cgroup first, with nearly all of a CPU; the table and the JSON say the same.
+TEST_F(Monctl, UnitsNameTheCgroupThatLoadsACpu) {
+    const auto mount = cgroup2_mount();
+    if (mount.empty()) GTEST_SKIP() << "no cgroup2 tree on this machine";
+    if (::geteuid() != 0) GTEST_SKIP() << "making a cgroup takes root";
+    const std::string name = "monctl-units-" + std::to_string(::getpid());
+    CgroupDir group(mount / name, own_cgroup(mount));
+    ASSERT_EQ(group.error(), 0) << std::strerror(group.error());
+    Child spin(Child::Does::Spin);
+    ASSERT_EQ(group.add(spin.pid()), "");
+    cpu_set_t cpu0;
+    CPU_ZERO(&cpu0);
+    CPU_SET(0, &cpu0);
+    ASSERT_EQ(::sched_setaffinity(spin.pid(), sizeof cpu0, &cpu0), 0) << std::strerror(errno);
+    // Two ticks with the spinner in its cgroup: the second's interval is all its.
+    std::this_thread::sleep_for(std::chrono::milliseconds(2200));
+
+    auto r = daemon_->monctl({"loading", "--units", "3", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(check_reply("GetLoading", j), "");
+    ASSERT_TRUE(j["units"].is_object()) << j.dump();
+    const auto& top = j["units"]["top"];
+    ASSERT_FALSE(top.empty()) << j.dump();
+    ASSERT_LE(top.size(), 3u);
+    EXPECT_EQ(top[0]["cgroup"], "/" + name) << j["units"].dump();
+    EXPECT_EQ(top[0]["unit"], "/" + name) << "a cgroup no unit names goes by its path";
+    EXPECT_GE(top[0]["cpu"].get<double>(), 90) << j["units"].dump();
+    EXPECT_LE(top[0]["cpu"].get<double>(), 102) << j["units"].dump();
+
+    auto table = daemon_->monctl({"loading", "--units"});
+    ASSERT_EQ(table.exit_code, 0) << table.err;
+    EXPECT_NE(table.out.find("CPU time per unit (cgroup"), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("\nUNIT "), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("\n/" + name + " "), std::string::npos) << table.out;
+}
+
+TEST_F(Monctl, UnitsOutOfRangeOrInCsvAreRefused) {
+    for (const char* n : {"0", "1001", "many"}) {
+        auto r = daemon_->monctl({"loading", "--units", n});
+        EXPECT_EQ(r.exit_code, 2) << n;
+        EXPECT_NE(r.err.find("--units"), std::string::npos) << r.err;
+    }
+    auto csv = daemon_->monctl({"loading", "--units", "--csv"});
+    EXPECT_EQ(csv.exit_code, 2);
+    EXPECT_NE(csv.err.find("--units"), std::string::npos) << csv.err;
 }
 
 TEST_F(Monctl, GlobalOptionsWorkAfterTheSubcommand) {

@@ -44,6 +44,9 @@ DaemonComponents::DaemonComponents(ComponentOptions options)
     socket_path_ = (socket_dir_ / "io.monitord.Monitor").string();
     write_file(machine_.proc() / "stat", stat_text(options_.stat));
     write_file(machine_.sys() / "devices/system/cpu/online", options_.online + "\n");
+    for (const auto& [path, text] : options_.cgroups) {
+        write_file(machine_.sys() / "fs/cgroup" / path, text);
+    }
     wake_fd_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     if (!wake_fd_) {
         error_ = std::string{"eventfd: "} + std::strerror(errno);

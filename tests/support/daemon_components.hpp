@@ -44,6 +44,9 @@ struct ComponentOptions {
     // catalog, /proc/cpuinfo and a core PMU in /sys (see DescribedMachine).
     std::map<int, Ticks> stat = {{0, {100, 900}}, {1, {200, 800}}};
     std::string online = "0-1";
+    // Files of the machine's cgroup tree, by path below /sys/fs/cgroup ("cgroup.controllers",
+    // "system.slice/a.service/cpu.stat"); none: the machine has no cgroup accounting.
+    std::map<std::string, std::string> cgroups;
     std::string cpuinfo;
     bool core_pmu = false;
     // Off: no probe threads; sleep runs probes that measure nothing and can pet a watchdog.

@@ -638,5 +638,69 @@ TEST_F(EngineTest, TotalsKeepTheTimeOfAnIntervalWhoseCountersStood) {
     EXPECT_NEAR((*c0->state_seconds)[TimeState::Idle], 1.5, 1e-9);
 }
 
+// CPU time per unit beside the loading, from a cgroup tree under the given root: the busiest
+// units when asked, the window as long as the loading's, and why there are none without one.
+TEST_F(EngineTest, UnitsAreReportedWhenAskedFor) {
+    const fs::path cgroup = root_ / "cgroup";
+    write_file(cgroup / "cgroup.controllers", "cpu\n");
+    auto stat = [&](std::uint64_t usec) {
+        write_file(cgroup / "system.slice/busy.service/cpu.stat",
+                   "usage_usec " + std::to_string(usec) + "\nuser_usec " + std::to_string(usec) +
+                       "\nsystem_usec 0\n");
+    };
+    stat(1'000'000);
+    write_stat(kBase);
+    EngineOptions options;
+    options.proc_root = proc_;
+    options.sys_root = sys_;
+    options.cgroup_root = cgroup;
+    auto engine = Engine::create(options, t0_);
+    ASSERT_TRUE(engine.has_value()) << engine.error().to_string();
+    engine_ = std::move(*engine);
+    ASSERT_NE(engine_->units(), nullptr);
+    stat(1'900'000);
+    tick_with(kStep1);
+
+    EXPECT_FALSE(report().units);
+    const auto r = engine_->loading(LoadingQuery{.units = 3});
+    ASSERT_TRUE(r.units);
+    EXPECT_EQ(r.units->accounting, "cgroup2 cpu.stat");
+    EXPECT_EQ(r.units->count, 1u);
+    ASSERT_EQ(r.units->top.size(), 1u);
+    EXPECT_EQ(r.units->top[0].unit, "busy.service");
+    EXPECT_NEAR(r.units->top[0].cpu, 90, 1e-9);
+    EXPECT_TRUE(r.units->unavailable.empty());
+
+    // A unit whose counters cannot be read fails the tick with its name, not the loading.
+    write_file(cgroup / "system.slice/busy.service/cpu.stat", "usage_usec\n");
+    write_stat({{0, {1020, 9180}}, {1, {2050, 8150}}, {2, {3100, 7100}}, {3, {700, 9500}}});
+    now_ += 1s;
+    auto ticked = engine_->tick(now_);
+    ASSERT_FALSE(ticked);
+    EXPECT_NE(ticked.error().message.find("busy.service/cpu.stat"), std::string::npos)
+        << ticked.error().message;
+    EXPECT_TRUE(engine_->loading(LoadingQuery{}).machine[0].stats);
+}
+
+TEST_F(EngineTest, WithoutACgroupTreeTheUnitsSayWhy) {
+    write_stat(kBase);
+    create();
+    EXPECT_EQ(engine_->units(), nullptr);
+    auto r = engine_->loading(LoadingQuery{.units = 3});
+    ASSERT_TRUE(r.units);
+    EXPECT_TRUE(r.units->top.empty());
+    EXPECT_EQ(r.units->unavailable, "no cgroup tree was given to read units from");
+
+    EngineOptions options;
+    options.proc_root = proc_;
+    options.sys_root = sys_;
+    options.cgroup_root = root_ / "no-cgroups";
+    auto engine = Engine::create(options, t0_);
+    ASSERT_TRUE(engine.has_value()) << engine.error().to_string();
+    r = (*engine)->loading(LoadingQuery{.units = 3});
+    ASSERT_TRUE(r.units);
+    EXPECT_NE(r.units->unavailable.find("no-cgroups"), std::string::npos) << r.units->unavailable;
+}
+
 }  // namespace
 }  // namespace monitor

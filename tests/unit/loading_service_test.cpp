@@ -182,6 +182,49 @@ TEST_F(LoadingServiceTest, GetLoadingReportsTheStatBetweenTicksForTheMachineAndE
     EXPECT_FALSE(call_checked(*client_, "GetLoading")["machine"]["procstat"].contains("history"));
 }
 
+// The busiest units beside the loading, from the machine's cgroup tree; a reply made for one
+// number of units is not served to a query for another; a number out of range is refused.
+TEST_F(LoadingServiceTest, GetLoadingWithUnitsNamesTheBusiestUnits) {
+    auto cpu_stat = [](int usec) {
+        return "usage_usec " + std::to_string(usec) + "\nuser_usec " + std::to_string(usec) +
+               "\nsystem_usec 0\n";
+    };
+    ComponentOptions o;
+    o.manual_ticks = true;
+    o.cgroups = {{"cgroup.controllers", "cpu\n"},
+                 {"system.slice/a.service/cpu.stat", cpu_stat(0)},
+                 {"system.slice/b.service/cpu.stat", cpu_stat(0)}};
+    start(std::move(o));
+    const auto a = components_->sys_root() / "fs/cgroup/system.slice/a.service/cpu.stat";
+    const auto b = components_->sys_root() / "fs/cgroup/system.slice/b.service/cpu.stat";
+    test_support::write_file(a, cpu_stat(700'000));
+    test_support::write_file(b, cpu_stat(200'000));
+    components_->write_stat(kSecond1);
+    components_->tick();
+    json l = call_checked(*client_, "GetLoading", {{"units", 1}});
+    ASSERT_TRUE(l["units"].is_object()) << l.dump();
+    EXPECT_EQ(l["units"]["accounting"], "cgroup2 cpu.stat");
+    EXPECT_EQ(l["units"]["count"], 2);
+    ASSERT_EQ(l["units"]["top"].size(), 1u) << l.dump();
+    EXPECT_EQ(l["units"]["top"][0]["unit"], "a.service");
+    EXPECT_EQ(l["units"]["top"][0]["cgroup"], "/system.slice/a.service");
+    // The manual tick's interval is the harness's, not a second: the two units' shares are
+    // in the ratio of their times.
+    const double cpu_a = l["units"]["top"][0]["cpu"].get<double>();
+    l = call_checked(*client_, "GetLoading", {{"units", 2}});
+    ASSERT_EQ(l["units"]["top"].size(), 2u) << l.dump();
+    EXPECT_NEAR(l["units"]["top"][1]["cpu"].get<double>() * 3.5, cpu_a, kRounding * 4) << l.dump();
+    EXPECT_FALSE(call_checked(*client_, "GetLoading").contains("units"));
+
+    auto refused = client_->call("io.monitord.Monitor.GetLoading", {{"units", 1001}});
+    ASSERT_TRUE(refused) << refused.error().message;
+    ASSERT_TRUE(refused->error);
+    EXPECT_EQ(*refused->error, "io.monitord.Monitor.InvalidRequest");
+    EXPECT_NE(refused->parameters.dump().find("units: 1001 is out of range; ask for 1 to 1000"),
+              std::string::npos)
+        << refused->parameters.dump();
+}
+
 // The states come with their own query: a reply made for a query without them is not served
 // to one with them, nor the other way round.
 TEST_F(LoadingServiceTest, GetLoadingWithStatesSaysWhereTheTimeWent) {

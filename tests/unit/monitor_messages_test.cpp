@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -434,6 +435,79 @@ TEST(LoadingQueryJson, RoundTripAndConformsToGetLoadingInput) {
         }
     }
     EXPECT_EQ(to_json(LoadingQuery{}), json::object());
+}
+
+// ---- Units ----
+
+TEST(LoadingReportJson, UnitsRoundTripAndConform) {
+    LoadingReport r = machine_only();
+    r.units = UnitLoading{.accounting = "cgroup2 cpu.stat", .count = 42, .top = {}};
+    r.units->top.push_back({.unit = "nginx.service",
+                            .cgroup = "/system.slice/nginx.service",
+                            .cpu = 99.51234,
+                            .user = 90.5,
+                            .system = 9.01234,
+                            .window_avg = 50.25,
+                            .window_max = 100.5});
+    r.units->top.push_back({.unit = "/batch/job1", .cgroup = "/batch/job1", .cpu = 400});
+    const json j = to_json(r);
+    expect_conforms("GetLoading", j);
+    EXPECT_EQ(j["units"]["top"][0]["cpu"], 99.512);
+    EXPECT_EQ(j["units"]["top"][0]["avg_window"], 50.25);
+    EXPECT_FALSE(j["units"].contains("unavailable"));
+    const LoadingReport back = loading_from_json(j);
+    ASSERT_TRUE(back.units);
+    EXPECT_EQ(back.units->accounting, "cgroup2 cpu.stat");
+    EXPECT_EQ(back.units->count, 42u);
+    ASSERT_EQ(back.units->top.size(), 2u);
+    EXPECT_EQ(back.units->top[0].unit, "nginx.service");
+    EXPECT_EQ(back.units->top[0].cgroup, "/system.slice/nginx.service");
+    EXPECT_DOUBLE_EQ(back.units->top[0].system, 9.012);
+    EXPECT_DOUBLE_EQ(back.units->top[0].window_max, 100.5);
+    EXPECT_DOUBLE_EQ(back.units->top[1].cpu, 400);
+
+    // None on this machine: why, and no accounting.
+    r.units = UnitLoading{.unavailable = "/sys/fs/cgroup: no cgroup2 tree"};
+    const json none = to_json(r);
+    expect_conforms("GetLoading", none);
+    EXPECT_FALSE(none["units"].contains("accounting"));
+    EXPECT_EQ(loading_from_json(none).units->unavailable, "/sys/fs/cgroup: no cgroup2 tree");
+    // Not asked for: not there.
+    EXPECT_FALSE(to_json(machine_only()).contains("units"));
+    EXPECT_FALSE(loading_from_json(to_json(machine_only())).units);
+}
+
+TEST(LoadingReportJson, UnitsOfAConfusedPeerAreSkippedNotTrusted) {
+    json j = to_json(machine_only());
+    j["units"] = json{{"count", -3},
+                      {"top", json::array({json(7), json{{"cpu", 5}},
+                                           json{{"unit", "a.service"}, {"cpu", "lots"}}})}};
+    const auto r = loading_from_json(j);
+    ASSERT_TRUE(r.units);
+    EXPECT_EQ(r.units->count, 0u);
+    ASSERT_EQ(r.units->top.size(), 1u);  // the entry without a name and the number are skipped
+    EXPECT_EQ(r.units->top[0].unit, "a.service");
+    EXPECT_EQ(r.units->top[0].cpu, 0);
+}
+
+TEST(LoadingQueryJson, UnitsAreCheckedAgainstTheirRange) {
+    EXPECT_EQ(loading_query_from_json(json{{"units", 10}}).units, 10);
+    EXPECT_EQ(to_json(LoadingQuery{.units = 10}), json({{"units", 10}}));
+    EXPECT_TRUE(check(loading_query_from_json(json{{"units", 1000}})));
+    for (const json& bad :
+         {json(-1), json(1001), json(std::numeric_limits<std::uint64_t>::max())}) {
+        const auto q = loading_query_from_json(json{{"units", bad}});
+        const auto r = check(q);
+        ASSERT_FALSE(r) << bad.dump();
+        EXPECT_EQ(r.error().status, Status::BadArg);
+        EXPECT_NE(r.error().message.find("units: "), std::string::npos) << r.error().message;
+        EXPECT_NE(r.error().message.find("1 to 1000"), std::string::npos) << r.error().message;
+    }
+    const varlink::Interface* iface = varlink::builtin_interface(varlink::kMonitorInterface);
+    ASSERT_NE(iface, nullptr);
+    const varlink::Method* m = iface->method("GetLoading");
+    ASSERT_NE(m, nullptr);
+    EXPECT_FALSE(iface->check(*m->input, to_json(LoadingQuery{.units = 5}), Extra::Reject));
 }
 
 // A stream's records: the kept JSON of the last one, its numbers replaced, is exactly the new

@@ -175,6 +175,19 @@ if [ -z "$thread" ] || [ "$taken" -gt 15 ]; then
 fi
 awk -v p="$probe" 'BEGIN { exit !(p >= 95) }' ||
     say "ERROR the probe source read the busy cpu1 ${probe} % busy"
+# The busy unit is the busiest unit, with nearly all of a CPU, as the hardened daemon reads
+# the units' CPU time from the cgroup tree.
+units=$(monctl loading --units 3 --json | python3 -c '
+import json, sys
+u = json.load(sys.stdin)["units"]
+top = u["top"][0] if u["top"] else {"unit": "none", "cpu": 0}
+print(top["unit"], top["cpu"], u["count"], u.get("accounting"))')
+read -r top_unit top_cpu unit_count accounting <<<"$units"
+say "UNITS the busiest of ${unit_count} units: ${top_unit} with ${top_cpu} % of one CPU (${accounting})"
+if [ "$top_unit" != busy.service ] || ! awk -v p="$top_cpu" 'BEGIN { exit !(p >= 90) }'; then
+    say "ERROR the busiest unit is ${top_unit} with ${top_cpu} %, not busy.service with 90 % or more"
+    monctl loading --units 5
+fi
 systemctl stop busy.service
 cp /root/monitord.conf.shipped /etc/monitord/monitord.conf
 

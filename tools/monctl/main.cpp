@@ -34,6 +34,7 @@ struct Options {
     bool states = false;
     bool csv = false;
     bool watch = false;
+    std::int64_t units = 0;  // --units N
 };
 
 int report(const monitor::Error& e) {
@@ -79,6 +80,12 @@ int cmd_loading(const Options& o) {
         std::fprintf(stderr, "monctl: --json and --csv exclude each other; choose one\n");
         return kExitUsage;
     }
+    if (o.csv && o.units > 0) {
+        std::fprintf(stderr,
+                     "monctl: --csv writes the loading's table; the units (--units) are shown "
+                     "in the table view and in --json\n");
+        return kExitUsage;
+    }
     if (o.csv && o.history && o.states) {
         std::fprintf(stderr,
                      "monctl: --csv writes one table: the history (--history) or the states "
@@ -87,7 +94,8 @@ int cmd_loading(const Options& o) {
     }
     auto c = connect(o);
     if (!c) return report(c.error());
-    monitor::LoadingQuery q{.per_cpu = o.per_cpu, .history = o.history, .states = o.states};
+    monitor::LoadingQuery q{
+        .per_cpu = o.per_cpu, .history = o.history, .states = o.states, .units = o.units};
     bool first = true;
     auto show = [&](const monitor::LoadingReport& r) {
         if (o.json) {
@@ -107,6 +115,7 @@ int cmd_loading(const Options& o) {
             if (o.history) text += monctl::format_history(r);
             if (o.states) text += (o.history ? "\n" : "") + monctl::format_states(r);
             if (!o.history && !o.states) text += monctl::format_loading(r);
+            if (o.units > 0) text += "\n" + monctl::format_units(r);
             if (o.watch) text += '\n';
         }
         first = false;
@@ -229,6 +238,14 @@ int run(int argc, char** argv) {
     loading->add_flag("-S,--states", o.states,
                       "Show where the time went: user, nice, system, irq, softirq, iowait, "
                       "steal, guest, guest_nice, idle");
+    loading
+        ->add_option("-u,--units", o.units,
+                     "Add the N busiest systemd units (10 without N): CPU time from the "
+                     "kernel's cgroup accounting, in percent of one CPU")
+        ->expected(0, 1)
+        ->default_str("10")
+        ->type_name("N")
+        ->check(CLI::Range(std::int64_t{1}, monitor::kMaxUnitsListed));
     loading->add_flag("--csv", o.csv, "Comma-separated values with a time column");
     loading->add_flag("-w,--watch", o.watch,
                       "Show the figures again after every sample, until interrupted");

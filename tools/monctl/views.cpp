@@ -405,4 +405,35 @@ std::string format_states(const monitor::LoadingReport& r) {
     return out;
 }
 
+std::string format_units(const monitor::LoadingReport& r) {
+    if (!r.units) return {};
+    const auto& u = *r.units;
+    if (!u.unavailable.empty()) return fmt::format("No CPU time per unit: {}\n", u.unavailable);
+    if (!r.timestamp) {
+        return "No CPU time per unit yet: the first figures come one second after the daemon "
+               "starts.\n";
+    }
+    auto t = std::chrono::system_clock::to_time_t(*r.timestamp);
+    std::string out = fmt::format(
+        "CPU time per unit ({}), in percent of one CPU, in the second to {:%H:%M:%S} and over "
+        "the last {} s; {} units\n",
+        u.accounting, fmt::localtime(t), r.window_seconds, u.count);
+    if (u.top.empty()) {
+        return out + fmt::format("No unit had CPU time in the last {} s\n", r.window_seconds);
+    }
+    std::size_t width = 4;
+    for (const auto& l : u.top) width = std::max(width, l.unit.size());
+    width = std::min<std::size_t>(width, 48);
+    out += fmt::format("{:<{}} {:>7} {:>7} {:>7} {:>7} {:>7}\n", "UNIT", width, "LAST", "USER",
+                       "SYS", "AVG", "MAX");
+    for (const auto& l : u.top) {
+        // A name longer than the column keeps its end, where a unit's name is told apart.
+        const std::string name =
+            l.unit.size() > width ? "…" + l.unit.substr(l.unit.size() - width + 1) : l.unit;
+        out += fmt::format("{:<{}} {:7.1f} {:7.1f} {:7.1f} {:7.1f} {:7.1f}\n", name, width, l.cpu,
+                           l.user, l.system, l.window_avg, l.window_max);
+    }
+    return out;
+}
+
 }  // namespace monctl

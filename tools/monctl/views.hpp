@@ -31,6 +31,11 @@ std::string format_history(const monitor::LoadingReport& report);
 // per CPU when present); the last second, then the window's average.
 std::string format_states(const monitor::LoadingReport& report);
 
+// The busiest units (GetLoading's units): CPU time in percent of one CPU over the last second,
+// in user mode and in the kernel, the window's average and its busiest second; or why there
+// are none.
+std::string format_units(const monitor::LoadingReport& report);
+
 // The time column of every CSV monctl writes: UTC, RFC 3339 with milliseconds
 // ("2026-11-24T16:55:01.123Z").
 std::string csv_time(std::chrono::system_clock::time_point t);

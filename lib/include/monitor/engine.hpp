@@ -17,6 +17,7 @@
 #include "monitor/loading/loading_report.hpp"
 #include "monitor/loading/probe_set.hpp"
 #include "monitor/loading/probes.hpp"
+#include "monitor/loading/unit_usage.hpp"
 #include "monitor/status.hpp"
 
 namespace monitor {
@@ -48,6 +49,10 @@ struct EngineOptions {
     // credits from the idle time of /proc/stat so corrected. nullptr: spinning probes are
     // threads of this process and earn them from their own CPU time (the MON C API).
     std::shared_ptr<Probes> spinners;
+    // CPU time per systemd unit from the cgroup hierarchies mounted there (UnitUsage; the
+    // daemon's /sys/fs/cgroup); empty: none (the MON C API). A machine without cgroup
+    // accounting does not fail the engine: its reports say why they have no units.
+    std::filesystem::path cgroup_root;
 };
 
 class Engine {
@@ -79,6 +84,10 @@ class Engine {
     // The probes that earn the watchdog's credits: this process's threads; nullptr with
     // ProbeMode::Off.
     const ProbeSet* petting_probes() const { return probes_.get(); }
+    // CPU time per unit; nullptr without a cgroup root or cgroup accounting (units_error()
+    // says why for the second).
+    const UnitUsage* units() const { return units_ ? &*units_ : nullptr; }
+    const std::string& units_error() const { return units_error_; }
     // Stops this process's probe threads (ProbeSet::stop): the CPUs whose thread had not ended
     // within `grace`. They measure nothing afterwards: for an engine that is ending.
     std::vector<int> stop_probes(std::chrono::milliseconds grace);
@@ -123,6 +132,8 @@ class Engine {
     std::optional<OnlineCpusReader> online_reader_;
     Clock::time_point last_tick_;
     std::optional<std::chrono::system_clock::time_point> last_sample_wall_;
+    std::optional<UnitUsage> units_;
+    std::string units_error_;
 };
 
 }  // namespace monitor

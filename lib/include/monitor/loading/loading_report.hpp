@@ -9,6 +9,8 @@
 
 #include "monitor/loading/cpu_states.hpp"
 #include "monitor/loading/load_history.hpp"
+#include "monitor/loading/unit_usage.hpp"
+#include "monitor/status.hpp"
 
 namespace monitor {
 
@@ -31,20 +33,37 @@ struct CpuLoading {
     std::vector<SourceLoad> sources;
 };
 
+// CPU time per systemd unit (UnitUsage), as a report gives it.
+struct UnitLoading {
+    std::string accounting;  // cgroup_accounting_name(); empty when unavailable
+    std::size_t count = 0;   // the units the last walk of the tree found
+    std::vector<UnitLoad> top;
+    std::string unavailable;  // why there are no figures per unit, when there are none
+};
+
 struct LoadingReport {
     // Wall-clock time of the newest sample; nullopt before the first one.
     std::optional<std::chrono::system_clock::time_point> timestamp;
     std::size_t window_seconds = 0;
     std::vector<SourceLoad> machine;
-    std::vector<CpuLoading> cpus;  // empty unless per-CPU figures were asked for
+    std::vector<CpuLoading> cpus;      // empty unless per-CPU figures were asked for
+    std::optional<UnitLoading> units;  // when units were asked for
 };
+
+// The most units a report lists.
+inline constexpr std::int64_t kMaxUnitsListed = 1000;
 
 struct LoadingQuery {
     bool per_cpu = false;
     bool history = false;
     bool states = false;  // the share of each CPU state, for the sources that know it
     bool totals = false;  // the CPU time in each state so far, for the sources that know it
+    // The busiest units to list (UnitUsage::top), from 1 to kMaxUnitsListed; 0: none.
+    std::int64_t units = 0;
 };
+
+// BADARG naming the parameter and the range when a query asks for what no report can give.
+Result<void> check(const LoadingQuery& query);
 
 // The entry of `source` in `loads`, or nullptr.
 const SourceLoad* find_source(const std::vector<SourceLoad>& loads, std::string_view source);
