@@ -176,6 +176,24 @@ class Process:
                 self.proc.wait()
 
 
+def wait_answering(proc, sock, timeout=20):
+    """Waits until the monitord of `proc` answers GetStatus at `sock`; stops it and raises
+    Failed when it exits or does not answer within `timeout` seconds."""
+    import varlink_call  # beside this file, as the benchmarks import it
+
+    deadline = time.monotonic() + timeout
+    while True:
+        proc.check()
+        try:
+            varlink_call.call(sock, "GetStatus")
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                proc.stop()
+                raise Failed(f"{proc.name} did not answer within {timeout} s:\n{proc.tail()}")
+            time.sleep(0.1)
+
+
 def threads_seconds(pid):
     """Run time of the live threads of the process, from schedstat, in seconds."""
     total = 0

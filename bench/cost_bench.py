@@ -39,8 +39,7 @@ import tempfile
 import threading
 import time
 
-import varlink_call
-from bench_support import Failed, Machine, Process, threads_seconds
+from bench_support import Failed, Machine, Process, threads_seconds, wait_answering
 
 MODES = ("none", "sleep", "sleep+wd", "spin")
 GOAL_CPU = 0.1  # % of one CPU, the default mode on this machine
@@ -130,17 +129,7 @@ def start_daemon(args, mode, workdir, extra=()):
         fifo = FifoReader(path)
         argv += ["--watchdog", path]
     proc = Process(f"monitord-{mode}", argv, workdir)
-    deadline = time.monotonic() + 20
-    while True:
-        proc.check()
-        try:
-            varlink_call.call(sock, "GetStatus")
-            break
-        except OSError:
-            if time.monotonic() > deadline:
-                proc.stop()
-                raise Failed(f"monitord ({mode}) did not answer within 20 s:\n{proc.tail()}")
-            time.sleep(0.1)
+    wait_answering(proc, sock)
     return proc, fifo
 
 

@@ -32,7 +32,7 @@ import tempfile
 import time
 
 import varlink_call
-from bench_support import Failed, Process, threads_seconds
+from bench_support import Failed, Process, threads_seconds, wait_answering
 
 GOAL = 0.05  # % of one CPU for 300 units
 SLICE = "monitord-bench.slice"
@@ -96,17 +96,7 @@ class Units:
 def start_monitord(args, workdir, name):
     sock = os.path.join(workdir, name + ".sock")
     proc = Process(name, [args.monitord, "--socket", sock, "--log-level", "warning"], workdir)
-    deadline = time.monotonic() + 20
-    while True:
-        proc.check()
-        try:
-            varlink_call.call(sock, "GetStatus")
-            break
-        except OSError:
-            if time.monotonic() > deadline:
-                proc.stop()
-                raise Failed(f"{name} did not answer within 20 s:\n{proc.tail()}")
-            time.sleep(0.1)
+    wait_answering(proc, sock)
     return proc, sock
 
 

@@ -62,12 +62,13 @@ class EngineTest : public ::testing::Test {
         write_file(sys_ / "devices/system/cpu/online", list + "\n");
     }
 
-    // Creates the engine at t0 over the current files.
-    void create(std::size_t history_seconds = 60) {
+    // Creates the engine at t0 over the current files (and the units of a cgroup tree).
+    void create(std::size_t history_seconds = 60, const fs::path& cgroup_root = {}) {
         EngineOptions options;
         options.proc_root = proc_;
         options.sys_root = sys_;
         options.history_seconds = history_seconds;
+        options.cgroup_root = cgroup_root;
         auto engine = Engine::create(options, t0_);
         ASSERT_TRUE(engine.has_value()) << engine.error().to_string();
         engine_ = std::move(*engine);
@@ -650,13 +651,7 @@ TEST_F(EngineTest, UnitsAreReportedWhenAskedFor) {
     };
     stat(1'000'000);
     write_stat(kBase);
-    EngineOptions options;
-    options.proc_root = proc_;
-    options.sys_root = sys_;
-    options.cgroup_root = cgroup;
-    auto engine = Engine::create(options, t0_);
-    ASSERT_TRUE(engine.has_value()) << engine.error().to_string();
-    engine_ = std::move(*engine);
+    create(60, cgroup);
     ASSERT_NE(engine_->units(), nullptr);
     stat(1'900'000);
     tick_with(kStep1);
@@ -691,13 +686,8 @@ TEST_F(EngineTest, WithoutACgroupTreeTheUnitsSayWhy) {
     EXPECT_TRUE(r.units->top.empty());
     EXPECT_EQ(r.units->unavailable, "no cgroup tree was given to read units from");
 
-    EngineOptions options;
-    options.proc_root = proc_;
-    options.sys_root = sys_;
-    options.cgroup_root = root_ / "no-cgroups";
-    auto engine = Engine::create(options, t0_);
-    ASSERT_TRUE(engine.has_value()) << engine.error().to_string();
-    r = (*engine)->loading(LoadingQuery{.units = 3});
+    create(60, root_ / "no-cgroups");
+    r = engine_->loading(LoadingQuery{.units = 3});
     ASSERT_TRUE(r.units);
     EXPECT_NE(r.units->unavailable.find("no-cgroups"), std::string::npos) << r.units->unavailable;
 }
