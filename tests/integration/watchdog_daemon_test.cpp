@@ -171,9 +171,10 @@ TEST_P(WatchdogDaemonMode, PetsKeepComingWhileEveryCpuIs95PercentBusy) {
     ASSERT_TRUE(wait_pets(w, 2, 5s));
     DutyCycle load(95);
     std::this_thread::sleep_for(2s);
-    const auto seen = watch_pets(w, 20s, ("95 % on every CPU, " + GetParam()).c_str());
+    // More than a timeout: the pets of a starved machine would have stopped within it.
+    const auto seen = watch_pets(w, 12s, ("95 % on every CPU, " + GetParam()).c_str());
     EXPECT_LT(seen.longest_gap, 5s) << "pets should come every second or more often";
-    EXPECT_GE(seen.pets, 10u);
+    EXPECT_GE(seen.pets, 6u);
     const auto wd = d->call("GetStatus")["watchdog"];
     EXPECT_EQ(wd["late_pets"], 0) << "no near miss at 95 %: " << wd.dump();
     EXPECT_LT(wd["longest_pet_gap"].get<double>(), 5.0) << wd.dump();

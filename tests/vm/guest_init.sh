@@ -106,6 +106,9 @@ busy_elsewhere() {
     esac
 }
 
+# How long a case that must not reset the machine runs: twice the timeout, past the one
+# timeout and the margin within which a machine whose pets stopped is reset.
+SURVIVE=$((2 * TIMEOUT))
 survive() {  # $1 seconds, showing the watchdog on the way
     end=$(($(cut -d. -f1 /proc/uptime) + $1))
     while [ "$(cut -d. -f1 /proc/uptime)" -lt $end ]; do
@@ -116,7 +119,7 @@ survive() {  # $1 seconds, showing the watchdog on the way
 
 case $CASE in
     idle)
-        survive $((3 * TIMEOUT))
+        survive $SURVIVE
         monctl -s /run/monitord.sock watchdog status
         ;;
     default)
@@ -129,7 +132,7 @@ case $CASE in
         sleep 10
         r1=$(residency)
         [ -n "$r0" ] && say "RESIDENCY_WITH $((r1 - r0)) us in 10 s"
-        sleep $((3 * TIMEOUT - 10))
+        sleep $((SURVIVE - 10))
         # The daemon's own CPU time over its run: clock ticks (utime + stime), and ticks a second.
         say "MONITORD_TICKS $(awk '{ print $14 + $15 }' /proc/$MONITORD/stat) $(getconf CLK_TCK 2>/dev/null || echo 100)"
         ;;
@@ -139,9 +142,9 @@ case $CASE in
         # vCPUs lose time to the host, which lengthens the idle spans: asking for 98 % in
         # periods of 100 ms leaves the probes about 5 % (the host checks what they measured).
         say "LOAD 95 % on $(nproc) CPUs"
-        bench-duty-cycle 98 $((3 * TIMEOUT + 5)) 100 &
+        bench-duty-cycle 98 $((SURVIVE + 5)) 100 &
         LOAD=$!
-        survive $((3 * TIMEOUT))
+        survive $SURVIVE
         say "MEASURED $(monctl -s /run/monitord.sock loading | awk '$1 == "all" { print $3 }')"
         wait $LOAD
         monctl -s /run/monitord.sock loading
@@ -165,7 +168,7 @@ case $CASE in
         kill -TERM $MONITORD
         wait $MONITORD
         say "STOPPED monitord exit=$?"
-        survive $((3 * TIMEOUT))
+        survive $SURVIVE
         ;;
     session | cgroup | idlecgroup)
         say "LOAD normal priority on cpu1, in $CASE"

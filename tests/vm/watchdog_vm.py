@@ -126,7 +126,9 @@ def run_case(case, wd, timeout, probe, kernel, initramfs, log_dir):
         problems.append("monitord never became ready")
     elif alive != expected:
         problems.append("the VM survived" if alive else "the VM ended")
-    if case == "idle" and (not pets or max(pets) < 2 * timeout):
+    # The idle case runs twice the timeout: pets about once a second, three quarters of them
+    # at least under TCG's late timers.
+    if case == "idle" and (not pets or max(pets) < 3 * timeout // 2):
         problems.append(f"too few pets seen: {max(pets) if pets else 0}")
     if case == "idle" and "BUSY_EXPLAINED" not in marks:
         problems.append("a second monitord on the held device did not explain EBUSY")
