@@ -42,6 +42,15 @@ bool present(const std::filesystem::path& p) {
     return ::access(p.c_str(), F_OK) == 0;
 }
 
+// A decimal number, with spaces around it or not.
+std::optional<std::uint64_t> number(std::string_view text) {
+    const auto v = trim_space(text);
+    std::uint64_t n = 0;
+    const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (v.empty() || ec != std::errc{} || p != v.data() + v.size()) return std::nullopt;
+    return n;
+}
+
 // The value of `key` in a "key value" line of `text` (cpu.stat).
 std::optional<std::uint64_t> stat_value(std::string_view text, std::string_view key) {
     std::size_t at = 0;
@@ -49,23 +58,11 @@ std::optional<std::uint64_t> stat_value(std::string_view text, std::string_view 
         const auto end = std::min(text.find('\n', at), text.size());
         const auto line = text.substr(at, end - at);
         if (line.size() > key.size() && line.starts_with(key) && line[key.size()] == ' ') {
-            const auto v = trim_space(line.substr(key.size() + 1));
-            std::uint64_t n = 0;
-            const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-            if (ec != std::errc{} || p != v.data() + v.size()) return std::nullopt;
-            return n;
+            return number(line.substr(key.size() + 1));
         }
         at = end + 1;
     }
     return std::nullopt;
-}
-
-std::optional<std::uint64_t> number(std::string_view text) {
-    const auto v = trim_space(text);
-    std::uint64_t n = 0;
-    const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-    if (v.empty() || ec != std::errc{} || p != v.data() + v.size()) return std::nullopt;
-    return n;
 }
 
 }  // namespace
