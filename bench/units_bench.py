@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """CPU time per unit: what it costs monitord, side by side with systemd-cgtop, in one run.
 
-usage: units_bench.py [--monitord PATH] [--units N] [--seconds S] [--rounds R]
+usage: units_bench.py [--monitord PATH] [--duty-cycle PATH] [--units N] [--busy PERCENT]
+                      [--seconds S] [--rounds R]
 
 As root: N cgroups (default 300) made as the units of a slice of the bench's own
 (monitord-bench.slice/bench-K.service) in every hierarchy either tool reads CPU time from:
 the cgroup2 tree (the root, or unified/ on a hybrid machine), and the v1 cpuacct and
 name=systemd hierarchies where they are mounted (systemd-cgtop reads those on a machine that
-is not all cgroup2). Every tenth holds a sleeping process. Then phases of S seconds (default
-20), in rounds (default 3) whose order rotates, so that a drift of the machine falls on every
-phase alike:
+is not all cgroup2). Every tenth holds a sleeping process, and the first a process busy for
+PERCENT (default 10) of every CPU (bench-duty-cycle), so that the slice's time grows every
+second as a real machine's does (it stays in the root cgroup while the units are gone). Then
+phases of S seconds (default 20), in rounds (default 3) whose order rotates, so that a drift
+of the machine falls on every phase alike:
   monitord-0   monitord with its defaults, the bench's cgroups removed (the machine's own
                units only)
   monitord-N   monitord with its defaults and the N units
@@ -54,10 +57,18 @@ def hierarchies():
 
 
 class Units:
-    """N cgroups in each hierarchy, every tenth with a sleeping process."""
+    """N cgroups in each hierarchy, every tenth with a sleeping process, the first with the
+    busy one."""
 
-    def __init__(self, roots, n):
-        self.roots, self.n, self.sleepers = roots, n, []
+    def __init__(self, roots, n, busy):
+        self.roots, self.n, self.busy, self.sleepers = roots, n, busy, []
+
+    def place_busy(self, cgroup):
+        if self.busy is None:
+            return
+        for root in self.roots:
+            with open(os.path.join(root, cgroup, "cgroup.procs"), "w") as f:
+                f.write(str(self.busy.pid))
 
     def make(self):
         for root in self.roots:
@@ -70,8 +81,10 @@ class Units:
                 with open(os.path.join(root, SLICE, f"bench-{k}.service", "cgroup.procs"),
                           "w") as f:
                     f.write(str(p.pid))
+        self.place_busy(os.path.join(SLICE, "bench-0.service"))
 
     def remove(self):
+        self.place_busy("")
         for p in self.sleepers:
             p.kill()
             p.wait()
@@ -130,7 +143,10 @@ def phase(args, workdir, mode, units):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--monitord", default=os.environ.get("MONITORD_BIN", "monitord"))
+    p.add_argument("--duty-cycle", default=os.environ.get("DUTY_CYCLE_BIN", "bench-duty-cycle"))
     p.add_argument("--units", type=int, default=300)
+    p.add_argument("--busy", type=float, default=10,
+                   help="%% of every CPU the first unit's process is busy for (0: none)")
     p.add_argument("--seconds", type=float, default=20)
     p.add_argument("--rounds", type=int, default=3)
     args = p.parse_args()
@@ -144,11 +160,14 @@ def main():
     if shutil.which("systemd-cgtop") is None:
         print("SKIP: no systemd-cgtop (Debian's systemd package)")
         return 77
-    print(f"{args.units} units in {', '.join(roots)}; {args.rounds} rounds of {args.seconds:.0f} s"
-          f" per phase", flush=True)
+    print(f"{args.units} units in {', '.join(roots)}, one {args.busy:g} % busy on every CPU; "
+          f"{args.rounds} rounds of {args.seconds:.0f} s per phase", flush=True)
     modes = ["monitord-0", "monitord-N", "cgtop"]
     results = {m: [] for m in modes}
-    units = Units(roots, args.units)
+    busy = None
+    if args.busy > 0:
+        busy = subprocess.Popen([args.duty_cycle, str(args.busy), "86400"])
+    units = Units(roots, args.units, busy)
     try:
         with tempfile.TemporaryDirectory(prefix="monitord-units-") as workdir:
             for r in range(args.rounds):
@@ -163,6 +182,9 @@ def main():
         return 1
     finally:
         units.remove()
+        if busy is not None:
+            busy.kill()
+            busy.wait()
     med = {m: statistics.median(v) for m, v in results.items()}
     cost = med["monitord-N"] - med["monitord-0"]
     print(f"\nmedians, % of one CPU: monitord without the units {med['monitord-0']:.3f}, with "

@@ -1,7 +1,8 @@
 // CPU time per systemd unit, from the kernel's cgroup accounting: which units loaded the
 // machine over the last second and over the window. Cheap enough to run every second: the
-// counters' files stay open and are re-read with one pread each, and the tree is walked only
-// through slices.
+// counters' files stay open and are re-read with one pread each, the tree is walked only
+// through slices, and a unit's counters are read only when its slice's time says it may
+// have run (see sample()).
 //
 // The accounting is cgroup v2's cpu.stat (usage_usec, user_usec, system_usec: a file of every
 // cgroup, with or without the cpu controller, so also on a hybrid machine's unified tree, where
@@ -69,18 +70,27 @@ class UnitUsage {
     UnitUsage& operator=(UnitUsage&&) noexcept;
     ~UnitUsage();
 
-    // Walks the tree for units that came and went, and reads every unit's counters as of
-    // `now`. A unit's figures start with its second reading. A unit whose cgroup is gone
-    // (its files read ENODEV) is dropped; one whose counters cannot be read or parsed is
-    // dropped too, and the first such error is returned after every other unit was read.
+    // Walks the tree for units that came and went, and reads the units' counters as of
+    // `now`, top-down: a slice's (or any directory's) total is what its children used, so
+    // a slice whose total did not grow is read alone (its units did not run), and when it
+    // grew its units are read busiest first (those that ran most recently) until their
+    // growth accounts for the slice's to within 0.1 % of one CPU. Those left may have had
+    // that much: they are read at their refresh (every 30th sample, a thirtieth of them at
+    // each) or when their slice's time is not accounted for, and what they used meanwhile
+    // is spread over the samples that did not read them: never lost, at most late.
+    // A unit's figures start with its second reading. A unit whose cgroup is gone (its
+    // files read ENODEV) is dropped; one whose counters cannot be read or parsed is dropped
+    // too, and the first such error is returned after every other unit was read.
     Result<void> sample(Clock::time_point now);
 
     // The `n` units with the most CPU time over the last interval (then over the window; then
     // by name), leaving out those that had none in the window.
     std::vector<UnitLoad> top(std::size_t n) const;
 
-    // How many units the last walk found, and the files their readings keep open.
+    // How many units the last walk found; how many cgroups (units and the directories above
+    // them) the last sample read; the files the readings keep open.
     std::size_t unit_count() const;
+    std::size_t last_reads() const;
     std::size_t open_files() const;
     CgroupAccounting accounting() const;
     // The hierarchy's root directory: "/sys/fs/cgroup/cpuacct".
