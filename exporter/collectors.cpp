@@ -22,6 +22,9 @@ constexpr std::array<CollectorInfo, kCollectorCount> kCollectors = {{
     {Collector::Watchdog, "watchdog", true, "the watchdog monitord pets, when it pets one"},
     {Collector::Perf, "perf", true,
      "the standing counter sessions of monitord.conf: their events and metrics"},
+    {Collector::Units, "units", false,
+     "the busiest systemd units' CPU time over the last second and the window "
+     "(--collector.units.limit of them, 10 by default)"},
 }};
 
 }  // namespace

@@ -22,8 +22,13 @@ enum class Collector : std::uint8_t {
     ProbeCpu,  // each CPU's probe: its state, idle time and baseline
     Watchdog,  // the watchdog monitord pets
     Perf,      // the standing counter sessions
+    Units,     // the busiest systemd units' CPU time
 };
-inline constexpr std::size_t kCollectorCount = 7;
+inline constexpr std::size_t kCollectorCount = 8;
+
+// How many units the units collector exports by default, and at most.
+inline constexpr std::int64_t kDefaultUnitsLimit = 10;
+inline constexpr std::int64_t kMaxUnitsLimit = 1000;
 
 struct CollectorInfo {
     Collector id;
@@ -53,9 +58,15 @@ class CollectorSet {
     }
     bool needs_totals() const { return on(Collector::Cpu); }
     bool needs_standing() const { return on(Collector::Perf); }
+    // The busiest units to ask for (GetLoading's units): the limit, 0 when the collector is off.
+    std::int64_t units_asked() const { return on(Collector::Units) ? units_limit_ : 0; }
+    // The operator's limit on the units exported (--collector.units.limit), from 1 to
+    // kMaxUnitsLimit.
+    void set_units_limit(std::int64_t limit) { units_limit_ = limit; }
 
   private:
     std::bitset<kCollectorCount> bits_;
+    std::int64_t units_limit_ = kDefaultUnitsLimit;
 };
 
 }  // namespace exporter

@@ -263,6 +263,40 @@ void add_standing(Families& fs, const std::vector<monitor::protocol::StandingSes
     }
 }
 
+// The busiest units (GetLoading's units), in CPUs: 1 is one CPU's worth of time, a unit busy
+// on four CPUs has 4. A machine without cgroup accounting has no unit series.
+void add_units(Families& fs, const monitor::UnitLoading& units) {
+    if (!units.unavailable.empty()) return;
+    add(fs.family("monitord_units",
+                  "Units the cgroup tree holds (monctl loading --units), by the kernel's "
+                  "accounting their CPU time comes from.",
+                  MetricType::Gauge),
+        {{"accounting", units.accounting}}, static_cast<double>(units.count));
+    auto& last = fs.family("monitord_unit_cpu_ratio",
+                           "CPU time of one of the busiest systemd units over the last second, "
+                           "in CPUs (1: one CPU's worth).",
+                           MetricType::Gauge);
+    auto& mode = fs.family("monitord_unit_cpu_mode_ratio",
+                           "Of a busiest unit's CPU time over the last second, that in user mode "
+                           "and in the kernel, in CPUs (split by ticks: need not add up).",
+                           MetricType::Gauge);
+    auto& avg = fs.family("monitord_unit_cpu_window_avg_ratio",
+                          "Mean CPU time of a busiest unit over the history window, in CPUs.",
+                          MetricType::Gauge);
+    auto& max = fs.family("monitord_unit_cpu_window_max_ratio",
+                          "A busiest unit's highest per-second CPU time in the history window, "
+                          "in CPUs.",
+                          MetricType::Gauge);
+    for (const auto& u : units.top) {
+        const Labels labels{{"unit", u.unit}, {"cgroup", u.cgroup}};
+        add(last, labels, u.cpu / 100);
+        add(mode, {{"unit", u.unit}, {"cgroup", u.cgroup}, {"mode", "user"}}, u.user / 100);
+        add(mode, {{"unit", u.unit}, {"cgroup", u.cgroup}, {"mode", "system"}}, u.system / 100);
+        add(avg, labels, u.window_avg / 100);
+        add(max, labels, u.window_max / 100);
+    }
+}
+
 }  // namespace
 
 std::vector<prometheus::MetricFamily> machine_metrics(const Scrape& scrape,
@@ -302,6 +336,9 @@ std::vector<prometheus::MetricFamily> machine_metrics(const Scrape& scrape,
     add_probes(fs, s, on);
     if (s.watchdog && on.on(Collector::Watchdog)) add_watchdog(fs, *s.watchdog);
     if (on.on(Collector::Perf)) add_standing(fs, scrape.standing);
+    if (on.on(Collector::Units) && scrape.loading && scrape.loading->units) {
+        add_units(fs, *scrape.loading->units);
+    }
     return fs.take();
 }
 

@@ -140,6 +140,14 @@ int run(int argc, char** argv) {
                    "once (default 64)")
         ->check(CLI::Range(1U, 4096U));
     app.add_option("--log-level", log_level, "trace, debug, info, warning or error (default info)");
+    std::int64_t units_limit = exporter::kDefaultUnitsLimit;
+    auto* limit_option =
+        app.add_option(
+               "--collector.units.limit", units_limit,
+               "How many of the busiest systemd units the units collector exports (default " +
+                   std::to_string(exporter::kDefaultUnitsLimit) + ", at most " +
+                   std::to_string(exporter::kMaxUnitsLimit) + ")")
+            ->check(CLI::Range(std::int64_t{1}, exporter::kMaxUnitsLimit));
     // node_exporter's flags: --collector.NAME and --no-collector.NAME for each collector,
     // --collector.disable-defaults to start from none. CLI11 counts a flag given as its
     // negation as -1.
@@ -174,6 +182,13 @@ int run(int argc, char** argv) {
         }
         collectors.set(id, count > 0);
     }
+    if (limit_option->count() > 0 && !collectors.on(exporter::Collector::Units)) {
+        std::fprintf(stderr,
+                     "monitord-exporter: --collector.units.limit with the units collector off: "
+                     "add --collector.units\n");
+        return kExitUsage;
+    }
+    collectors.set_units_limit(units_limit);
     auto level = monitor::value_named(monitord::kLogLevelNames, log_level);
     if (!level) {
         std::fprintf(stderr,

@@ -205,8 +205,9 @@ TEST_F(ExporterTest, CpuTimeGrowsWithTheTimeThatPassed) {
 // The collectors switched as node_exporter's are: each CPU's last second and its probe on,
 // the CPU time off (and not asked of monitord).
 TEST_F(ExporterTest, CollectorsSwitchedOnAndOff) {
-    auto e = start_exporter(
-        daemon_->socket(), {"--collector.cpu_load", "--collector.probe_cpu", "--no-collector.cpu"});
+    auto e = start_exporter(daemon_->socket(),
+                            {"--collector.cpu_load", "--collector.probe_cpu", "--no-collector.cpu",
+                             "--collector.units", "--collector.units.limit", "2"});
     auto h = get(e.url());
     ASSERT_EQ(h.code, 200) << h.body << e.process->log();
     auto s = samples(h.body);
@@ -218,9 +219,15 @@ TEST_F(ExporterTest, CollectorsSwitchedOnAndOff) {
         EXPECT_TRUE(s.contains("monitord_cpu_load_ratio{cpu=\"" + id + "\",source=\"probe\"}"));
         EXPECT_EQ((s["monitord_probe_state{cpu=\"" + id + "\",state=\"running\"}"]), 1);
     }
-    EXPECT_NE(e.process->log().find("collectors load,cpu_load,probes,probe_cpu,watchdog,perf"),
-              std::string::npos)
+    EXPECT_NE(
+        e.process->log().find("collectors load,cpu_load,probes,probe_cpu,watchdog,perf,units"),
+        std::string::npos)
         << e.process->log();
+    // This machine's units: how many, from which accounting, and at most the 2 busiest.
+    const auto units = std::ranges::count_if(
+        s, [](const auto& kv) { return kv.first.starts_with("monitord_unit_cpu_ratio{"); });
+    EXPECT_LE(units, 2) << h.body;
+    EXPECT_NE(h.body.find("monitord_units{accounting=\"cgroup"), std::string::npos) << h.body;
 
     // From none: the always-there metrics and the one named.
     auto only =
@@ -520,6 +527,16 @@ TEST(ExporterCommandLine, ACollectorNamedBothWaysOrUnknownIsAUsageError) {
     r = run({exporter_bin(), "--collector.cpufreq"});
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.err.find("--collector.cpufreq"), std::string::npos) << r.err;
+    // A limit for a collector that is off, or out of its range.
+    r = run({exporter_bin(), "--collector.units.limit", "5"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("--collector.units.limit with the units collector off: add "
+                         "--collector.units"),
+              std::string::npos)
+        << r.err;
+    r = run({exporter_bin(), "--collector.units", "--collector.units.limit", "1001"});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("--collector.units.limit"), std::string::npos) << r.err;
     r = run({exporter_bin(), "--help"});
     EXPECT_EQ(r.exit_code, 0);
     for (const char* flag : {"--collector.cpu_load", "--no-collector.perf", "disable-defaults"}) {

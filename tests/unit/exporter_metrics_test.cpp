@@ -68,6 +68,12 @@ Scrape two_cpus() {
     // cpu1's last second was a gap: no last-second figure, the window's still.
     monitor::CpuLoading c1{1, true, {source("procstat", std::nullopt, 60.0)}};
     l.cpus = {c0, c1};
+    monitor::UnitLoading units;
+    units.accounting = "cgroup2 cpu.stat";
+    units.count = 42;
+    units.top = {{"nginx.service", "/system.slice/nginx.service", 150, 120, 30, 80, 200},
+                 {"/batch/job1", "/batch/job1", 5, 5, 0, 2.5, 10}};
+    l.units = units;
     s.loading = l;
     return s;
 }
@@ -150,6 +156,7 @@ TEST(Collectors, EachOneOffTakesAwayItsFamiliesOnly) {
         {Collector::ProbeCpu, "monitord_probe_state{"},
         {Collector::Watchdog, "monitord_watchdog_armed"},
         {Collector::Perf, "monitord_perf_session_counting{"},
+        {Collector::Units, "monitord_unit_cpu_ratio{"},
     };
     ASSERT_EQ(owned.size(), kCollectorCount);
     auto has = [](const std::map<std::string, double>& v, const std::string& prefix) {
@@ -178,6 +185,33 @@ TEST(Collectors, EachOneOffTakesAwayItsFamiliesOnly) {
     }
 }
 
+// The busiest units in CPUs (1: one CPU's worth), labelled with their unit and cgroup; none
+// where the machine has no cgroup accounting.
+TEST(MachineMetrics, TheBusiestUnits) {
+    auto s = two_cpus();
+    auto on = CollectorSet::defaults();
+    EXPECT_FALSE(samples(text(s, Format::Text, on))
+                     .contains("monitord_units{accounting=\"cgroup2 cpu.stat\"}"))
+        << "off by default";
+    on.set(Collector::Units, true);
+    auto v = samples(text(s, Format::Text, on));
+    EXPECT_EQ((v["monitord_units{accounting=\"cgroup2 cpu.stat\"}"]), 42);
+    const std::string nginx = "{unit=\"nginx.service\",cgroup=\"/system.slice/nginx.service\"";
+    EXPECT_DOUBLE_EQ(v["monitord_unit_cpu_ratio" + nginx + "}"], 1.5);
+    EXPECT_DOUBLE_EQ(v["monitord_unit_cpu_mode_ratio" + nginx + ",mode=\"user\"}"], 1.2);
+    EXPECT_DOUBLE_EQ(v["monitord_unit_cpu_mode_ratio" + nginx + ",mode=\"system\"}"], 0.3);
+    EXPECT_DOUBLE_EQ(v["monitord_unit_cpu_window_avg_ratio" + nginx + "}"], 0.8);
+    EXPECT_DOUBLE_EQ(v["monitord_unit_cpu_window_max_ratio" + nginx + "}"], 2);
+    EXPECT_DOUBLE_EQ((v["monitord_unit_cpu_ratio{unit=\"/batch/job1\",cgroup=\"/batch/job1\"}"]),
+                     0.05);
+
+    s.loading->units = monitor::UnitLoading{.unavailable = "no cgroup tree"};
+    v = samples(text(s, Format::Text, on));
+    for (const auto& [name, value] : v) {
+        EXPECT_FALSE(name.starts_with("monitord_unit")) << name << " without accounting";
+    }
+}
+
 TEST(Collectors, NamesAndWhatTheyAskOfMonitord) {
     ASSERT_EQ(collectors().size(), kCollectorCount);
     for (std::size_t i = 0; i < kCollectorCount; ++i) {
@@ -196,6 +230,11 @@ TEST(Collectors, NamesAndWhatTheyAskOfMonitord) {
     on.set(Collector::Perf, true);
     EXPECT_TRUE(on.needs_standing());
     EXPECT_EQ(on.names(), "cpu,load,perf");
+    EXPECT_EQ(on.units_asked(), 0);
+    on.set(Collector::Units, true);
+    EXPECT_EQ(on.units_asked(), kDefaultUnitsLimit);
+    on.set_units_limit(25);
+    EXPECT_EQ(on.units_asked(), 25);
 }
 
 // Spinning probes asked for but without a place where they yield: the scrape says so.
