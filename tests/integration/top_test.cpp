@@ -234,6 +234,17 @@ TEST_F(TopInTmux, ShowsEveryCpuReactsToKeysShrinksSurvivesARestartAndQuits) {
     EXPECT_TRUE(t.wait_text("source procstat, by load", screen)) << screen;
     t.keys("o");
     EXPECT_TRUE(t.wait_text("source procstat, by cpu", screen)) << screen;
+    // The busiest units above the CPUs (or that none used CPU time), taken away by u.
+    const std::regex units{R"((^|\n)(UNIT \(\d+ of \d+\) +last +user +sys +avg +max|units: ))"};
+    EXPECT_TRUE(std::regex_search(screen, units)) << screen;
+    t.keys("u");
+    EXPECT_TRUE(t.wait_screen(
+        [&](const std::string& s) { return !std::regex_search(s, units) && every_cpu(s); }, screen))
+        << screen;
+    t.keys("u");
+    EXPECT_TRUE(
+        t.wait_screen([&](const std::string& s) { return std::regex_search(s, units); }, screen))
+        << screen;
 
     // 80x24: narrower, every figure still there.
     auto r = t.tmux_run({"resize-window", "-t", "top", "-x", "80", "-y", "24"});

@@ -265,6 +265,62 @@ TEST(TopFrame, OnceShowsEveryRowWithoutTheKeys) {
     for (const auto& l : f.lines) EXPECT_LE(l.size(), 80u) << line_text(l);
 }
 
+// The busiest units above the CPUs, as many as leave the CPUs five rows; u takes them away
+// and brings them back; a machine without accounting has no pane.
+TEST(TopFrame, TheBusiestUnitsAboveTheCpus) {
+    auto s = snapshot(8);
+    monitor::UnitLoading units;
+    units.accounting = "cgroup2 cpu.stat";
+    units.count = 40;
+    for (int i = 0; i < 10; ++i) {
+        const std::string name = "unit" + std::to_string(i) + ".service";
+        units.top.push_back({name, "/system.slice/" + name, 100.0 - i, 90.0 - i, 10, 50, 120});
+    }
+    units.top[0].unit = "a-very-long-name-that-does-not-fit-in-what-is-left.service";
+    s.loading.units = units;
+    auto m = model_of(s);
+
+    auto f = build_frame(m, size(60, 24));
+    const auto t = texts(f);
+    const int heading = line_of(f, "UNIT");
+    ASSERT_GE(heading, 0) << frame_text(f);
+    EXPECT_EQ(t[static_cast<std::size_t>(heading)],
+              "UNIT (10 of 40)             last   user    sys    avg    max");
+    // The end of a long name, marked as cut.
+    EXPECT_EQ(t[static_cast<std::size_t>(heading) + 1],
+              "~in-what-is-left.service   100.0   90.0   10.0   50.0  120.0");
+    EXPECT_EQ(t[static_cast<std::size_t>(heading) + 2],
+              "unit1.service               99.0   89.0   10.0   50.0  120.0");
+    EXPECT_LT(heading, line_of(f, "CPU")) << "above the CPUs";
+    EXPECT_EQ(cpu_labels(f).size(), 8u);
+
+    // 16 rows: five for the CPUs, what is left (the heading and 5) for the units.
+    f = build_frame(m, size(60, 16));
+    EXPECT_EQ(cpu_labels(f).size(), 5u) << frame_text(f);
+    EXPECT_NE(frame_text(f).find("UNIT (5 of 40)"), std::string::npos) << frame_text(f);
+    // No room: no pane, not a heading alone.
+    f = build_frame(m, size(60, 11));
+    EXPECT_EQ(line_of(f, "UNIT"), -1) << frame_text(f);
+
+    ASSERT_TRUE(m.apply(Action::ToggleUnits, 1));
+    EXPECT_EQ(line_of(build_frame(m, size(60, 24)), "UNIT"), -1);
+    ASSERT_TRUE(m.apply(Action::ToggleUnits, 1));
+    EXPECT_GE(line_of(build_frame(m, size(60, 24)), "UNIT"), 0);
+    // --once: every unit the daemon sent.
+    EXPECT_NE(frame_text(build_frame(m, size(60, 0))).find("unit9.service"), std::string::npos);
+
+    s.loading.units = monitor::UnitLoading{.unavailable = "/sys/fs/cgroup: no cgroup2 tree"};
+    m.update(s);
+    f = build_frame(m, size(60, 24));
+    EXPECT_EQ(frame_text(f).find("units:"), std::string::npos) << frame_text(f);
+    EXPECT_EQ(line_of(f, "UNIT"), -1);
+    s.loading.units = monitor::UnitLoading{.accounting = "cgroup v1 cpuacct", .count = 3};
+    m.update(s);
+    EXPECT_NE(frame_text(build_frame(m, size(60, 24)))
+                  .find("units: none of the 3 used CPU time in the window"),
+              std::string::npos);
+}
+
 TEST(TopFrame, SortByLoadPutsTheBusiestFirst) {
     const std::vector<std::optional<double>> loads = {10, 90, 50, std::nullopt, 90, 0};
     auto m = model_of(snapshot(6, [&](int c) { return loads[static_cast<std::size_t>(c)]; }));

@@ -324,6 +324,46 @@ Line row_line(const Row& r, Style label_style, const Columns& c, const FrameOpti
     return b.take();
 }
 
+// The busiest units, in percent of one CPU, as many as `max_lines` leaves room for after the
+// heading. None on a machine without cgroup accounting (monctl loading --units says why).
+void unit_lines(const monitor::UnitLoading& units, const FrameOptions& o, std::size_t max_lines,
+                std::vector<Line>& out) {
+    if (max_lines == 0) return;
+    auto dim = [&](const std::string& text) {
+        LineBuilder b(o.width, o.utf8);
+        b.text(text, Style::Dim);
+        out.push_back(b.take());
+    };
+    if (!units.unavailable.empty()) return;
+    if (units.top.empty()) {
+        return dim(fmt::format("units: none of the {} used CPU time in the window", units.count));
+    }
+    if (max_lines < 2) return;  // no room for a unit below the heading
+    // The name takes what the five figures leave.
+    const int name = std::max(8, o.width - 5 * kFigureWidth - 1);
+    LineBuilder h(o.width, o.utf8);
+    h.text(fmt::format("UNIT ({} of {})", std::min(units.top.size(), max_lines - 1), units.count),
+           Style::Heading);
+    h.pad_to(name + 1, Style::Heading);
+    h.text(fmt::format("{:>{}}{:>{}}{:>{}}{:>{}}{:>{}}", "last", kFigureWidth, "user", kFigureWidth,
+                       "sys", kFigureWidth, "avg", kFigureWidth, "max", kFigureWidth),
+           Style::Heading);
+    out.push_back(h.take());
+    for (std::size_t i = 0; i + 1 < max_lines && i < units.top.size(); ++i) {
+        const auto& u = units.top[i];
+        LineBuilder b(o.width, o.utf8);
+        // A long name keeps its end: the unit's kind and what tells it from its siblings.
+        const auto cells = static_cast<std::size_t>(name);
+        b.text(u.unit.size() > cells ? "~" + u.unit.substr(u.unit.size() - cells + 1) : u.unit,
+               Style::Plain);
+        b.pad_to(name + 1);
+        b.text(figure(u.cpu) + figure(u.user) + figure(u.system) + figure(u.window_avg) +
+                   figure(u.window_max),
+               Style::Plain);
+        out.push_back(b.take());
+    }
+}
+
 Line footer_line(const TopModel& m, const Frame& f, const FrameOptions& o) {
     LineBuilder b(o.width, o.utf8);
     if (m.stale()) {
@@ -337,7 +377,7 @@ Line footer_line(const TopModel& m, const Frame& f, const FrameOptions& o) {
                     : fmt::format("cpu {}-{} of {}", f.rows > 0 && f.page > 0 ? f.first_row + 1 : 0,
                                   f.first_row + std::min(f.page, f.rows), f.rows);
     b.text(where, Style::Dim);
-    b.text(fmt::format("   q quit  h help  s source  o order  {} PgUp PgDn Home End",
+    b.text(fmt::format("   q quit  h help  s source  o order  u units  {} PgUp PgDn Home End",
                        o.utf8 ? "↑↓" : "Up Down"),
            Style::Dim);
     return b.take();
@@ -356,6 +396,7 @@ void help_lines(const FrameOptions& o, std::vector<Line>& out) {
     line("  h  ?  F1            this help; any other key takes it away");
     line("  s                   the next source: procstat (/proc/stat, by state) or probe");
     line("  o                   order the CPUs by number, or by the last second's load");
+    line("  u                   the busiest systemd units above the CPUs, or not");
     line(o.utf8 ? "  ↑ ↓  k j            scroll a row" : "  Up Down  k j        scroll a row");
     line("  PgUp PgDn Space     scroll a page");
     line("  Home End  g G       the first or the last page");
@@ -364,6 +405,8 @@ void help_lines(const FrameOptions& o, std::vector<Line>& out) {
     line("  last                the load of the last second, in percent");
     line("  avg  min  max       the average, lowest and highest second of the window");
     line("  last N s            one mark a second, from a blank (idle) to a full block");
+    line("  UNIT                last, user, sys: percent of one CPU over the last second;");
+    line("                      avg and max over the window (a unit on 2 CPUs has 200)");
     line("");
     line("The bar", Style::Heading);
     std::string states = " ";
@@ -482,6 +525,14 @@ Frame build_frame(const TopModel& m, const FrameOptions& o) {
         counter_lines(m, o,
                       o.height == 0 ? events + 1 : static_cast<std::size_t>(std::max(room, 0)),
                       f.lines);
+    }
+    if (snapshot != nullptr && snapshot->loading.units && m.units()) {
+        // As the counters: the CPUs keep at least five rows below.
+        const int room = o.height - static_cast<int>(f.lines.size()) - 2 - 1 - 5;
+        unit_lines(*snapshot->loading.units, o,
+                   o.height == 0 ? snapshot->loading.units->top.size() + 1
+                                 : static_cast<std::size_t>(std::max(room, 0)),
+                   f.lines);
     }
     const bool states = machine.load != nullptr && machine.load->states.has_value();
     f.lines.push_back(heading_line(f.columns, states, o));

@@ -5,6 +5,8 @@
 //   monitord 0.1.0, up 02:03:04, 4 CPUs, 14:02:11              source procstat, by cpu
 //   watchdog /dev/watchdog: armed, timeout 10 s, 7 s left, last pet 0.10 s ago, 1,234 pets
 //   counters, 12.0 s: ...          (and a line per event, while a session runs)
+//   UNIT (3 of 40)                 last   user    sys    avg    max
+//   nginx.service                 150.0  120.0   30.0   80.0  200.0   (the busiest units)
 //   CPU  [user nice sys irq guest steal io]   last    avg    min    max last 22 s
 //   all  [uuuuusss                        ]   12.4    8.0    0.4   49.9 ▁▂▁▃▄
 //   cpu0 [uuuuuuusssi                     ]   21.9   10.9    0.9   59.9 ▁▁▂▇█

@@ -130,6 +130,9 @@ bool TopModel::apply(Action a, int page) {
         case Action::ToggleSort:
             sort_ = sort_ == SortOrder::Cpu ? SortOrder::Load : SortOrder::Cpu;
             break;
+        case Action::ToggleUnits:
+            units_ = !units_;
+            break;
         case Action::Up:
             scroll_ = std::max(0, scroll_ - 1);
             break;

@@ -16,10 +16,13 @@
 
 namespace monctl::top {
 
+// How many of the busiest units an interval asks for.
+inline constexpr std::int64_t kTopUnits = 10;
+
 // What the daemon said in one interval.
 struct Snapshot {
     monitor::protocol::DaemonStatus status;
-    // With per_cpu, history and states.
+    // With per_cpu, history, states and the kTopUnits busiest units.
     monitor::LoadingReport loading;
     // nullopt when no counter session runs (ReadCounters said PerfNotRunning).
     std::optional<monitor::protocol::CounterReport> counters;
@@ -31,8 +34,9 @@ std::string_view sort_name(SortOrder s);  // "cpu", "load"
 // What a key asks for.
 enum class Action {
     Quit,
-    NextSource,  // s
-    ToggleSort,  // o
+    NextSource,   // s
+    ToggleSort,   // o
+    ToggleUnits,  // u
     Up,
     Down,
     PageUp,
@@ -80,6 +84,8 @@ class TopModel {
     // The one shown: procstat (it knows the states) until switched, or the first reported.
     std::string source() const;
     SortOrder sort() const { return sort_; }
+    // Whether the busiest systemd units are shown above the CPUs (when the daemon has them).
+    bool units() const { return units_; }
     // Whether the help is shown instead of the CPUs.
     bool help() const { return help_; }
 
@@ -105,6 +111,7 @@ class TopModel {
     std::string lost_reason_;
     std::string chosen_source_;  // empty: the default
     SortOrder sort_ = SortOrder::Cpu;
+    bool units_ = true;
     bool help_ = false;
     int scroll_ = 0;
     std::vector<EventRate> rates_;

@@ -75,6 +75,9 @@ std::optional<Action> action_of(int key) {
         case 'o':
         case 'O':
             return Action::ToggleSort;
+        case 'u':
+        case 'U':
+            return Action::ToggleUnits;
         case KEY_UP:
         case 'k':
             return Action::Up;
