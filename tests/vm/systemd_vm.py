@@ -54,8 +54,8 @@ MODULES = ["virtio_ring", "virtio", "virtio_pci_modern_dev", "virtio_pci_legacy_
            "virtio_pci", "netfs", "fscache", "9pnet", "9pnet_virtio", "9p", "overlay",
            "watchdog", "i6300esb"]
 # The marks the checks print, in order; the VM must still be up at each.
-MARKS = ["BOOTED", "INSTALLED", "READY", "IDLE", "AUTOPKGTEST", "SPIN_FAIR", "UNITS", "ARMED",
-         "ACCESS", "EXPORTER", "MEMBER_RULES", "RELOADED", "BAD_RELOAD_KEPT_SETTINGS", "STOPPED",
+MARKS = ["BOOTED", "INSTALLED", "READY", "IDLE", "IDLE_UNITS", "AUTOPKGTEST", "SPIN_FAIR", "UNITS",
+         "ARMED", "ACCESS", "EXPORTER", "MEMBER_RULES", "RELOADED", "BAD_RELOAD_KEPT_SETTINGS", "STOPPED",
          "SURVIVED_STOP", "SOCKET_ACTIVATED", "KILLED", "RESTARTED", "SURVIVED_KILL",
          "ALL_CHECKS_PASSED", "STARVED"]
 TIMEOUT_S = 10  # monitord's default watchdog timeout
@@ -143,7 +143,7 @@ def main():
     for name, start in (("STOPPED", "SURVIVED_STOP"), ("KILLED", "SURVIVED_KILL")):
         if name in marks and start in marks:
             print(f"  {name.lower()}: the VM was still up {marks[start] - marks[name]:.1f} s later")
-    for mark in ("IDLE", "AUTOPKGTEST", "SPIN_FAIR", "UNITS"):
+    for mark in ("IDLE", "IDLE_UNITS", "AUTOPKGTEST", "SPIN_FAIR", "UNITS"):
         said = [l for l in lines if f"VMTEST: {mark}" in l]
         if said:
             print(f"  {said[0].split('VMTEST: ', 1)[1]}")
