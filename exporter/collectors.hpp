@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "monitor/loading/loading_report.hpp"
+
 namespace exporter {
 
 enum class Collector : std::uint8_t {
@@ -26,9 +28,10 @@ enum class Collector : std::uint8_t {
 };
 inline constexpr std::size_t kCollectorCount = 8;
 
-// How many units the units collector exports by default, and at most.
+// How many units the units collector exports by default, and at most (as many as a loading
+// report lists).
 inline constexpr std::int64_t kDefaultUnitsLimit = 10;
-inline constexpr std::int64_t kMaxUnitsLimit = 1000;
+inline constexpr std::int64_t kMaxUnitsLimit = monitor::kMaxUnitsListed;
 
 struct CollectorInfo {
     Collector id;
