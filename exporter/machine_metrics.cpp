@@ -290,8 +290,11 @@ void add_units(Families& fs, const monitor::UnitLoading& units) {
     for (const auto& u : units.top) {
         const Labels labels{{"unit", u.unit}, {"cgroup", u.cgroup}};
         add(last, labels, u.cpu / 100);
-        add(mode, {{"unit", u.unit}, {"cgroup", u.cgroup}, {"mode", "user"}}, u.user / 100);
-        add(mode, {{"unit", u.unit}, {"cgroup", u.cgroup}, {"mode", "system"}}, u.system / 100);
+        for (auto [name, value] : {std::pair{"user", u.user}, std::pair{"system", u.system}}) {
+            Labels with_mode = labels;
+            with_mode.push_back({"mode", name});
+            add(mode, std::move(with_mode), value / 100);
+        }
         add(avg, labels, u.window_avg / 100);
         add(max, labels, u.window_max / 100);
     }

@@ -328,15 +328,13 @@ Line row_line(const Row& r, Style label_style, const Columns& c, const FrameOpti
 // heading. None on a machine without cgroup accounting (monctl loading --units says why).
 void unit_lines(const monitor::UnitLoading& units, const FrameOptions& o, std::size_t max_lines,
                 std::vector<Line>& out) {
-    if (max_lines == 0) return;
-    auto dim = [&](const std::string& text) {
-        LineBuilder b(o.width, o.utf8);
-        b.text(text, Style::Dim);
-        out.push_back(b.take());
-    };
-    if (!units.unavailable.empty()) return;
+    if (max_lines == 0 || !units.unavailable.empty()) return;
     if (units.top.empty()) {
-        return dim(fmt::format("units: none of the {} used CPU time in the window", units.count));
+        LineBuilder b(o.width, o.utf8);
+        b.text(fmt::format("units: none of the {} used CPU time in the window", units.count),
+               Style::Dim);
+        out.push_back(b.take());
+        return;
     }
     if (max_lines < 2) return;  // no room for a unit below the heading
     // The name takes what the five figures leave.
