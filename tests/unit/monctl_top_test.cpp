@@ -319,6 +319,11 @@ TEST(TopFrame, TheBusiestUnitsAboveTheCpus) {
     EXPECT_NE(frame_text(build_frame(m, size(60, 24)))
                   .find("units: none of the 3 used CPU time in the window"),
               std::string::npos);
+    // A machine whose tree has no unit (no systemd): said so.
+    s.loading.units = monitor::UnitLoading{.accounting = "cgroup2 cpu.stat", .count = 0};
+    m.update(s);
+    EXPECT_NE(frame_text(build_frame(m, size(60, 24))).find("units: none in the cgroup tree"),
+              std::string::npos);
 }
 
 TEST(TopFrame, SortByLoadPutsTheBusiestFirst) {

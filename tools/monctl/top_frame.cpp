@@ -331,7 +331,9 @@ void unit_lines(const monitor::UnitLoading& units, const FrameOptions& o, std::s
     if (max_lines == 0 || !units.unavailable.empty()) return;
     if (units.top.empty()) {
         LineBuilder b(o.width, o.utf8);
-        b.text(fmt::format("units: none of the {} used CPU time in the window", units.count),
+        b.text(units.count == 0
+                   ? std::string{"units: none in the cgroup tree"}
+                   : fmt::format("units: none of the {} used CPU time in the window", units.count),
                Style::Dim);
         out.push_back(b.take());
         return;
