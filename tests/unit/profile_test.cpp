@@ -166,9 +166,16 @@ TEST(Profile, SamplesTheRingHadNoRoomForAreReportedLost) {
     Profile profile;
     AddressNames names;
     ASSERT_TRUE(ring->enable());
-    monitord_profile_burn_one(200'000'000);  // about 2000 samples; a page holds under 100
+    monitord_profile_burn_one(200'000'000);  // about 2000 samples; a page holds 102
     profile.add(ring->drain([&](const Sample& s) { profile.add(s, names); }));
-    monitord_profile_burn_one(5'000'000);  // the kernel reports the loss once it has room
+    const std::uint64_t kept_of_the_flood = profile.report().samples;
+    // The kernel reports the loss once it has room. Burned in small steps, each drained, so
+    // that the ring never fills again: a loss after the last report would go unreported
+    // (the address sanitizer's build burns 4 times slower: 5 M at once overflowed it).
+    for (int step = 0; step < 10; ++step) {
+        monitord_profile_burn_one(500'000);
+        profile.add(ring->drain([&](const Sample& s) { profile.add(s, names); }));
+    }
     ASSERT_TRUE(ring->disable());
     profile.add(ring->drain([&](const Sample& s) { profile.add(s, names); }));
     const auto report = profile.report();
@@ -176,10 +183,17 @@ TEST(Profile, SamplesTheRingHadNoRoomForAreReportedLost) {
     ASSERT_TRUE(counted) << counted.error().to_string();
     const std::uint64_t due = *counted / 100'000;
     EXPECT_GT(report.lost, 1000u) << report.samples << " samples kept";
-    EXPECT_LT(report.samples, 500u);
-    // Within 2 %: under load a few samples fall due at the very end, as the event is disabled.
-    EXPECT_NEAR(static_cast<double>(report.samples + report.lost), static_cast<double>(due),
-                0.02 * static_cast<double>(due))
+    // A sample record is 40 bytes (header, ip, pid/tid, time, cpu): 102 to a 4 KiB page.
+    const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+    EXPECT_LE(kept_of_the_flood, page / 40) << "a page's worth of the flood";
+    // Never more than was due (2 %: a few fall due at the very end, as the event is
+    // disabled); fewer under load: the task clock samples from an hrtimer, which the kernel
+    // forwards past the periods it fired late for, one sample a firing (perf_swevent_hrtimer):
+    // 2 % fewer seen at 10,000 a second beside two busy processes.
+    const auto accounted = static_cast<double>(report.samples + report.lost);
+    EXPECT_LE(accounted, 1.02 * static_cast<double>(due))
+        << report.samples << " kept, " << report.lost << " lost, " << due << " due";
+    EXPECT_GE(accounted, 0.9 * static_cast<double>(due))
         << "kept and lost make up what was due: " << report.samples << " kept, " << report.lost
         << " lost, " << due << " due";
 }
