@@ -1,5 +1,5 @@
 // The /init of a 750 Linux under qemu-system-ppc (kernel/test-ppc750-pmu): checks that the
-// kernel's 750 PMU driver (the series in kernel/linux-6.1/) agrees with libmonitord's ppc750
+// kernel's 750 PMU driver (the series in kernel/linux-*/) agrees with libmonitord's ppc750
 // table and programs the registers as the 750's manual lays them out, then powers the machine
 // off. Prints "PMU-TEST ok|FAIL|note: ..." lines and a last line "PMU-TEST done: N passed, M
 // failed", which the script on the host reads.
