@@ -50,6 +50,7 @@ monitor::Result<void> Daemon::setup(const Config& config) {
     eo.probe = parts_.probe.value_or(config.probe);
     eo.spinners = parts_.spinners;
     eo.cgroup_root = parts_.sys_root / "fs/cgroup";
+    eo.cpu_context = true;  // sampled only while GetLoading asks for it
     auto watchdog = parts_.watchdog != nullptr
                         ? parts_.watchdog
                         : std::make_shared<monitor::watchdog::Watchdog>(config.watchdog_policy);

@@ -63,7 +63,7 @@ VarlinkServer::Response LoadingService::status() const {
 VarlinkServer::Response LoadingService::loading(const monitor::LoadingQuery& query, bool more) {
     auto& cached =
         replies_[{(query.per_cpu ? 1U : 0U) + (query.history ? 2U : 0U) + (query.states ? 4U : 0U) +
-                      (query.totals ? 8U : 0U) + (more ? 16U : 0U),
+                      (query.totals ? 8U : 0U) + (more ? 16U : 0U) + (query.context ? 32U : 0U),
                   query.units}];
     if (!cached) {
         cached = std::make_shared<const std::string>(

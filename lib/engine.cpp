@@ -96,6 +96,14 @@ Result<void> Engine::setup(const std::function<Clock::time_point()>& clock) {
             units_error_ = units.error().message;
         }
     }
+    if (options_.cpu_context) {
+        auto context = CpuContext::open(options_.proc_root, options_.sys_root);
+        if (context) {
+            context_.emplace(std::move(*context));
+        } else {
+            context_error_ = context.error().message;
+        }
+    }
     last_tick_ = clock();
     // The units' baseline: what a tree that cannot be read holds back is said by the ticks.
     if (units_) (void)units_->sample(last_tick_);
@@ -156,6 +164,21 @@ Result<void> Engine::tick(Clock::time_point now) {
     // After the loading, which a slow walk of a large tree must not delay.
     if (units_) {
         if (auto r = units_->sample(now); !r && status) status = r;
+    }
+    // The context while reports ask for it; when they stopped, its readings are forgotten,
+    // so that the first rates after a pause are of one interval, not of the pause.
+    if (context_ && context_wanted_until_ && now < *context_wanted_until_) {
+        auto c = context_->sample(now);
+        if (c) {
+            context_sample_ = std::move(*c);
+            context_error_.clear();
+        } else {
+            context_sample_.reset();
+            context_error_ = c.error().message;
+        }
+    } else if (context_sample_) {
+        context_sample_.reset();
+        context_->forget();
     }
     last_sample_wall_ = std::chrono::system_clock::now();
     return status;
@@ -308,6 +331,22 @@ LoadingReport Engine::loading(const LoadingQuery& query) const {
                                 : units_error_;
         }
         r.units = std::move(u);
+    }
+    if (query.context) {
+        context_wanted_until_ = last_tick_ + kContextKeptFor;
+        CpuContextReport c;
+        if (!options_.cpu_context) {
+            c.unavailable = "the CPUs' context is not sampled by this engine";
+        } else if (context_sample_) {
+            c.sample = *context_sample_;
+            if (c.sample->interrupt_sources.size() > kMaxInterruptSourcesListed) {
+                c.sample->interrupt_sources.resize(kMaxInterruptSourcesListed);
+            }
+            if (!query.per_cpu) c.sample->cpus.clear();
+        } else {
+            c.unavailable = context_error_;  // empty until the first sample, when none failed
+        }
+        r.context = std::move(c);
     }
     if (!query.per_cpu) return r;
 

@@ -191,6 +191,130 @@ UnitLoading units_from_json(const json& j) {
     return u;
 }
 
+json rates_json(const std::vector<InterruptRate>& rates) {
+    json out = json::array();
+    for (const auto& r : rates) {
+        json e{{"source", r.source}, {"per_second", rounded(r.per_second)}};
+        if (!r.description.empty()) e["description"] = r.description;
+        out.push_back(std::move(e));
+    }
+    return out;
+}
+
+json context_json(const CpuContextReport& c) {
+    json j = json::object();
+    if (!c.unavailable.empty()) j["unavailable"] = c.unavailable;
+    if (!c.sample) return j;
+    const auto& s = *c.sample;
+    auto put = [](json& o, const char* key, const std::optional<double>& v) {
+        if (v) o[key] = rounded(*v);
+    };
+    json o{{"interval", rounded(s.seconds)}};
+    if (s.procs_running) o["procs_running"] = *s.procs_running;
+    if (s.procs_blocked) o["procs_blocked"] = *s.procs_blocked;
+    if (s.pressure_avg10) {
+        json p{{"avg10", rounded(*s.pressure_avg10)},
+               {"avg60", rounded(s.pressure_avg60.value_or(0))},
+               {"avg300", rounded(s.pressure_avg300.value_or(0))}};
+        put(p, "some", s.pressure_some);
+        o["pressure"] = std::move(p);
+    }
+    put(o, "waiting", s.waiting);
+    put(o, "interrupts", s.interrupts);
+    put(o, "softirqs", s.softirqs);
+    o["interrupt_sources"] = rates_json(s.interrupt_sources);
+    o["softirq_kinds"] = rates_json(s.softirq_kinds);
+    if (!s.cpus.empty()) {
+        json cpus = json::array();
+        for (const auto& f : s.cpus) {
+            json e{{"cpu", f.cpu}};
+            put(e, "waiting", f.waiting);
+            put(e, "frequency_mhz", f.frequency_mhz);
+            put(e, "interrupts", f.interrupts);
+            put(e, "softirqs", f.softirqs);
+            if (!f.top_interrupt.empty()) e["top_interrupt"] = f.top_interrupt;
+            cpus.push_back(std::move(e));
+        }
+        o["cpus"] = std::move(cpus);
+    }
+    o["unavailable"] = s.unavailable;
+    j["sample"] = std::move(o);
+    return j;
+}
+
+// What is not of the right type is left out, as for the units.
+CpuContextReport context_from_json(const json& j) {
+    CpuContextReport c;
+    auto number = [](const json& o, const char* key) -> std::optional<double> {
+        auto it = o.find(key);
+        if (it == o.end() || !it->is_number()) return std::nullopt;
+        return it->get<double>();
+    };
+    auto text = [](const json& o, const char* key) {
+        auto it = o.find(key);
+        return it != o.end() && it->is_string() ? it->get<std::string>() : std::string{};
+    };
+    auto count = [&](const json& o, const char* key) -> std::optional<std::uint64_t> {
+        auto it = o.find(key);
+        if (it == o.end() || !it->is_number_integer() || it->get<std::int64_t>() < 0) {
+            return std::nullopt;
+        }
+        return it->get<std::uint64_t>();
+    };
+    auto rates = [&](const json& o, const char* key) {
+        std::vector<InterruptRate> out;
+        auto it = o.find(key);
+        if (it == o.end() || !it->is_array()) return out;
+        for (const auto& e : *it) {
+            if (!e.is_object() || text(e, "source").empty()) continue;
+            out.push_back(
+                {text(e, "source"), text(e, "description"), number(e, "per_second").value_or(0)});
+        }
+        return out;
+    };
+    c.unavailable = text(j, "unavailable");
+    auto sample = j.find("sample");
+    if (sample == j.end() || !sample->is_object()) return c;
+    const json& o = *sample;
+    CpuContextSample s;
+    s.seconds = std::max(0.0, number(o, "interval").value_or(0));
+    s.procs_running = count(o, "procs_running");
+    s.procs_blocked = count(o, "procs_blocked");
+    if (auto p = o.find("pressure"); p != o.end() && p->is_object()) {
+        s.pressure_some = number(*p, "some");
+        s.pressure_avg10 = number(*p, "avg10");
+        s.pressure_avg60 = number(*p, "avg60");
+        s.pressure_avg300 = number(*p, "avg300");
+    }
+    s.waiting = number(o, "waiting");
+    s.interrupts = number(o, "interrupts");
+    s.softirqs = number(o, "softirqs");
+    s.interrupt_sources = rates(o, "interrupt_sources");
+    s.softirq_kinds = rates(o, "softirq_kinds");
+    if (auto cpus = o.find("cpus"); cpus != o.end() && cpus->is_array()) {
+        for (const auto& e : *cpus) {
+            if (!e.is_object()) continue;
+            auto cpu = count(e, "cpu");
+            if (!cpu || *cpu > 1'000'000) continue;
+            CpuContextFigures f;
+            f.cpu = static_cast<int>(*cpu);
+            f.waiting = number(e, "waiting");
+            f.frequency_mhz = number(e, "frequency_mhz");
+            f.interrupts = number(e, "interrupts");
+            f.softirqs = number(e, "softirqs");
+            f.top_interrupt = text(e, "top_interrupt");
+            s.cpus.push_back(std::move(f));
+        }
+    }
+    if (auto u = o.find("unavailable"); u != o.end() && u->is_array()) {
+        for (const auto& w : *u) {
+            if (w.is_string()) s.unavailable.push_back(w.get<std::string>());
+        }
+    }
+    c.sample = std::move(s);
+    return c;
+}
+
 std::vector<SourceLoad> sources_from_json(const json& j) {
     std::vector<SourceLoad> out;
     for (std::string_view name : kLoadSources) {
@@ -401,6 +525,7 @@ json to_json(const LoadingReport& r) {
         j["cpus"] = std::move(cpus);
     }
     if (r.units) j["units"] = units_json(*r.units);
+    if (r.context) j["context"] = context_json(*r.context);
     return j;
 }
 
@@ -426,6 +551,9 @@ LoadingReport loading_from_json(const json& j) {
         }
     }
     if (auto u = j.find("units"); u != j.end() && u->is_object()) r.units = units_from_json(*u);
+    if (auto c = j.find("context"); c != j.end() && c->is_object()) {
+        r.context = context_from_json(*c);
+    }
     return r;
 }
 
@@ -439,6 +567,7 @@ LoadingQuery loading_query_from_json(const json& params) {
     q.history = flag("history");
     q.states = flag("states");
     q.totals = flag("totals");
+    q.context = flag("context");
     // Out of range (negative too) is for check() to name; a number too large for the field
     // is as out of range.
     if (auto u = params.find("units"); u != params.end() && u->is_number_integer()) {
@@ -456,6 +585,7 @@ json to_json(const LoadingQuery& q) {
     if (q.states) j["states"] = true;
     if (q.totals) j["totals"] = true;
     if (q.units != 0) j["units"] = q.units;
+    if (q.context) j["context"] = true;
     return j;
 }
 

@@ -9,8 +9,10 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "cgroups.hpp"
 #include "daemon_process.hpp"
@@ -212,6 +214,49 @@ TEST_F(Monctl, UnitsOutOfRangeOrInCsvAreRefused) {
     auto csv = daemon_->monctl({"loading", "--units", "--csv"});
     EXPECT_EQ(csv.exit_code, 2);
     EXPECT_NE(csv.err.find("--units"), std::string::npos) << csv.err;
+}
+
+// Three spinners pinned to cpu0: monctl loading --context waits for the daemon's rates
+// (asking starts the sampling), then shows the runnable tasks, the pressure they make where
+// the kernel has PSI, the interrupts, and a row per CPU; the JSON says the same.
+TEST_F(Monctl, ContextShowsTheTasksThatPressOnACpu) {
+    std::vector<std::unique_ptr<Child>> spinners;
+    cpu_set_t cpu0;
+    CPU_ZERO(&cpu0);
+    CPU_SET(0, &cpu0);
+    for (int i = 0; i < 3; ++i) {
+        spinners.push_back(std::make_unique<Child>(Child::Does::Spin));
+        ASSERT_EQ(::sched_setaffinity(spinners.back()->pid(), sizeof cpu0, &cpu0), 0)
+            << std::strerror(errno);
+    }
+    auto r = daemon_->monctl({"loading", "--context", "--per-cpu", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(check_reply("GetLoading", j), "");
+    const auto& c = j["context"]["sample"];
+    ASSERT_TRUE(c["interval"].is_number()) << c.dump();
+    EXPECT_GT(c["interval"].get<double>(), 0.5) << "monctl waited for the rates: " << c.dump();
+    ASSERT_TRUE(c["procs_running"].is_number()) << c.dump();
+    EXPECT_GE(c["procs_running"].get<int>(), 3) << c.dump();
+    ASSERT_TRUE(c["interrupts"].is_number()) << c.dump();
+    EXPECT_GT(c["interrupts"].get<double>(), 0) << "the timer ticks at least";
+    ASSERT_TRUE(c["cpus"].is_array()) << c.dump();
+    EXPECT_EQ(c["cpus"].size(), j["cpus"].size()) << "a row per CPU: " << c.dump();
+    if (std::filesystem::exists("/proc/pressure/cpu")) {
+        ASSERT_TRUE(c["pressure"]["some"].is_number()) << c.dump();
+        EXPECT_GT(c["pressure"]["some"].get<double>(), 0.5)
+            << "two of three spinners wait while one runs: " << c.dump();
+    }
+
+    auto table = daemon_->monctl({"loading", "--context", "--per-cpu"});
+    ASSERT_EQ(table.exit_code, 0) << table.err;
+    EXPECT_NE(table.out.find("CPU context over the"), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("runnable"), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("interrupts "), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find("WAITING"), std::string::npos) << table.out;
+    auto csv = daemon_->monctl({"loading", "--context", "--csv"});
+    EXPECT_EQ(csv.exit_code, 2);
+    EXPECT_NE(csv.err.find("--context"), std::string::npos) << csv.err;
 }
 
 TEST_F(Monctl, GlobalOptionsWorkAfterTheSubcommand) {

@@ -44,6 +44,9 @@ DaemonComponents::DaemonComponents(ComponentOptions options)
     socket_path_ = (socket_dir_ / "io.monitord.Monitor").string();
     write_file(machine_.proc() / "stat", stat_text(options_.stat));
     write_file(machine_.sys() / "devices/system/cpu/online", options_.online + "\n");
+    for (const auto& [path, text] : options_.proc_files) {
+        test_support::write_file(machine_.proc() / path, text);
+    }
     for (const auto& [path, text] : options_.cgroups) {
         write_file(machine_.sys() / "fs/cgroup" / path, text);
     }

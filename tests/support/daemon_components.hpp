@@ -47,6 +47,8 @@ struct ComponentOptions {
     // Files of the machine's cgroup tree, by path below /sys/fs/cgroup ("cgroup.controllers",
     // "system.slice/a.service/cpu.stat"); none: the machine has no cgroup accounting.
     std::map<std::string, std::string> cgroups;
+    // Other files of /proc, by path below it ("interrupts", "pressure/cpu"), as at start.
+    std::map<std::string, std::string> proc_files;
     std::string cpuinfo;
     bool core_pmu = false;
     // Off: no probe threads; sleep runs probes that measure nothing and can pet a watchdog.

@@ -62,13 +62,16 @@ class EngineTest : public ::testing::Test {
         write_file(sys_ / "devices/system/cpu/online", list + "\n");
     }
 
-    // Creates the engine at t0 over the current files (and the units of a cgroup tree).
-    void create(std::size_t history_seconds = 60, const fs::path& cgroup_root = {}) {
+    // Creates the engine at t0 over the current files (and the units of a cgroup tree; the
+    // CPUs' context with `context`).
+    void create(std::size_t history_seconds = 60, const fs::path& cgroup_root = {},
+                bool context = false) {
         EngineOptions options;
         options.proc_root = proc_;
         options.sys_root = sys_;
         options.history_seconds = history_seconds;
         options.cgroup_root = cgroup_root;
+        options.cpu_context = context;
         auto engine = Engine::create(options, t0_);
         ASSERT_TRUE(engine.has_value()) << engine.error().to_string();
         engine_ = std::move(*engine);
@@ -690,6 +693,65 @@ TEST_F(EngineTest, WithoutACgroupTreeTheUnitsSayWhy) {
     r = engine_->loading(LoadingQuery{.units = 3});
     ASSERT_TRUE(r.units);
     EXPECT_NE(r.units->unavailable.find("no-cgroups"), std::string::npos) << r.units->unavailable;
+}
+
+// The CPUs' context is sampled while reports ask for it: from the tick after the first ask,
+// its rates from the one after; kContextKeptFor after the last ask it stops, and its readings
+// are forgotten, so that the first rates after the pause are of one interval.
+TEST_F(EngineTest, TheContextIsSampledWhileReportsAskForIt) {
+    auto interrupts = [&](int loc) {
+        write_file(proc_ / "interrupts", "       CPU0\nLOC: " + std::to_string(loc) + "  Local\n");
+    };
+    interrupts(0);
+    write_stat(kBase);
+    create(60, {}, true);
+    const LoadingQuery ask{.context = true};
+    tick_with(kStep1);
+    EXPECT_FALSE(engine_->loading({}).context) << "not asked for";
+    auto r = engine_->loading(ask);
+    ASSERT_TRUE(r.context);
+    EXPECT_FALSE(r.context->sample) << "asking starts it";
+    EXPECT_TRUE(r.context->unavailable.empty()) << r.context->unavailable;
+    interrupts(100);
+    tick_with(kBase);
+    r = engine_->loading(ask);
+    ASSERT_TRUE(r.context->sample);
+    EXPECT_EQ(r.context->sample->seconds, 0.0) << "the first reading";
+    interrupts(300);
+    tick_with(kStep1, 2s);
+    r = engine_->loading(ask);
+    ASSERT_TRUE(r.context->sample);
+    EXPECT_EQ(r.context->sample->seconds, 2.0);
+    EXPECT_DOUBLE_EQ(r.context->sample->interrupts.value_or(-1), 100.0);
+
+    // Not asked for since: it goes on for kContextKeptFor, then stops.
+    interrupts(400);
+    tick_with(kBase, kContextKeptFor - 1s);
+    EXPECT_FALSE(engine_->loading({}).context);
+    interrupts(1000);
+    tick_with(kStep1, 2s);
+    r = engine_->loading(ask);  // asks again
+    ASSERT_TRUE(r.context);
+    EXPECT_FALSE(r.context->sample) << "stopped, and forgotten";
+    interrupts(5000);
+    tick_with(kBase);
+    r = engine_->loading(ask);
+    ASSERT_TRUE(r.context->sample);
+    EXPECT_EQ(r.context->sample->seconds, 0.0) << "a first reading again, no rates over the pause";
+    interrupts(5010);
+    tick_with(kStep1);
+    r = engine_->loading(ask);
+    ASSERT_TRUE(r.context->sample);
+    EXPECT_DOUBLE_EQ(r.context->sample->interrupts.value_or(-1), 10.0)
+        << "one interval's rate, not the pause's";
+}
+
+TEST_F(EngineTest, TheContextSaysWhyWhenThereIsNone) {
+    write_stat(kBase);
+    create();
+    auto r = engine_->loading(LoadingQuery{.context = true});
+    ASSERT_TRUE(r.context);
+    EXPECT_NE(r.context->unavailable.find("not sampled"), std::string::npos);
 }
 
 }  // namespace

@@ -225,6 +225,55 @@ TEST_F(LoadingServiceTest, GetLoadingWithUnitsNamesTheBusiestUnits) {
         << refused->parameters.dump();
 }
 
+// The CPUs' context, from the injected /proc: asking starts its sampling (no figures yet),
+// the next tick reads it (instant figures), the one after gives rates; per CPU with per_cpu;
+// a reply made without it is not served to a query with it.
+TEST_F(LoadingServiceTest, GetLoadingWithContextStartsItsSampling) {
+    auto interrupts = [](int loc0, int loc1) {
+        return "           CPU0       CPU1\nLOC: " + std::to_string(loc0) + " " +
+               std::to_string(loc1) + "   Local timer interrupts\n";
+    };
+    ComponentOptions o;
+    o.manual_ticks = true;
+    o.proc_files = {{"interrupts", interrupts(0, 0)},
+                    {"pressure/cpu", "some avg10=1.00 avg60=2.00 avg300=3.00 total=0\n"}};
+    start(std::move(o));
+    const auto proc = components_->proc_root();
+    components_->write_stat(kSecond1);
+    components_->tick();
+    EXPECT_FALSE(call_checked(*client_, "GetLoading").contains("context"));
+    json l = call_checked(*client_, "GetLoading", {{"context", true}});
+    ASSERT_TRUE(l["context"].is_object()) << l.dump();
+    EXPECT_FALSE(l["context"].contains("sample")) << "asking starts it: " << l.dump();
+
+    components_->write_stat(kSecond2);
+    components_->tick();
+    l = call_checked(*client_, "GetLoading", {{"context", true}});
+    EXPECT_EQ(l["context"]["sample"]["interval"], 0) << "the first reading: " << l.dump();
+    EXPECT_EQ(l["context"]["sample"]["pressure"]["avg300"], 3);
+    EXPECT_FALSE(l["context"]["sample"].contains("interrupts"));
+
+    test_support::write_file(proc / "interrupts", interrupts(300, 100));
+    test_support::write_file(proc / "pressure/cpu",
+                             "some avg10=1.00 avg60=2.00 avg300=3.00 total=100\n");
+    components_->write_stat(kSecond1);
+    components_->tick();
+    l = call_checked(*client_, "GetLoading", {{"context", true}, {"per_cpu", true}});
+    const json& c = l["context"]["sample"];
+    ASSERT_TRUE(c["interval"].is_number()) << l.dump();
+    const double seconds = c["interval"].get<double>();
+    ASSERT_GT(seconds, 0) << l.dump();
+    EXPECT_NEAR(c["interrupts"].get<double>(), 400 / seconds, 400 / seconds * 1e-3);
+    EXPECT_EQ(c["interrupt_sources"][0]["source"], "LOC");
+    ASSERT_EQ(c["cpus"].size(), 2u) << l.dump();
+    EXPECT_EQ(c["cpus"][0]["top_interrupt"], "LOC");
+    EXPECT_NEAR(c["cpus"][1]["interrupts"].get<double>(), 100 / seconds, 100 / seconds * 1e-3);
+    EXPECT_FALSE(
+        call_checked(*client_, "GetLoading", {{"context", true}})["context"]["sample"].contains(
+            "cpus"))
+        << "per CPU with per_cpu only";
+}
+
 // The states come with their own query: a reply made for a query without them is not served
 // to one with them, nor the other way round.
 TEST_F(LoadingServiceTest, GetLoadingWithStatesSaysWhereTheTimeWent) {

@@ -477,6 +477,86 @@ TEST(LoadingReportJson, UnitsRoundTripAndConform) {
     EXPECT_FALSE(loading_from_json(to_json(machine_only())).units);
 }
 
+// ---- The CPUs' context ----
+
+TEST(LoadingReportJson, ContextRoundTripsAndConforms) {
+    LoadingReport r = machine_only();
+    CpuContextSample s;
+    s.seconds = 1.0004;
+    s.procs_running = 7;
+    s.procs_blocked = 1;
+    s.pressure_some = 0.25;
+    s.pressure_avg10 = 12.5;
+    s.pressure_avg60 = 3;
+    s.pressure_avg300 = 1.25;
+    s.waiting = 3.1;
+    s.interrupts = 3601;
+    s.softirqs = 1040;
+    s.interrupt_sources = {{"LOC", "Local timer interrupts", 2000}, {"ERR", "", 1}};
+    s.softirq_kinds = {{"TIMER", "", 1000}};
+    s.cpus = {{.cpu = 0,
+               .waiting = 0.1,
+               .frequency_mhz = 2400,
+               .interrupts = 600,
+               .softirqs = 260,
+               .top_interrupt = "LOC"},
+              {.cpu = 3}};
+    s.unavailable = {"/proc/schedstat: No such file or directory"};
+    r.context = CpuContextReport{.sample = s, .unavailable = {}};
+    const json j = to_json(r);
+    expect_conforms("GetLoading", j);
+    const json& js = j["context"]["sample"];
+    EXPECT_EQ(js["procs_running"], 7) << "a count, not a float";
+    EXPECT_EQ(js["interval"], 1.0);
+    EXPECT_FALSE(js["interrupt_sources"][1].contains("description"));
+    EXPECT_FALSE(js["cpus"][1].contains("waiting")) << "what is not known is absent";
+    const LoadingReport back = loading_from_json(j);
+    ASSERT_TRUE(back.context && back.context->sample);
+    const auto& b = *back.context->sample;
+    EXPECT_EQ(b.procs_running, 7u);
+    EXPECT_EQ(b.procs_blocked, 1u);
+    EXPECT_DOUBLE_EQ(b.pressure_some.value_or(-1), 0.25);
+    EXPECT_DOUBLE_EQ(b.pressure_avg300.value_or(-1), 1.25);
+    EXPECT_DOUBLE_EQ(b.waiting.value_or(-1), 3.1);
+    ASSERT_EQ(b.interrupt_sources.size(), 2u);
+    EXPECT_EQ(b.interrupt_sources[0].description, "Local timer interrupts");
+    EXPECT_DOUBLE_EQ(b.interrupt_sources[1].per_second, 1);
+    ASSERT_EQ(b.cpus.size(), 2u);
+    EXPECT_EQ(b.cpus[0].top_interrupt, "LOC");
+    EXPECT_DOUBLE_EQ(b.cpus[0].frequency_mhz.value_or(-1), 2400);
+    EXPECT_FALSE(b.cpus[1].interrupts);
+    EXPECT_EQ(b.unavailable, s.unavailable);
+
+    // Asked for, not sampled yet: no interval; none at all: why.
+    r.context = CpuContextReport{};
+    const json starting = to_json(r);
+    expect_conforms("GetLoading", starting);
+    EXPECT_FALSE(starting["context"].contains("sample"));
+    EXPECT_FALSE(loading_from_json(starting).context->sample);
+    r.context = CpuContextReport{.sample = {}, .unavailable = "/proc: not a procfs"};
+    const json none = to_json(r);
+    expect_conforms("GetLoading", none);
+    EXPECT_EQ(loading_from_json(none).context->unavailable, "/proc: not a procfs");
+    EXPECT_FALSE(to_json(machine_only()).contains("context"));
+
+    // A confused peer's figures are left out, not trusted.
+    json bad = j;
+    bad["context"]["sample"]["procs_running"] = -3;
+    bad["context"]["sample"]["cpus"] =
+        json::array({json{{"cpu", -1}}, 5, json{{"cpu", 2}, {"waiting", "x"}}});
+    bad["context"]["sample"]["interrupt_sources"] = json::array({json{{"per_second", 1}}, "LOC"});
+    const auto confused = loading_from_json(bad);
+    ASSERT_TRUE(confused.context && confused.context->sample);
+    EXPECT_FALSE(confused.context->sample->procs_running);
+    ASSERT_EQ(confused.context->sample->cpus.size(), 1u);
+    EXPECT_EQ(confused.context->sample->cpus[0].cpu, 2);
+    EXPECT_FALSE(confused.context->sample->cpus[0].waiting);
+    EXPECT_TRUE(confused.context->sample->interrupt_sources.empty());
+    // The query's flag.
+    EXPECT_EQ(to_json(LoadingQuery{.context = true}), (json{{"context", true}}));
+    EXPECT_TRUE(loading_query_from_json(json{{"context", true}}).context);
+}
+
 TEST(LoadingReportJson, UnitsOfAConfusedPeerAreSkippedNotTrusted) {
     json j = to_json(machine_only());
     j["units"] = json{{"count", -3},

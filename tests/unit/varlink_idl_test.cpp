@@ -322,10 +322,11 @@ TEST(VarlinkIdlBuiltin, MonitorInterface) {
     ASSERT_NE(get_loading, nullptr);
     EXPECT_EQ(get_loading->name, "GetLoading");
     ASSERT_EQ(get_loading->input->kind, K::Struct);
-    ASSERT_EQ(get_loading->input->fields.size(), 5u);
+    ASSERT_EQ(get_loading->input->fields.size(), 6u);
     EXPECT_EQ(get_loading->input->fields[2].name, "states");
     EXPECT_EQ(get_loading->input->fields[3].name, "totals");
     EXPECT_EQ(get_loading->input->fields[4].name, "units");
+    EXPECT_EQ(get_loading->input->fields[5].name, "context");
     EXPECT_EQ(get_loading->input->fields[4].type->element->kind, K::Int);
     EXPECT_EQ(get_loading->input->fields[0].name, "per_cpu");
     EXPECT_EQ(get_loading->input->fields[0].type->kind, K::Maybe);

@@ -10,6 +10,7 @@
 #include <iostream>
 #include <ranges>
 #include <string_view>
+#include <thread>
 
 #include "completion.hpp"
 #include "monitor/loading/cpu_list.hpp"
@@ -35,6 +36,7 @@ struct Options {
     bool csv = false;
     bool watch = false;
     std::int64_t units = 0;  // --units N
+    bool context = false;
 };
 
 int report(const monitor::Error& e) {
@@ -80,10 +82,11 @@ int cmd_loading(const Options& o) {
         std::fprintf(stderr, "monctl: --json and --csv exclude each other; choose one\n");
         return kExitUsage;
     }
-    if (o.csv && o.units > 0) {
+    if (o.csv && (o.units > 0 || o.context)) {
         std::fprintf(stderr,
-                     "monctl: --csv writes the loading's table; the units (--units) are shown "
-                     "in the table view and in --json\n");
+                     "monctl: --csv writes the loading's table; the %s are shown in the table "
+                     "view and in --json\n",
+                     o.units > 0 ? "units (--units)" : "CPUs' context (--context)");
         return kExitUsage;
     }
     if (o.csv && o.history && o.states) {
@@ -94,8 +97,11 @@ int cmd_loading(const Options& o) {
     }
     auto c = connect(o);
     if (!c) return report(c.error());
-    monitor::LoadingQuery q{
-        .per_cpu = o.per_cpu, .history = o.history, .states = o.states, .units = o.units};
+    monitor::LoadingQuery q{.per_cpu = o.per_cpu,
+                            .history = o.history,
+                            .states = o.states,
+                            .units = o.units,
+                            .context = o.context};
     bool first = true;
     auto show = [&](const monitor::LoadingReport& r) {
         if (o.json) {
@@ -116,6 +122,7 @@ int cmd_loading(const Options& o) {
             if (o.states) text += (o.history ? "\n" : "") + monctl::format_states(r);
             if (!o.history && !o.states) text += monctl::format_loading(r);
             if (o.units > 0) text += "\n" + monctl::format_units(r);
+            if (o.context) text += "\n" + monctl::format_context(r);
             if (o.watch) text += '\n';
         }
         first = false;
@@ -129,6 +136,16 @@ int cmd_loading(const Options& o) {
     }
     auto reply = c->call(monitor::protocol::method::GetLoading, q);
     if (!reply) return report(reply.error());
+    // The daemon samples the context while it is asked for: a first request starts it, and
+    // its rates come two seconds later. Asked again until they do (at most 3 s).
+    for (int tries = 0;
+         o.context && tries < 3 && reply->context && reply->context->unavailable.empty() &&
+         (!reply->context->sample || reply->context->sample->seconds <= 0);
+         ++tries) {
+        std::this_thread::sleep_for(std::chrono::seconds(1));
+        reply = c->call(monitor::protocol::method::GetLoading, q);
+        if (!reply) return report(reply.error());
+    }
     show(*reply);
     return kExitOk;
 }
@@ -246,6 +263,9 @@ int run(int argc, char** argv) {
         ->default_str("10")
         ->type_name("N")
         ->check(CLI::Range(std::int64_t{1}, monitor::kMaxUnitsListed));
+    loading->add_flag("--context", o.context,
+                      "Add the CPUs' context: runnable and waiting tasks, CPU pressure (PSI), "
+                      "the clock, interrupts and softirqs by source; per CPU with --per-cpu");
     loading->add_flag("--csv", o.csv, "Comma-separated values with a time column");
     loading->add_flag("-w,--watch", o.watch,
                       "Show the figures again after every sample, until interrupted");

@@ -436,4 +436,71 @@ std::string format_units(const monitor::LoadingReport& r) {
     return out;
 }
 
+std::string format_context(const monitor::LoadingReport& r) {
+    if (!r.context) return {};
+    const auto& c = *r.context;
+    if (!c.unavailable.empty()) return fmt::format("No CPU context: {}\n", c.unavailable);
+    if (!c.sample) return "No CPU context yet: the daemon samples it from its next second on.\n";
+    const auto& s = *c.sample;
+    std::string out;
+    auto rates = [](const std::vector<monitor::InterruptRate>& list, std::size_t n) {
+        std::string line;
+        for (std::size_t i = 0; i < list.size() && i < n; ++i) {
+            line +=
+                fmt::format("{}{} {:.0f}", i == 0 ? "" : ", ", list[i].source, list[i].per_second);
+            if (!list[i].description.empty()) line += " (" + list[i].description + ")";
+        }
+        return line;
+    };
+    if (s.seconds > 0 && r.timestamp) {
+        auto t = std::chrono::system_clock::to_time_t(*r.timestamp);
+        out += fmt::format("CPU context over the {:.1f} s to {:%H:%M:%S}\n", s.seconds,
+                           fmt::localtime(t));
+    } else {
+        out += "CPU context now (its rates from the daemon's next second on)\n";
+    }
+    if (s.procs_running || s.procs_blocked || s.waiting) {
+        std::string line = "  tasks:";
+        if (s.procs_running) line += fmt::format(" {} runnable", *s.procs_running);
+        if (s.procs_blocked) line += fmt::format(", {} blocked on I/O", *s.procs_blocked);
+        if (s.waiting) line += fmt::format(", {:.2f} waiting for a CPU on average", *s.waiting);
+        out += line + "\n";
+    }
+    if (s.pressure_avg10 || s.pressure_some) {
+        std::string line = "  CPU pressure (PSI):";
+        if (s.pressure_some) {
+            line +=
+                fmt::format(" some task waited {:.1f} % of the interval;", *s.pressure_some * 100);
+        }
+        if (s.pressure_avg10) {
+            line += fmt::format(" avg10 {:.2f} avg60 {:.2f} avg300 {:.2f} %", *s.pressure_avg10,
+                                s.pressure_avg60.value_or(0), s.pressure_avg300.value_or(0));
+        }
+        out += line + "\n";
+    }
+    if (s.interrupts) {
+        out += fmt::format("  interrupts {:.0f}/s{}{}\n", *s.interrupts,
+                           s.interrupt_sources.empty() ? "" : ": ", rates(s.interrupt_sources, 5));
+    }
+    if (s.softirqs) {
+        out += fmt::format("  softirqs {:.0f}/s{}{}\n", *s.softirqs,
+                           s.softirq_kinds.empty() ? "" : ": ", rates(s.softirq_kinds, 10));
+    }
+    if (!s.cpus.empty()) {
+        auto cell = [](const std::optional<double>& v, const char* format) {
+            return v ? fmt::format(fmt::runtime(format), *v) : std::string{"-"};
+        };
+        out += fmt::format("{:>5} {:>8} {:>7} {:>9} {:>9}  {}\n", "CPU", "WAITING", "MHZ", "IRQ/S",
+                           "SOFTIRQ/S", "TOP IRQ");
+        for (const auto& f : s.cpus) {
+            out += fmt::format("{:>5} {:>8} {:>7} {:>9} {:>9}  {}\n", f.cpu,
+                               cell(f.waiting, "{:.2f}"), cell(f.frequency_mhz, "{:.0f}"),
+                               cell(f.interrupts, "{:.0f}"), cell(f.softirqs, "{:.0f}"),
+                               f.top_interrupt.empty() ? "-" : f.top_interrupt);
+        }
+    }
+    for (const auto& why : s.unavailable) out += "  not here: " + why + "\n";
+    return out;
+}
+
 }  // namespace monctl

@@ -35,6 +35,9 @@ std::string format_states(const monitor::LoadingReport& report);
 // in user mode and in the kernel, the window's average and its busiest second; or why there
 // are none.
 std::string format_units(const monitor::LoadingReport& report);
+// The CPUs' context (GetLoading's context): runnable and waiting tasks, CPU pressure, the
+// clock, interrupts and softirqs, per CPU when the report has them; what the machine lacks.
+std::string format_context(const monitor::LoadingReport& report);
 
 // The time column of every CSV monctl writes: UTC, RFC 3339 with milliseconds
 // ("2026-11-24T16:55:01.123Z").

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "monitor/loading/cpu_context.hpp"
 #include "monitor/loading/cpu_list.hpp"
 #include "monitor/loading/cpu_map.hpp"
 #include "monitor/loading/idle_probe.hpp"
@@ -53,6 +54,9 @@ struct EngineOptions {
     // daemon's /sys/fs/cgroup); empty: none (the MON C API). A machine without cgroup
     // accounting does not fail the engine: its reports say why they have no units.
     std::filesystem::path cgroup_root;
+    // The CPUs' context (CpuContext, from proc_root and sys_root), sampled at each tick while
+    // reports ask for it (LoadingQuery::context); false: reports say it is off.
+    bool cpu_context = false;
 };
 
 class Engine {
@@ -134,6 +138,12 @@ class Engine {
     std::optional<std::chrono::system_clock::time_point> last_sample_wall_;
     std::optional<UnitUsage> units_;
     std::string units_error_;
+    std::optional<CpuContext> context_;
+    std::string context_error_;
+    std::optional<CpuContextSample> context_sample_;
+    // Until when the context is sampled: kContextKeptFor after the last report that asked
+    // for it (a report is const, and asking is what starts the sampling).
+    mutable std::optional<Clock::time_point> context_wanted_until_;
 };
 
 }  // namespace monitor

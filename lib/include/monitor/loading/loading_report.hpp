@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "monitor/loading/cpu_context.hpp"
 #include "monitor/loading/cpu_states.hpp"
 #include "monitor/loading/load_history.hpp"
 #include "monitor/loading/unit_usage.hpp"
@@ -41,6 +42,17 @@ struct UnitLoading {
     std::string unavailable;  // why there are no figures per unit, when there are none
 };
 
+// The CPUs' context (CpuContext), as a report gives it: sampled while reports ask for it.
+struct CpuContextReport {
+    // nullopt until the first sample after the first request (a second); its rates from the
+    // second sample on (sample->seconds > 0).
+    std::optional<CpuContextSample> sample;
+    std::string unavailable;  // why there is none at all, when there is none
+};
+
+// The most interrupt sources a report lists (the busiest; a machine has hundreds).
+inline constexpr std::size_t kMaxInterruptSourcesListed = 10;
+
 struct LoadingReport {
     // Wall-clock time of the newest sample; nullopt before the first one.
     std::optional<std::chrono::system_clock::time_point> timestamp;
@@ -48,6 +60,8 @@ struct LoadingReport {
     std::vector<SourceLoad> machine;
     std::vector<CpuLoading> cpus;      // empty unless per-CPU figures were asked for
     std::optional<UnitLoading> units;  // when units were asked for
+    // When the context was asked for; its per-CPU figures only with per_cpu.
+    std::optional<CpuContextReport> context;
 };
 
 // The most units a report lists.
@@ -60,7 +74,12 @@ struct LoadingQuery {
     bool totals = false;  // the CPU time in each state so far, for the sources that know it
     // The busiest units to list (UnitUsage::top), from 1 to kMaxUnitsListed; 0: none.
     std::int64_t units = 0;
+    // The CPUs' context (CpuContextReport). Asking starts its sampling, which goes on while
+    // reports ask for it (kContextKeptFor after the last).
+    bool context = false;
 };
+
+inline constexpr std::chrono::seconds kContextKeptFor{600};
 
 // BADARG naming the parameter and the range when a query asks for what no report can give.
 Result<void> check(const LoadingQuery& query);
