@@ -333,7 +333,9 @@ LoadingReport Engine::loading(const LoadingQuery& query) const {
         r.units = std::move(u);
     }
     if (query.context) {
-        context_wanted_until_ = last_tick_ + kContextKeptFor;
+        // Only an engine that samples the context is changed by asking (the daemon's, whose
+        // reports and ticks come from one thread).
+        if (options_.cpu_context) context_wanted_until_ = last_tick_ + kContextKeptFor;
         CpuContextReport c;
         if (!options_.cpu_context) {
             c.unavailable = "the CPUs' context is not sampled by this engine";

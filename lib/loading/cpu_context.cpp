@@ -500,7 +500,7 @@ Result<CpuContextSample> CpuContext::sample(std::chrono::steady_clock::time_poin
             }
         }
     }
-    std::size_t readable = s.frequency.size();
+    std::size_t readable = text.frequency_khz.size();  // the files read, the new ones not
     for (const auto* f : {&s.stat, &s.pressure, &s.schedstat, &s.interrupts, &s.softirqs}) {
         if (f->fd) ++readable;
     }

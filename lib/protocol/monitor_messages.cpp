@@ -135,8 +135,12 @@ SourceLoad source_from_json(const std::string& name, const json& j) {
     return l;
 }
 
-// The sources present in an object that has a key per source. Keys this version does not
-// know (added by a newer daemon) and values that are not objects are skipped.
+// The string at `key` of `o`, or "" when there is none or it is not a string.
+std::string text(const json& o, const char* key) {
+    auto it = o.find(key);
+    return it != o.end() && it->is_string() ? it->get<std::string>() : std::string{};
+}
+
 json units_json(const UnitLoading& u) {
     json top = json::array();
     for (const auto& l : u.top) {
@@ -159,10 +163,6 @@ json units_json(const UnitLoading& u) {
 // Entries that are not objects, or lack a name, are skipped; a missing figure reads 0.
 UnitLoading units_from_json(const json& j) {
     UnitLoading u;
-    auto text = [](const json& o, const char* key) {
-        auto it = o.find(key);
-        return it != o.end() && it->is_string() ? it->get<std::string>() : std::string{};
-    };
     auto number = [](const json& o, const char* key) {
         auto it = o.find(key);
         return it != o.end() && it->is_number() ? it->get<double>() : 0.0;
@@ -250,10 +250,6 @@ CpuContextReport context_from_json(const json& j) {
         if (it == o.end() || !it->is_number()) return std::nullopt;
         return it->get<double>();
     };
-    auto text = [](const json& o, const char* key) {
-        auto it = o.find(key);
-        return it != o.end() && it->is_string() ? it->get<std::string>() : std::string{};
-    };
     auto count = [&](const json& o, const char* key) -> std::optional<std::uint64_t> {
         auto it = o.find(key);
         if (it == o.end() || !it->is_number_integer() || it->get<std::int64_t>() < 0) {
@@ -315,6 +311,8 @@ CpuContextReport context_from_json(const json& j) {
     return c;
 }
 
+// The sources present in an object that has a key per source. Keys this version does not
+// know (added by a newer daemon) and values that are not objects are skipped.
 std::vector<SourceLoad> sources_from_json(const json& j) {
     std::vector<SourceLoad> out;
     for (std::string_view name : kLoadSources) {
