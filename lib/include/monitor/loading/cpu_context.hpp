@@ -75,7 +75,8 @@ struct CpuContextText {
 class CpuContext {
   public:
     // Reads below `proc_root` ("/proc") and `sys_root` ("/sys"); the files are kept open
-    // and re-read with pread. BADARG when neither root has anything of the above.
+    // and re-read with pread. BADARG when none of the five files below `proc_root` can be
+    // opened (not a procfs); the others missing are said in each sample's unavailable.
     static Result<CpuContext> open(const std::filesystem::path& proc_root,
                                    const std::filesystem::path& sys_root);
 
