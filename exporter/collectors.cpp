@@ -25,6 +25,11 @@ constexpr std::array<CollectorInfo, kCollectorCount> kCollectors = {{
     {Collector::Units, "units", false,
      "the busiest systemd units' CPU time over the last second and the window "
      "(--collector.units.limit of them, 10 by default)"},
+    {Collector::Context, "context", true,
+     "the machine's runnable, blocked and waiting tasks, CPU pressure (PSI), and interrupts "
+     "and softirqs per second over the last second, by source"},
+    {Collector::CpuContext, "cpu_context", false,
+     "each CPU's waiting tasks, clock frequency, and interrupts and softirqs per second"},
 }};
 
 }  // namespace

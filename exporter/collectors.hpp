@@ -17,16 +17,18 @@
 namespace exporter {
 
 enum class Collector : std::uint8_t {
-    Cpu,       // monitord_cpu_seconds_total{cpu,mode}
-    Load,      // the machine's load by source; each CPU's peak second of the window
-    CpuLoad,   // each CPU's last second and window average and minimum, by source
-    Probes,    // how many probes are in each state
-    ProbeCpu,  // each CPU's probe: its state, idle time and baseline
-    Watchdog,  // the watchdog monitord pets
-    Perf,      // the standing counter sessions
-    Units,     // the busiest systemd units' CPU time
+    Cpu,         // monitord_cpu_seconds_total{cpu,mode}
+    Load,        // the machine's load by source; each CPU's peak second of the window
+    CpuLoad,     // each CPU's last second and window average and minimum, by source
+    Probes,      // how many probes are in each state
+    ProbeCpu,    // each CPU's probe: its state, idle time and baseline
+    Watchdog,    // the watchdog monitord pets
+    Perf,        // the standing counter sessions
+    Units,       // the busiest systemd units' CPU time
+    Context,     // the machine's tasks, CPU pressure, interrupts and softirqs
+    CpuContext,  // each CPU's waiting tasks, clock, interrupts and softirqs
 };
-inline constexpr std::size_t kCollectorCount = 8;
+inline constexpr std::size_t kCollectorCount = 10;
 
 // How many units the units collector exports by default, and at most (as many as a loading
 // report lists).
@@ -57,8 +59,12 @@ class CollectorSet {
 
     // What the scrape asks monitord for.
     bool needs_per_cpu() const {
-        return on(Collector::Cpu) || on(Collector::Load) || on(Collector::CpuLoad);
+        return on(Collector::Cpu) || on(Collector::Load) || on(Collector::CpuLoad) ||
+               on(Collector::CpuContext);
     }
+    // The CPUs' context (GetLoading's context), which monitord samples from the first scrape
+    // that asks for it until 10 minutes after the last.
+    bool needs_context() const { return on(Collector::Context) || on(Collector::CpuContext); }
     bool needs_totals() const { return on(Collector::Cpu); }
     bool needs_standing() const { return on(Collector::Perf); }
     // The busiest units to ask for (GetLoading's units): the limit, 0 when the collector is off.

@@ -300,6 +300,84 @@ void add_units(Families& fs, const monitor::UnitLoading& units) {
     }
 }
 
+// The CPUs' context (GetLoading's context): the machine's figures with `machine`, each CPU's
+// with `per_cpu`. Rates over the last second; none before monitord's second reading, which
+// follows the first scrape that asks by a second. A figure the machine lacks (PSI, cpufreq,
+// schedstats) has no series.
+void add_context(Families& fs, const monitor::CpuContextSample& c, bool machine, bool per_cpu) {
+    const bool rates = c.seconds > 0;
+    if (machine) {
+        auto gauge = [&](std::string name, std::string help, const auto& value) {
+            auto& f = fs.family(std::move(name), std::move(help), MetricType::Gauge);
+            if (value) add(f, {}, static_cast<double>(*value));
+        };
+        gauge("monitord_tasks_running",
+              "Runnable tasks now, running or waiting for a CPU (/proc/stat procs_running).",
+              c.procs_running);
+        gauge("monitord_tasks_blocked", "Tasks waiting for I/O now (/proc/stat procs_blocked).",
+              c.procs_blocked);
+        if (rates) {
+            gauge("monitord_tasks_waiting",
+                  "Tasks waiting for a CPU on average over the last second, summed over the "
+                  "CPUs (their run-queue wait, /proc/schedstat).",
+                  c.waiting);
+            gauge("monitord_cpu_pressure_ratio",
+                  "Share of the last second in which some runnable task waited for a CPU (PSI, "
+                  "/proc/pressure/cpu some).",
+                  c.pressure_some);
+        }
+        auto& avg = fs.family("monitord_cpu_pressure_avg_ratio",
+                              "The kernel's running average of the CPU pressure (PSI some) over "
+                              "its window.",
+                              MetricType::Gauge);
+        for (auto [window, value] :
+             {std::pair{"10s", c.pressure_avg10}, std::pair{"60s", c.pressure_avg60},
+              std::pair{"300s", c.pressure_avg300}}) {
+            if (value) add(avg, {{"window", window}}, *value);
+        }
+        if (rates) {
+            gauge("monitord_interrupts_per_second",
+                  "Interrupts served per second over the last second, every CPU and source "
+                  "(/proc/interrupts).",
+                  c.interrupts);
+            auto& sources = fs.family(
+                "monitord_interrupt_source_per_second",
+                "Interrupts per second over the last second of one of the busiest sources (at "
+                "most 10), every CPU.",
+                MetricType::Gauge);
+            for (const auto& i : c.interrupt_sources) {
+                add(sources, {{"source", i.source}, {"description", i.description}}, i.per_second);
+            }
+            auto& kinds = fs.family("monitord_softirqs_per_second",
+                                    "Softirqs run per second over the last second, every CPU, by "
+                                    "kind (/proc/softirqs).",
+                                    MetricType::Gauge);
+            for (const auto& k : c.softirq_kinds) add(kinds, {{"kind", k.source}}, k.per_second);
+        }
+    }
+    if (!per_cpu) return;
+    auto& waiting =
+        fs.family("monitord_cpu_tasks_waiting",
+                  "Tasks waiting for the CPU on average over the last second.", MetricType::Gauge);
+    auto& frequency = fs.family("monitord_cpu_frequency_hertz",
+                                "The CPU's clock now, as cpufreq reports it (scaling_cur_freq).",
+                                MetricType::Gauge);
+    auto& interrupts =
+        fs.family("monitord_cpu_interrupts_per_second",
+                  "Interrupts the CPU served per second over the last second.", MetricType::Gauge);
+    auto& softirqs =
+        fs.family("monitord_cpu_softirqs_per_second",
+                  "Softirqs the CPU ran per second over the last second.", MetricType::Gauge);
+    for (const auto& cpu : c.cpus) {
+        const Labels labels{{"cpu", std::to_string(cpu.cpu)}};
+        if (cpu.frequency_mhz) add(frequency, labels, *cpu.frequency_mhz * 1e6);
+        if (!rates) continue;
+        if (cpu.waiting) add(waiting, labels, *cpu.waiting);
+        if (cpu.interrupts) add(interrupts, labels, *cpu.interrupts);
+        if (cpu.softirqs) add(softirqs, labels, *cpu.softirqs);
+    }
+}
+
 }  // namespace
 
 std::vector<prometheus::MetricFamily> machine_metrics(const Scrape& scrape,
@@ -341,6 +419,10 @@ std::vector<prometheus::MetricFamily> machine_metrics(const Scrape& scrape,
     if (on.on(Collector::Perf)) add_standing(fs, scrape.standing);
     if (on.on(Collector::Units) && scrape.loading && scrape.loading->units) {
         add_units(fs, *scrape.loading->units);
+    }
+    if (scrape.loading && scrape.loading->context && scrape.loading->context->sample) {
+        add_context(fs, *scrape.loading->context->sample, on.on(Collector::Context),
+                    on.on(Collector::CpuContext));
     }
     return fs.take();
 }

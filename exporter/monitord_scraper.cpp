@@ -38,7 +38,8 @@ Scrape MonitordScraper::scrape(monitor::Error* error) {
     auto loading = client_->call(monitor::protocol::method::GetLoading,
                                  monitor::LoadingQuery{.per_cpu = collectors_.needs_per_cpu(),
                                                        .totals = collectors_.needs_totals(),
-                                                       .units = collectors_.units_asked()});
+                                                       .units = collectors_.units_asked(),
+                                                       .context = collectors_.needs_context()});
     if (!loading) return finish(&loading.error());
     if (collectors_.needs_standing()) {
         auto standing = client_->call(monitor::protocol::method::GetStandingCounters);

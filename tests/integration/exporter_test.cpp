@@ -202,6 +202,38 @@ TEST_F(ExporterTest, CpuTimeGrowsWithTheTimeThatPassed) {
     }
 }
 
+// The CPUs' context: what is read now from the first scrape, the rates once monitord has read
+// twice (a second after the first scrape asked); each CPU's with --collector.cpu_context.
+TEST_F(ExporterTest, TheCpusContextFromTheSecondReading) {
+    auto e = start_exporter(daemon_->socket(), {"--collector.cpu_context"});
+    auto s = samples(get(e.url()).body);
+    ASSERT_EQ(s["monitord_up"], 1) << e.process->log();
+    std::string body;
+    for (int i = 0; i < 30 && !s.contains("monitord_interrupts_per_second"); ++i) {
+        std::this_thread::sleep_for(200ms);
+        body = get(e.url()).body;
+        s = samples(body);
+    }
+    ASSERT_TRUE(s.contains("monitord_interrupts_per_second")) << body;
+    EXPECT_GE(s["monitord_tasks_running"], 1) << "the scrape's own reader runs";
+    EXPECT_GT(s["monitord_interrupts_per_second"], 0) << "a timer ticks somewhere";
+    EXPECT_NE(body.find("monitord_interrupt_source_per_second{source="), std::string::npos) << body;
+    if (std::filesystem::exists("/proc/pressure/cpu")) {
+        EXPECT_TRUE(s.contains("monitord_cpu_pressure_ratio")) << body;
+        EXPECT_TRUE(s.contains("monitord_cpu_pressure_avg_ratio{window=\"10s\"}")) << body;
+    }
+    double per_cpu = 0;
+    const auto cpus = daemon_->call("GetStatus")["cpus"];
+    for (int cpu : cpus) {
+        const auto key = "monitord_cpu_interrupts_per_second{cpu=\"" + std::to_string(cpu) + "\"}";
+        ASSERT_TRUE(s.contains(key)) << key << "\n" << body;
+        per_cpu += s[key];
+    }
+    // The machine's rate is the CPUs' sum, with the machine-wide rows (ERR, MIS) beside.
+    EXPECT_NEAR(per_cpu, s["monitord_interrupts_per_second"],
+                0.01 * s["monitord_interrupts_per_second"] + 1);
+}
+
 // The collectors switched as node_exporter's are: each CPU's last second and its probe on,
 // the CPU time off (and not asked of monitord).
 TEST_F(ExporterTest, CollectorsSwitchedOnAndOff) {
@@ -219,9 +251,9 @@ TEST_F(ExporterTest, CollectorsSwitchedOnAndOff) {
         EXPECT_TRUE(s.contains("monitord_cpu_load_ratio{cpu=\"" + id + "\",source=\"probe\"}"));
         EXPECT_EQ((s["monitord_probe_state{cpu=\"" + id + "\",state=\"running\"}"]), 1);
     }
-    EXPECT_NE(
-        e.process->log().find("collectors load,cpu_load,probes,probe_cpu,watchdog,perf,units"),
-        std::string::npos)
+    EXPECT_NE(e.process->log().find(
+                  "collectors load,cpu_load,probes,probe_cpu,watchdog,perf,units,context"),
+              std::string::npos)
         << e.process->log();
     // This machine's units: how many, from which accounting, and at most the 2 busiest.
     const auto units = std::ranges::count_if(

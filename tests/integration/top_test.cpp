@@ -48,9 +48,13 @@ std::size_t columns(const std::string& line) {
     return n;
 }
 
-// The key line's "cpu 20-38 of 256" for a page of 19 rows from `first`.
+// The CPU rows of an 80x24 screen: 24 less the title, the watchdog's and the context's lines,
+// the column titles, the machine's row and the keys.
+constexpr int kPage = 18;
+
+// The key line's "cpu 19-36 of 256" for a page of kPage rows from `first`.
 std::string rows_shown(int first) {
-    return "cpu " + std::to_string(first) + "-" + std::to_string(first + 18) + " of 256";
+    return "cpu " + std::to_string(first) + "-" + std::to_string(first + kPage - 1) + " of 256";
 }
 
 // The machine's row with its four figures.
@@ -245,6 +249,23 @@ TEST_F(TopInTmux, ShowsEveryCpuReactsToKeysShrinksSurvivesARestartAndQuits) {
     EXPECT_TRUE(
         t.wait_screen([&](const std::string& s) { return std::regex_search(s, units); }, screen))
         << screen;
+    // The CPUs' context under the watchdog's line, its rates from the daemon's second reading;
+    // each CPU's in its row on c, gone again on c.
+    const std::regex context{R"(\ntasks \d+ running, \d+ blocked.*  irq \d[\d,]*/s)"};
+    EXPECT_TRUE(
+        t.wait_screen([&](const std::string& s) { return std::regex_search(s, context); }, screen))
+        << screen;
+    const std::regex cpu_context{R"(\nCPU .* last +avg +min +max +wait +MHz +irq/s +sirq/s)"};
+    t.keys("c");
+    EXPECT_TRUE(t.wait_screen(
+        [&](const std::string& s) { return std::regex_search(s, cpu_context) && every_cpu(s); },
+        screen))
+        << screen;
+    t.keys("c");
+    EXPECT_TRUE(t.wait_screen(
+        [&](const std::string& s) { return !std::regex_search(s, cpu_context) && every_cpu(s); },
+        screen))
+        << screen;
 
     // 80x24: narrower, every figure still there.
     auto r = t.tmux_run({"resize-window", "-t", "top", "-x", "80", "-y", "24"});
@@ -391,29 +412,29 @@ TEST_F(TopInTmux, TwoHundredFiftySixCpusScrollIn80x24) {
 
     Tmux t(tmux_, top_command(*d), 80, 24);
     std::string screen;
-    ASSERT_TRUE(t.wait_text("cpu 1-19 of 256", screen)) << screen;
+    ASSERT_TRUE(t.wait_text(rows_shown(1), screen)) << screen;
     EXPECT_TRUE(has_row(screen, "cpu0"));
     EXPECT_FALSE(has_row(screen, "cpu255"));
     // The top stays while scrolling; PgDn reaches the last CPU.
     auto top_stays = [](const std::string& s) {
         const auto lines = lines_of(s);
-        return lines.size() >= 4 && lines[0].rfind("monitord ", 0) == 0 &&
-               lines[2].rfind("CPU ", 0) == 0 && lines[3].rfind("all ", 0) == 0;
+        return lines.size() >= 5 && lines[0].rfind("monitord ", 0) == 0 &&
+               lines[3].rfind("CPU ", 0) == 0 && lines[4].rfind("all ", 0) == 0;
     };
     int presses = 0;
     while (!has_row(screen, "cpu255") && presses < 20) {
         t.keys("NPage");
         ++presses;
-        const std::string expected = rows_shown(std::min(19 * presses, 256 - 19) + 1);
+        const std::string expected = rows_shown(std::min(kPage * presses, 256 - kPage) + 1);
         ASSERT_TRUE(t.wait_text(expected, screen)) << expected << " in\n" << screen;
         EXPECT_TRUE(top_stays(screen)) << screen;
     }
     EXPECT_TRUE(has_row(screen, "cpu255")) << screen;
-    EXPECT_EQ(presses, 13);  // 256 rows, 19 a page
+    EXPECT_EQ(presses, 14);  // 256 rows, 18 a page
     t.keys("Home");
-    EXPECT_TRUE(t.wait_text("cpu 1-19 of 256", screen)) << screen;
+    EXPECT_TRUE(t.wait_text(rows_shown(1), screen)) << screen;
     t.keys("End");
-    EXPECT_TRUE(t.wait_text("cpu 238-256 of 256", screen)) << screen;
+    EXPECT_TRUE(t.wait_text(rows_shown(256 - kPage + 1), screen)) << screen;
     EXPECT_TRUE(has_row(screen, "cpu255")) << screen;
 
     // By load: the busiest first.
@@ -422,7 +443,7 @@ TEST_F(TopInTmux, TwoHundredFiftySixCpusScrollIn80x24) {
     EXPECT_TRUE(t.wait_screen(
         [](const std::string& s) {
             const auto lines = lines_of(s);
-            return lines.size() > 4 && lines[4].rfind("cpu200 ", 0) == 0;
+            return lines.size() > 5 && lines[5].rfind("cpu200 ", 0) == 0;
         },
         screen))
         << screen;

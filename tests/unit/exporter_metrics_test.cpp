@@ -74,6 +74,23 @@ Scrape two_cpus() {
     units.top = {{"nginx.service", "/system.slice/nginx.service", 150, 120, 30, 80, 200},
                  {"/batch/job1", "/batch/job1", 5, 5, 0, 2.5, 10}};
     l.units = units;
+    // The context's second sample (rates over 1 s): PSI and cpufreq present, cpu1 without a
+    // clock.
+    monitor::CpuContextSample c;
+    c.procs_running = 5;
+    c.procs_blocked = 1;
+    c.pressure_some = 0.25;
+    c.pressure_avg10 = 0.125;
+    c.pressure_avg60 = 0.0625;
+    c.pressure_avg300 = 0.03125;
+    c.waiting = 1.5;
+    c.interrupts = 1200;
+    c.softirqs = 300;
+    c.interrupt_sources = {{"LOC", "Local timer interrupts", 1000}, {"24", "PCI-MSI eth0", 200}};
+    c.softirq_kinds = {{"TIMER", "", 250}, {"RCU", "", 50}};
+    c.cpus = {{0, 1.25, 2400, 700, 200, "LOC"}, {1, 0.25, std::nullopt, 500, 100, "LOC"}};
+    c.seconds = 1;
+    l.context = monitor::CpuContextReport{.sample = c};
     s.loading = l;
     return s;
 }
@@ -123,7 +140,7 @@ TEST(MachineMetrics, RatiosSecondsAndProbeStates) {
 // By default, per CPU: node_exporter's ten series of CPU time and the window's busiest
 // second of each source; the machine's load and the probes' states as counts.
 TEST(Collectors, TheDefaultsPerCpuAreTheModesAndThePeakSecond) {
-    EXPECT_EQ(CollectorSet::defaults().names(), "cpu,load,probes,watchdog,perf");
+    EXPECT_EQ(CollectorSet::defaults().names(), "cpu,load,probes,watchdog,perf,context");
     auto v = samples(text(two_cpus()));
     std::size_t cpu0 = 0;
     for (const auto& [name, value] : v) {
@@ -157,6 +174,8 @@ TEST(Collectors, EachOneOffTakesAwayItsFamiliesOnly) {
         {Collector::Watchdog, "monitord_watchdog_armed"},
         {Collector::Perf, "monitord_perf_session_counting{"},
         {Collector::Units, "monitord_unit_cpu_ratio{"},
+        {Collector::Context, "monitord_cpu_pressure_ratio"},
+        {Collector::CpuContext, "monitord_cpu_tasks_waiting{"},
     };
     ASSERT_EQ(owned.size(), kCollectorCount);
     auto has = [](const std::map<std::string, double>& v, const std::string& prefix) {
@@ -212,6 +231,54 @@ TEST(MachineMetrics, TheBusiestUnits) {
     }
 }
 
+// The CPUs' context: the machine's figures by default, each CPU's on request; rates only
+// from monitord's second reading, and a figure the machine lacks without a series.
+TEST(MachineMetrics, TheCpusContext) {
+    auto s = two_cpus();
+    auto v = samples(text(s));
+    EXPECT_EQ(v["monitord_tasks_running"], 5);
+    EXPECT_EQ(v["monitord_tasks_blocked"], 1);
+    EXPECT_DOUBLE_EQ(v["monitord_tasks_waiting"], 1.5);
+    EXPECT_DOUBLE_EQ(v["monitord_cpu_pressure_ratio"], 0.25);
+    EXPECT_DOUBLE_EQ((v["monitord_cpu_pressure_avg_ratio{window=\"10s\"}"]), 0.125);
+    EXPECT_DOUBLE_EQ((v["monitord_cpu_pressure_avg_ratio{window=\"300s\"}"]), 0.03125);
+    EXPECT_EQ(v["monitord_interrupts_per_second"], 1200);
+    EXPECT_EQ((v["monitord_interrupt_source_per_second{source=\"24\",description=\"PCI-MSI "
+                 "eth0\"}"]),
+              200);
+    EXPECT_EQ((v["monitord_softirqs_per_second{kind=\"TIMER\"}"]), 250);
+    EXPECT_FALSE(v.contains("monitord_cpu_frequency_hertz{cpu=\"0\"}")) << "per CPU: on request";
+
+    auto on = CollectorSet::defaults();
+    on.set(Collector::CpuContext, true);
+    v = samples(text(s, Format::Text, on));
+    EXPECT_DOUBLE_EQ((v["monitord_cpu_tasks_waiting{cpu=\"0\"}"]), 1.25);
+    EXPECT_EQ((v["monitord_cpu_frequency_hertz{cpu=\"0\"}"]), 2.4e9);
+    EXPECT_FALSE(v.contains("monitord_cpu_frequency_hertz{cpu=\"1\"}")) << "no clock: no series";
+    EXPECT_EQ((v["monitord_cpu_interrupts_per_second{cpu=\"1\"}"]), 500);
+    EXPECT_EQ((v["monitord_cpu_softirqs_per_second{cpu=\"1\"}"]), 100);
+
+    // The first reading: what is read now, no rate.
+    auto& first = *s.loading->context->sample;
+    first.seconds = 0;
+    first.pressure_avg60.reset();  // a figure the kernel did not give
+    v = samples(text(s, Format::Text, on));
+    EXPECT_EQ(v["monitord_tasks_running"], 5);
+    EXPECT_EQ((v["monitord_cpu_frequency_hertz{cpu=\"0\"}"]), 2.4e9);
+    EXPECT_FALSE(v.contains("monitord_cpu_pressure_avg_ratio{window=\"60s\"}"));
+    for (const auto& [name, value] : v) {
+        EXPECT_FALSE(name.find("per_second") != std::string::npos ||
+                     name.starts_with("monitord_tasks_waiting") ||
+                     name.starts_with("monitord_cpu_tasks_waiting") ||
+                     name == "monitord_cpu_pressure_ratio")
+            << name << ": a rate from the first reading";
+    }
+    // Before the first reading, or when the daemon has no context: none of its families.
+    s.loading->context = monitor::CpuContextReport{.unavailable = "not a procfs"};
+    v = samples(text(s, Format::Text, on));
+    EXPECT_FALSE(v.contains("monitord_tasks_running"));
+}
+
 TEST(Collectors, NamesAndWhatTheyAskOfMonitord) {
     ASSERT_EQ(collectors().size(), kCollectorCount);
     for (std::size_t i = 0; i < kCollectorCount; ++i) {
@@ -222,6 +289,12 @@ TEST(Collectors, NamesAndWhatTheyAskOfMonitord) {
     auto on = CollectorSet::none();
     EXPECT_FALSE(on.needs_per_cpu());
     EXPECT_FALSE(on.needs_standing());
+    EXPECT_FALSE(on.needs_context());
+    on.set(Collector::CpuContext, true);
+    EXPECT_TRUE(on.needs_context());
+    EXPECT_TRUE(on.needs_per_cpu()) << "each CPU's context";
+    on.set(Collector::CpuContext, false);
+    EXPECT_TRUE(CollectorSet::defaults().needs_context());
     on.set(Collector::Load, true);
     EXPECT_TRUE(on.needs_per_cpu());
     EXPECT_FALSE(on.needs_totals());

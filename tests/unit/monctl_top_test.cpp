@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "perf_views.hpp"
 #include "top_frame.hpp"
 #include "top_model.hpp"
 
@@ -324,6 +325,86 @@ TEST(TopFrame, TheBusiestUnitsAboveTheCpus) {
     m.update(s);
     EXPECT_NE(frame_text(build_frame(m, size(60, 24))).find("units: none in the cgroup tree"),
               std::string::npos);
+}
+
+// The CPUs' context: the machine's line under the watchdog's, and each CPU's figures in its
+// row on 'c' (the machine's row has the sums); rates from the daemon's second reading.
+TEST(TopFrame, TheCpusContext) {
+    auto s = snapshot(2);
+    auto m = model_of(s);
+    EXPECT_EQ(line_of(build_frame(m, size(100, 24)), "context"), -1) << "not asked: no line";
+
+    s.loading.context = monitor::CpuContextReport{};
+    m.update(s);
+    EXPECT_EQ(texts(build_frame(m, size(100, 24)))[2], "context: first reading");
+    s.loading.context->unavailable = "/nowhere: not a procfs";
+    m.update(s);
+    EXPECT_EQ(texts(build_frame(m, size(100, 24)))[2], "context: /nowhere: not a procfs");
+
+    monitor::CpuContextSample c;
+    c.procs_running = 5;
+    c.procs_blocked = 1;
+    c.pressure_some = 0.25;
+    c.pressure_avg10 = 0.125;
+    c.waiting = 1.5;
+    c.interrupts = 1200;
+    c.softirqs = 300;
+    c.interrupt_sources = {{"LOC", "Local timer interrupts", 1000}, {"24", "eth0", 200}};
+    c.softirq_kinds = {{"TIMER", "", 250}, {"RCU", "", 50}};
+    c.cpus = {{0, 1.25, 2400, 700, 200, "LOC"}, {1, 0.25, std::nullopt, 2'500'000, 100, "LOC"}};
+    c.seconds = 0;  // the first reading
+    s.loading.context = monitor::CpuContextReport{.sample = c};
+    m.update(s);
+    auto f = build_frame(m, size(100, 24));
+    EXPECT_EQ(texts(f)[2], "tasks 5 running, 1 blocked  (rates from the next second)");
+
+    s.loading.context->sample->seconds = 1;
+    m.update(s);
+    f = build_frame(m, size(140, 24));
+    EXPECT_EQ(texts(f)[2],
+              "tasks 5 running, 1 blocked, 1.50 waiting  pressure 25.0% (10 s 12.5%)  irq " +
+                  format_count(1200) + "/s (LOC " + format_count(1000) +
+                  ")  softirq 300/s (TIMER 250)");
+    EXPECT_EQ(texts(f)[static_cast<std::size_t>(line_of(f, "CPU"))].find("wait"), std::string::npos)
+        << "each CPU's: on request";
+
+    ASSERT_TRUE(m.apply(Action::ToggleContext, 1));
+    EXPECT_TRUE(m.context());
+    f = build_frame(m, size(100, 24));
+    const auto t = texts(f);
+    EXPECT_NE(t[static_cast<std::size_t>(line_of(f, "CPU"))].find(
+                  "   last    avg    min    max   wait    MHz  irq/s sirq/s"),
+              std::string::npos)
+        << frame_text(f);
+    EXPECT_NE(t[static_cast<std::size_t>(line_of(f, "all"))].find("   1.50      -   1200    300"),
+              std::string::npos)
+        << "the machine: the sums, no one clock\n"
+        << frame_text(f);
+    EXPECT_NE(t[static_cast<std::size_t>(line_of(f, "cpu0"))].find("   1.25   2400    700    200"),
+              std::string::npos)
+        << frame_text(f);
+    // No clock: "-"; a rate too wide for its column in thousands.
+    EXPECT_NE(t[static_cast<std::size_t>(line_of(f, "cpu1"))].find("   0.25      -  2500k    100"),
+              std::string::npos)
+        << frame_text(f);
+    // The figures of the load keep their place before the context's, at any width.
+    for (int w : {200, 100, 80, 60, 40}) {
+        const auto cols = fit_columns(w, 4, 60, kContextWidth);
+        EXPECT_EQ(cols.context, kContextWidth);
+        const int used = 4 + 1 + (cols.bar > 0 ? cols.bar + 2 : 0) + 4 * kFigureWidth +
+                         cols.context + (cols.spark > 0 ? cols.spark + 1 : 0);
+        EXPECT_LE(used, std::max(w, 4 + 1 + 4 * kFigureWidth + kContextWidth)) << w;
+    }
+    // The first reading: the clock now, no rate.
+    s.loading.context->sample->seconds = 0;
+    m.update(s);
+    f = build_frame(m, size(100, 24));
+    EXPECT_NE(
+        texts(f)[static_cast<std::size_t>(line_of(f, "cpu0"))].find("      -   2400      -      -"),
+        std::string::npos)
+        << frame_text(f);
+    ASSERT_TRUE(m.apply(Action::ToggleContext, 1));
+    EXPECT_FALSE(m.context());
 }
 
 TEST(TopFrame, SortByLoadPutsTheBusiestFirst) {

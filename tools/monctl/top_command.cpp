@@ -43,15 +43,18 @@ std::string first_line(const std::string& s) {
     return s.substr(0, s.find('\n'));
 }
 
-// Everything one interval shows, in three calls (the units asked for whether shown or not:
-// the daemon has them at hand).
+// Everything one interval shows, in three calls (the units and the CPUs' context asked for
+// whether shown or not: the daemon has them at hand, and the context's rates need a reading
+// a second before).
 Result<top::Snapshot> fetch(DaemonClient& c) {
     auto status = c.call(monitor::protocol::method::GetStatus);
     if (!status) return std::unexpected(status.error());
     auto loading =
-        c.call(monitor::protocol::method::GetLoading,
-               monitor::LoadingQuery{
-                   .per_cpu = true, .history = true, .states = true, .units = top::kTopUnits});
+        c.call(monitor::protocol::method::GetLoading, monitor::LoadingQuery{.per_cpu = true,
+                                                                            .history = true,
+                                                                            .states = true,
+                                                                            .units = top::kTopUnits,
+                                                                            .context = true});
     if (!loading) return std::unexpected(loading.error());
     auto counters = c.call_unless(monitor::protocol::method::ReadCounters, "PerfNotRunning");
     if (!counters) return std::unexpected(counters.error());

@@ -161,6 +161,76 @@ Line watchdog_line(const TopModel& m, const FrameOptions& o) {
     return b.take();
 }
 
+// The machine's context, as top(1)'s Tasks line: the tasks that run and wait, the CPU
+// pressure, the interrupts and softirqs per second with the busiest source of each. Rates from
+// the daemon's second reading on; before the first, or on a machine without the files, says so.
+Line context_line(const TopModel& m, const FrameOptions& o) {
+    LineBuilder b(o.width, o.utf8);
+    const auto* s = m.snapshot();
+    const auto* c = m.context_sample();
+    if (c == nullptr) {
+        const bool none =
+            s != nullptr && s->loading.context && !s->loading.context->unavailable.empty();
+        b.text(none ? "context: " + s->loading.context->unavailable
+                    : std::string{"context: first reading"},
+               Style::Dim);
+        return b.take();
+    }
+    std::vector<std::string> tasks;
+    if (c->procs_running) tasks.push_back(fmt::format("{} running", *c->procs_running));
+    if (c->procs_blocked) tasks.push_back(fmt::format("{} blocked", *c->procs_blocked));
+    if (c->seconds > 0 && c->waiting) tasks.push_back(fmt::format("{:.2f} waiting", *c->waiting));
+    std::string text;
+    for (const auto& t : tasks) text += (text.empty() ? "tasks " : ", ") + t;
+    auto part = [&](std::string p) {
+        if (!text.empty()) text += "  ";
+        text += p;
+    };
+    if (c->seconds <= 0) {
+        part("(rates from the next second)");
+        b.text(text, Style::Plain);
+        return b.take();
+    }
+    if (c->pressure_some) {
+        part(fmt::format("pressure {:.1f}%", *c->pressure_some * 100) +
+             (c->pressure_avg10 ? fmt::format(" (10 s {:.1f}%)", *c->pressure_avg10 * 100)
+                                : std::string{}));
+    }
+    auto rate = [&](const char* what, const std::optional<double>& total,
+                    const std::vector<monitor::InterruptRate>& busiest) {
+        if (!total) return;
+        std::string p = fmt::format("{} {}/s", what,
+                                    format_count(static_cast<std::uint64_t>(std::llround(*total))));
+        if (!busiest.empty()) {
+            p += fmt::format(
+                " ({} {})", busiest.front().source,
+                format_count(static_cast<std::uint64_t>(std::llround(busiest.front().per_second))));
+        }
+        part(p);
+    };
+    rate("irq", c->interrupts, c->interrupt_sources);
+    rate("softirq", c->softirqs, c->softirq_kinds);
+    b.text(text, Style::Plain);
+    return b.take();
+}
+
+// A CPU's context in the row's figures: waiting tasks, MHz, interrupts and softirqs per second
+// ("-" for what the machine or the interval lacks).
+std::string context_figures(const monitor::CpuContextFigures* c, bool rates) {
+    auto put = [](const std::optional<double>& v, int decimals) {
+        if (!v) return fmt::format("{:>{}}", "-", kFigureWidth);
+        // A figure too wide for its column in thousands ("1234k"), not shifting the rest.
+        if (decimals == 0 && *v >= 999'999.5) {
+            return fmt::format("{:>{}}", fmt::format("{:.0f}k", *v / 1000), kFigureWidth);
+        }
+        return fmt::format("{:>{}.{}f}", *v, kFigureWidth, decimals);
+    };
+    if (c == nullptr) return put({}, 0) + put({}, 0) + put({}, 0) + put({}, 0);
+    const std::optional<double> none;
+    return put(rates ? c->waiting : none, 2) + put(c->frequency_mhz, 0) +
+           put(rates ? c->interrupts : none, 0) + put(rates ? c->softirqs : none, 0);
+}
+
 // The counter session: a title, then a line per event, in at most `max_lines` lines.
 void counter_lines(const TopModel& m, const FrameOptions& o, std::size_t max_lines,
                    std::vector<Line>& out) {
@@ -267,6 +337,11 @@ Line heading_line(const Columns& c, bool states, const FrameOptions& o) {
     for (auto t : {"last", "avg", "min", "max"}) {
         b.text(fmt::format("{:>{}}", t, kFigureWidth), Style::Heading);
     }
+    if (c.context > 0) {
+        for (auto t : {"wait", "MHz", "irq/s", "sirq/s"}) {
+            b.text(fmt::format("{:>{}}", t, kFigureWidth), Style::Heading);
+        }
+    }
     if (c.spark > 0) {
         const auto title = fmt::format("last {} s", c.spark);
         b.text(fmt::format(" {:<{}}",
@@ -296,7 +371,9 @@ void bar_cells(LineBuilder& b, const monitor::SourceLoad* load, int cells, const
     b.pad_to(start + cells);
 }
 
-Line row_line(const Row& r, Style label_style, const Columns& c, const FrameOptions& o) {
+// `rates`: whether the context's rates are there (from the daemon's second reading).
+Line row_line(const Row& r, Style label_style, const Columns& c, const FrameOptions& o,
+              bool rates) {
     LineBuilder b(o.width, o.utf8);
     b.text(r.label, label_style);
     b.pad_to(c.label + 1);
@@ -313,6 +390,7 @@ Line row_line(const Row& r, Style label_style, const Columns& c, const FrameOpti
     } else {
         b.text(figure({}) + figure({}) + figure({}) + figure({}), Style::Plain);
     }
+    if (c.context > 0) b.text(context_figures(r.context, rates), Style::Plain);
     if (c.spark > 0) {
         b.glyph(" ", Style::Plain);
         static const std::vector<std::optional<double>> kNone;
@@ -377,7 +455,8 @@ Line footer_line(const TopModel& m, const Frame& f, const FrameOptions& o) {
                     : fmt::format("cpu {}-{} of {}", f.rows > 0 && f.page > 0 ? f.first_row + 1 : 0,
                                   f.first_row + std::min(f.page, f.rows), f.rows);
     b.text(where, Style::Dim);
-    b.text(fmt::format("   q quit  h help  s source  o order  u units  {} PgUp PgDn Home End",
+    b.text(fmt::format("   q quit  h help  s source  o order  u units  c context  {} PgUp PgDn "
+                       "Home End",
                        o.utf8 ? "↑↓" : "Up Down"),
            Style::Dim);
     return b.take();
@@ -396,18 +475,17 @@ void help_lines(const FrameOptions& o, std::vector<Line>& out) {
     line("  h  ?  F1            this help; any other key takes it away");
     line("  s                   the next source: procstat (/proc/stat, by state) or probe");
     line("  o                   order the CPUs by number, or by the last second's load");
-    line("  u                   the busiest systemd units above the CPUs, or not");
+    line("  u  c                the busiest systemd units; each CPU's context; or not");
     line(o.utf8 ? "  ↑ ↓  k j            scroll a row" : "  Up Down  k j        scroll a row");
-    line("  PgUp PgDn Space     scroll a page");
-    line("  Home End  g G       the first or the last page");
-    line("");
+    line("  PgUp PgDn Space     scroll a page; Home End g G: the first or the last page");
     line("Columns", Style::Heading);
     line("  last                the load of the last second, in percent");
     line("  avg  min  max       the average, lowest and highest second of the window");
     line("  last N s            one mark a second, from a blank (idle) to a full block");
     line("  UNIT                last, user, sys: percent of one CPU over the last second;");
     line("                      avg and max over the window (a unit on 2 CPUs has 200)");
-    line("");
+    line("  wait MHz irq/s sirq/s  tasks waiting for the CPU, its clock, interrupts/s (c)");
+    line("  pressure            the share of the last second some task waited for a CPU");
     line("The bar", Style::Heading);
     std::string states = " ";
     for (const auto& d : kDrawnStates) {
@@ -445,10 +523,11 @@ char style_letter(Style s) {
     }
 }
 
-Columns fit_columns(int width, int label, std::size_t history) {
+Columns fit_columns(int width, int label, std::size_t history, int context) {
     Columns c;
     c.label = label;
-    const int rest = width - label - 1 - 4 * kFigureWidth;
+    c.context = context;
+    const int rest = width - label - 1 - 4 * kFigureWidth - context;
     if (rest < kMinBar + 2) return c;  // the figures only
     c.bar = std::clamp(rest / 2 - 2, kMinBar, kMaxBar);
     const int room = rest - (c.bar + 2) - 1;
@@ -504,7 +583,7 @@ Frame build_frame(const TopModel& m, const FrameOptions& o) {
     }
     const auto* snapshot = m.snapshot();
     if (snapshot != nullptr) history = std::max(history, snapshot->loading.window_seconds);
-    f.columns = fit_columns(o.width, label, history);
+    f.columns = fit_columns(o.width, label, history, m.context() ? kContextWidth : 0);
 
     f.lines.push_back(title_line(m, o));
     if (m.help() && o.height > 0) {
@@ -518,6 +597,7 @@ Frame build_frame(const TopModel& m, const FrameOptions& o) {
         return f;
     }
     f.lines.push_back(watchdog_line(m, o));
+    if (snapshot != nullptr && snapshot->loading.context) f.lines.push_back(context_line(m, o));
     if (snapshot != nullptr && snapshot->counters) {
         const std::size_t events = snapshot->counters->events.size();
         // Leave the CPUs at least five rows below the panel.
@@ -536,14 +616,26 @@ Frame build_frame(const TopModel& m, const FrameOptions& o) {
     }
     const bool states = machine.load != nullptr && machine.load->states.has_value();
     f.lines.push_back(heading_line(f.columns, states, o));
-    f.lines.push_back(row_line(machine, Style::Machine, f.columns, o));
+    // The machine's context: the sums over the CPUs (no one clock).
+    const auto* context = m.context_sample();
+    const bool rates = context != nullptr && context->seconds > 0;
+    monitor::CpuContextFigures sums;
+    if (context != nullptr) {
+        sums.waiting = context->waiting;
+        sums.interrupts = context->interrupts;
+        sums.softirqs = context->softirqs;
+    }
+    auto machine_row = machine;
+    machine_row.context = context != nullptr ? &sums : nullptr;
+    f.lines.push_back(row_line(machine_row, Style::Machine, f.columns, o, rates));
 
     const int top = static_cast<int>(f.lines.size());
     f.page = o.height == 0 ? f.rows : std::clamp(o.height - top - 1, 0, f.rows);
     f.first_row = std::clamp(m.scroll(), 0, f.rows - f.page);
     for (int i = f.first_row; i < f.first_row + f.page; ++i) {
         const auto& r = rows[static_cast<std::size_t>(i)];
-        f.lines.push_back(row_line(r, r.online ? Style::Plain : Style::Offline, f.columns, o));
+        f.lines.push_back(
+            row_line(r, r.online ? Style::Plain : Style::Offline, f.columns, o, rates));
     }
     if (o.height > 0) {
         // The keys (or the daemon's absence) on the last line, whatever else has to go.

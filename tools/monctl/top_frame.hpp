@@ -4,6 +4,7 @@
 //
 //   monitord 0.1.0, up 02:03:04, 4 CPUs, 14:02:11              source procstat, by cpu
 //   watchdog /dev/watchdog: armed, timeout 10 s, 7 s left, last pet 0.10 s ago, 1,234 pets
+//   tasks 5 running, 0 blocked, 1.20 waiting  pressure 12.0% (10 s 8.5%)  irq 1,234/s ...
 //   counters, 12.0 s: ...          (and a line per event, while a session runs)
 //   UNIT (3 of 40)                 last   user    sys    avg    max
 //   nginx.service                 150.0  120.0   30.0   80.0  200.0   (the busiest units)
@@ -57,19 +58,22 @@ struct FrameOptions {
     double interval = 1;  // seconds between fetches, for the reconnect message
 };
 
-// The widths of a row's parts: label, bar (inside its brackets; 0 for none), and sparkline
-// (0 for none). The figures (4 x 7 columns) always keep their place; the sparkline shrinks
-// and goes, then the bar narrows, before they would.
+// The widths of a row's parts: label, bar (inside its brackets; 0 for none), the context's
+// figures (0 for none), and sparkline (0 for none). The load's figures (4 x 7 columns) always
+// keep their place; the sparkline shrinks and goes, then the bar narrows, before they would.
 struct Columns {
     int label = 3;
     int bar = 0;
+    int context = 0;
     int spark = 0;
 };
 inline constexpr int kFigureWidth = 7;  // "  100.0"
+// Each CPU's context, when shown: waiting tasks, MHz, interrupts and softirqs per second.
+inline constexpr int kContextWidth = 4 * kFigureWidth;
 inline constexpr int kMinBar = 5;
 inline constexpr int kMaxBar = 50;
 inline constexpr int kMinSpark = 8;
-Columns fit_columns(int width, int label, std::size_t history);
+Columns fit_columns(int width, int label, std::size_t history, int context = 0);
 
 // The bar of a load by state: each drawn state's share of `cells`, rounded on the running
 // sum so that the segments add up to the busy share (all but idle) of the bar.

@@ -81,14 +81,28 @@ Row TopModel::machine() const {
     return r;
 }
 
+const monitor::CpuContextSample* TopModel::context_sample() const {
+    if (!snapshot_ || !snapshot_->loading.context || !snapshot_->loading.context->sample) {
+        return nullptr;
+    }
+    return &*snapshot_->loading.context->sample;
+}
+
 std::vector<Row> TopModel::rows() const {
     std::vector<Row> out;
     if (!snapshot_) return out;
     const auto name = source();
+    const auto* context = context_sample();
     out.reserve(snapshot_->loading.cpus.size());
     for (const auto& c : snapshot_->loading.cpus) {
-        out.push_back(
-            {format_cpu_label(c), c.online, c.cpu, monitor::find_source(c.sources, name)});
+        Row r{format_cpu_label(c), c.online, c.cpu, monitor::find_source(c.sources, name)};
+        if (context != nullptr) {
+            // The context's CPUs are sorted by number.
+            auto it = std::ranges::lower_bound(context->cpus, c.cpu, {},
+                                               &monitor::CpuContextFigures::cpu);
+            if (it != context->cpus.end() && it->cpu == c.cpu) r.context = &*it;
+        }
+        out.push_back(std::move(r));
     }
     auto by_cpu = [](const Row& a, const Row& b) { return a.cpu < b.cpu; };
     if (sort_ == SortOrder::Cpu) {
@@ -132,6 +146,9 @@ bool TopModel::apply(Action a, int page) {
             break;
         case Action::ToggleUnits:
             units_ = !units_;
+            break;
+        case Action::ToggleContext:
+            context_ = !context_;
             break;
         case Action::Up:
             scroll_ = std::max(0, scroll_ - 1);

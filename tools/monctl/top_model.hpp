@@ -34,9 +34,10 @@ std::string_view sort_name(SortOrder s);  // "cpu", "load"
 // What a key asks for.
 enum class Action {
     Quit,
-    NextSource,   // s
-    ToggleSort,   // o
-    ToggleUnits,  // u
+    NextSource,     // s
+    ToggleSort,     // o
+    ToggleUnits,    // u
+    ToggleContext,  // c
     Up,
     Down,
     PageUp,
@@ -53,6 +54,9 @@ struct Row {
     bool online = true;
     int cpu = -1;  // -1 for the machine
     const monitor::SourceLoad* load = nullptr;
+    // Its context (waiting tasks, clock, interrupts); nullptr for the machine, and while the
+    // daemon has none for it.
+    const monitor::CpuContextFigures* context = nullptr;
 };
 
 // An event of the counter session: its count so far and its rate over the last interval.
@@ -86,6 +90,10 @@ class TopModel {
     SortOrder sort() const { return sort_; }
     // Whether the busiest systemd units are shown above the CPUs (when the daemon has them).
     bool units() const { return units_; }
+    // Whether each CPU's context (waiting tasks, clock, interrupts) is shown in its row.
+    bool context() const { return context_; }
+    // The CPUs' context of the last interval: nullptr until the daemon has read it once.
+    const monitor::CpuContextSample* context_sample() const;
     // Whether the help is shown instead of the CPUs.
     bool help() const { return help_; }
 
@@ -112,6 +120,7 @@ class TopModel {
     std::string chosen_source_;  // empty: the default
     SortOrder sort_ = SortOrder::Cpu;
     bool units_ = true;
+    bool context_ = false;
     bool help_ = false;
     int scroll_ = 0;
     std::vector<EventRate> rates_;

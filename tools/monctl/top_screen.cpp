@@ -78,6 +78,9 @@ std::optional<Action> action_of(int key) {
         case 'u':
         case 'U':
             return Action::ToggleUnits;
+        case 'c':
+        case 'C':
+            return Action::ToggleContext;
         case KEY_UP:
         case 'k':
             return Action::Up;
