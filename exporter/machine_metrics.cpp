@@ -333,7 +333,7 @@ void add_context(Families& fs, const monitor::CpuContextSample& c, bool machine,
         for (auto [window, value] :
              {std::pair{"10s", c.pressure_avg10}, std::pair{"60s", c.pressure_avg60},
               std::pair{"300s", c.pressure_avg300}}) {
-            if (value) add(avg, {{"window", window}}, *value);
+            if (value) add(avg, {{"window", window}}, *value / 100);  // the kernel's percent
         }
         if (rates) {
             gauge("monitord_interrupts_per_second",

@@ -80,9 +80,9 @@ Scrape two_cpus() {
     c.procs_running = 5;
     c.procs_blocked = 1;
     c.pressure_some = 0.25;
-    c.pressure_avg10 = 0.125;
-    c.pressure_avg60 = 0.0625;
-    c.pressure_avg300 = 0.03125;
+    c.pressure_avg10 = 12.5;  // the kernel's percent
+    c.pressure_avg60 = 6.25;
+    c.pressure_avg300 = 3.125;
     c.waiting = 1.5;
     c.interrupts = 1200;
     c.softirqs = 300;

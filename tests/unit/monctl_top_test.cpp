@@ -345,7 +345,7 @@ TEST(TopFrame, TheCpusContext) {
     c.procs_running = 5;
     c.procs_blocked = 1;
     c.pressure_some = 0.25;
-    c.pressure_avg10 = 0.125;
+    c.pressure_avg10 = 12.5;  // the kernel's percent
     c.waiting = 1.5;
     c.interrupts = 1200;
     c.softirqs = 300;

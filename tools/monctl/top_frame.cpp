@@ -193,7 +193,7 @@ Line context_line(const TopModel& m, const FrameOptions& o) {
     }
     if (c->pressure_some) {
         part(fmt::format("pressure {:.1f}%", *c->pressure_some * 100) +
-             (c->pressure_avg10 ? fmt::format(" (10 s {:.1f}%)", *c->pressure_avg10 * 100)
+             (c->pressure_avg10 ? fmt::format(" (10 s {:.1f}%)", *c->pressure_avg10)
                                 : std::string{}));
     }
     auto rate = [&](const char* what, const std::optional<double>& total,

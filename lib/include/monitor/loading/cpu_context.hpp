@@ -50,7 +50,8 @@ struct CpuContextSample {
     std::optional<std::uint64_t> procs_running;  // runnable tasks now, the readers included
     std::optional<std::uint64_t> procs_blocked;  // tasks waiting for I/O now
     // PSI over the interval: the share (0 to 1) of the time in which some runnable task
-    // waited for a CPU; and the kernel's own averages over 10, 60 and 300 s.
+    // waited for a CPU; and the kernel's own averages over 10, 60 and 300 s, in percent (as
+    // the kernel prints them).
     std::optional<double> pressure_some;
     std::optional<double> pressure_avg10, pressure_avg60, pressure_avg300;
     std::optional<double> waiting;     // tasks waiting for a CPU, the sum over the CPUs
