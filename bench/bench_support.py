@@ -146,12 +146,17 @@ def child_env():
 
 
 class Process:
-    def __init__(self, name, argv, workdir):
+    """A program the bench runs, its output in a log of `workdir` (only its errors with
+    `quiet`: a peer's output is thrown away, as a user's terminal would not keep it)."""
+
+    def __init__(self, name, argv, workdir, quiet=False):
         self.name = name
         self.log = os.path.join(workdir, name + ".log")
         with open(self.log, "w") as log:
-            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
-                                         stderr=subprocess.STDOUT, env=child_env())
+            self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+                                         stdout=subprocess.DEVNULL if quiet else log,
+                                         stderr=log if quiet else subprocess.STDOUT,
+                                         env=child_env())
         self.pid = self.proc.pid
 
     def check(self):
@@ -225,3 +230,36 @@ def cpu_delta(before, after):
     precise = after[0] - before[0]
     coarse = after[1] - before[1]
     return coarse if coarse > precise + 2 / CLK_TCK else precise
+
+
+class Asker:
+    """GetLoading with `params` once a second, in a thread of the bench, as a client watching
+    a figure would; every reply must carry `key` when `params` asks for it."""
+
+    def __init__(self, sock, params, key):
+        self.sock, self.params, self.key = sock, params, key
+        self.error = None
+        self.last = None
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self):
+        import varlink_call  # beside this file, as the benchmarks import it
+
+        while not self.stopping.wait(1.0):
+            try:
+                r = varlink_call.call(self.sock, "GetLoading", self.params)
+                if (self.key in r) != (self.key in self.params):
+                    self.error = f"no {self.key} in the reply: {r}"
+                    return
+                self.last = r.get(self.key)
+            except Exception as e:  # noqa: BLE001 (reported as the phase's failure)
+                self.error = str(e)
+                return
+
+    def stop(self):
+        self.stopping.set()
+        self.thread.join()
+        if self.error:
+            raise Failed(f"asking for the {self.key}: {self.error}")

@@ -27,11 +27,9 @@ import shutil
 import statistics
 import sys
 import tempfile
-import threading
 import time
 
-import varlink_call
-from bench_support import Failed, Machine, Process, threads_seconds, wait_answering, write
+from bench_support import Asker, Failed, Machine, Process, threads_seconds, wait_answering, write
 
 
 def synthetic_context(proc, ncpu):
@@ -67,38 +65,6 @@ def synthetic_context(proc, ncpu):
           "full avg10=0.00 avg60=0.00 avg300=0.00 total=0\n")
 
 
-class Asker:
-    """GetLoading per CPU (with the context: `context`) once a second, in a thread of the
-    bench."""
-
-    def __init__(self, sock, context):
-        self.sock = sock
-        self.params = {"per_cpu": True, "context": True} if context else {"per_cpu": True}
-        self.error = None
-        self.replies = 0
-        self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self.run, daemon=True)
-        self.thread.start()
-
-    def run(self):
-        while not self.stopping.wait(1.0):
-            try:
-                r = varlink_call.call(self.sock, "GetLoading", self.params)
-                if ("context" in r) != ("context" in self.params):
-                    self.error = f"no context in the reply: {r}"
-                    return
-                self.replies += 1
-            except Exception as e:  # noqa: BLE001 (reported as the phase's failure)
-                self.error = str(e)
-                return
-
-    def stop(self):
-        self.stopping.set()
-        self.thread.join()
-        if self.error:
-            raise Failed(f"asking for the context: {self.error}")
-
-
 def phase(args, workdir, mode, roots=None):
     sock = None
     asker = None
@@ -111,7 +77,8 @@ def phase(args, workdir, mode, roots=None):
             argv += ["--proc-root", roots[0], "--sys-root", roots[1]]
         proc = Process(mode, argv, workdir)
         wait_answering(proc, sock)
-        asker = Asker(sock, mode.endswith("context"))
+        asker = Asker(sock, {"per_cpu": True, "context": True} if mode.endswith("context")
+                      else {"per_cpu": True}, "context")
     try:
         time.sleep(3)  # its start, and the context's first readings
         proc.check()

@@ -81,6 +81,10 @@ const std::vector<ConfigKey>& keys() {
             AtRestart, parse_socket_path),
         key<&Config::log_level, std::string>(
             "daemon", "log-level", monitor::names_list(kLogLevelNames), Applies, parse_log_level),
+        key<&Config::state_directory, std::string>(
+            "daemon", "state-directory",
+            "an absolute path, e.g. \"/var/lib/monitord\", or \"\" for no history", AtRestart,
+            parse_state_directory),
         key<&Config::history_seconds, std::int64_t>(
             "loading", "history-seconds",
             "an integer from 1 to " + std::to_string(kMaxHistorySeconds), Applies,
@@ -88,6 +92,20 @@ const std::vector<ConfigKey>& keys() {
         key<&Config::probe, std::string>("loading", "probe",
                                          monitor::names_list(monitor::kProbeModeNames), AtRestart,
                                          parse_probe),
+        key<&Config::history_per_second, std::int64_t>(
+            "history", "per-second",
+            "an integer from " + std::to_string(kMinHistorySecondsKept.count()) + " to " +
+                std::to_string(kMaxHistoryKept.count()) + " (seconds)",
+            Applies, parse_history_per_second),
+        key<&Config::history_keep, std::int64_t>(
+            "history", "keep",
+            "an integer from " + std::to_string(kMinHistorySecondsKept.count()) + " to " +
+                std::to_string(kMaxHistoryKept.count()) + " (seconds)",
+            Applies, parse_history_keep),
+        key<&Config::history_max_size, std::int64_t>(
+            "history", "max-size",
+            "an integer from 1 to " + std::to_string(kMaxHistoryMaxMiB) + " (MiB)", Applies,
+            parse_history_max_size),
         key<&Config::watchdog_device, std::string>(
             "watchdog", "device", "an absolute path such as \"/dev/watchdog\", or \"\" for none",
             AtRestart, parse_watchdog_device),
@@ -372,6 +390,24 @@ std::filesystem::path default_config_path() {
     return std::filesystem::path{MONITORD_SYSCONFDIR} / "monitord" / "monitord.conf";
 }
 
+std::filesystem::path default_state_directory(monitor::protocol::SocketPlaceKind kind,
+                                              const std::function<std::string(const char*)>& env) {
+    using enum monitor::protocol::SocketPlaceKind;
+    if (kind == Given || kind == Environment) return {};
+    // systemd's list may name several, separated by ':'; ours is the first.
+    if (std::string dir = env("STATE_DIRECTORY"); !dir.empty() && dir[0] == '/') {
+        return dir.substr(0, dir.find(':'));
+    }
+    if (kind == System) return std::filesystem::path{MONITORD_LOCALSTATEDIR} / "lib/monitord";
+    if (std::string dir = env("XDG_STATE_HOME"); !dir.empty() && dir[0] == '/') {
+        return std::filesystem::path{dir} / "monitord";
+    }
+    if (std::string home = env("HOME"); !home.empty() && home[0] == '/') {
+        return std::filesystem::path{home} / ".local/state/monitord";
+    }
+    return {};
+}
+
 bool default_config_present(const std::filesystem::path& file) {
     std::error_code error;  // not set when the file is known to be absent
     return std::filesystem::exists(file, error) || error;
@@ -410,6 +446,11 @@ Result<std::filesystem::path> parse_watchdog_device(const std::string& path) {
     return fail(Status::BadArg, "'" + path + "' is not absolute");
 }
 
+Result<std::filesystem::path> parse_state_directory(const std::string& path) {
+    if (path.empty() || path[0] == '/') return path;
+    return fail(Status::BadArg, "'" + path + "' is not absolute");
+}
+
 Result<std::chrono::seconds> parse_watchdog_timeout(long long seconds) {
     if (seconds >= kMinWatchdogTimeout && seconds <= kMaxWatchdogTimeout) {
         return std::chrono::seconds{seconds};
@@ -431,6 +472,22 @@ Result<std::chrono::seconds> parse_idle_timeout(long long seconds) {
     auto v = in_range(seconds, 0, kMaxIdleTimeout.count());
     if (!v) return std::unexpected(v.error());
     return std::chrono::seconds{*v};
+}
+
+Result<std::chrono::seconds> parse_history_per_second(long long seconds) {
+    auto v = in_range(seconds, kMinHistorySecondsKept.count(), kMaxHistoryKept.count());
+    if (!v) return std::unexpected(v.error());
+    return std::chrono::seconds{*v};
+}
+
+Result<std::chrono::seconds> parse_history_keep(long long seconds) {
+    return parse_history_per_second(seconds);
+}
+
+Result<std::uint64_t> parse_history_max_size(long long mib) {
+    auto v = in_range(mib, 1, static_cast<long long>(kMaxHistoryMaxMiB));
+    if (!v) return std::unexpected(v.error());
+    return static_cast<std::uint64_t>(*v);
 }
 
 Result<std::size_t> parse_reply_memory_per_user(long long mib) {
@@ -497,6 +554,9 @@ Result<Overrides> Flags::parse() const {
     const Flag flags[] = {
         {"--socket", "daemon", "socket", text(socket), "an absolute path"},
         {"--log-level", "daemon", "log-level", text(log_level), nullptr},
+        {"--state-directory", "daemon", "state-directory",
+         text(state_directory == "none" ? std::string{} : state_directory),
+         "an absolute path, or none for no history"},
         {"--history-seconds", "loading", "history-seconds", integer(history_seconds), nullptr},
         {"--probe", "loading", "probe", text(probe), nullptr},
         {"--watchdog", "watchdog", "device",

@@ -17,9 +17,11 @@
 #include <variant>
 #include <vector>
 
+#include "history_store.hpp"
 #include "monitor/engine.hpp"
 #include "monitor/loading/idle_probe.hpp"
 #include "monitor/protocol/counter_messages.hpp"
+#include "monitor/protocol/socket_path.hpp"
 #include "monitor/runtime/runtime.hpp"
 #include "monitor/status.hpp"
 #include "monitor/watchdog/watchdog.hpp"
@@ -59,10 +61,20 @@ struct Config {
     // [daemon]
     std::filesystem::path socket;  // empty: the default path for this user
     spdlog::level::level_enum log_level = spdlog::level::info;
+    // Where the history is kept (history.db): nullopt for the default place of the daemon's
+    // socket (default_state_directory()), empty for no history.
+    std::optional<std::filesystem::path> state_directory;
     // [loading]
     std::size_t history_seconds = monitor::kDefaultHistorySeconds;
     // Sleeping probes: no spinning, loading from /proc/stat (monitord(8), the cost of each).
     monitor::ProbeMode probe = monitor::ProbeMode::Sleep;
+    // [history]
+    std::chrono::seconds history_per_second = kDefaultHistorySecondsKept;
+    std::chrono::seconds history_keep = kDefaultHistoryKept;
+    std::uint64_t history_max_size = kDefaultHistoryMaxBytes >> 20;  // MiB
+    HistoryLimits history_limits() const {
+        return {history_per_second, history_keep, history_max_size << 20};
+    }
     // [watchdog]
     // Empty: none (the default: a watchdog resets the machine, so only a configuration arms
     // one); a path: that device, which must open.
@@ -135,6 +147,7 @@ class Overrides {
 // The settings' flags as given on the command line.
 struct Flags {
     std::optional<std::string> socket;
+    std::optional<std::string> state_directory;  // "none" or "": no history
     std::optional<std::string> log_level;
     std::optional<long long> history_seconds;
     std::optional<std::string> probe;
@@ -161,6 +174,13 @@ ReloadPlan plan_reload(const Config& running, const Config& next);
 
 // The configuration file used when --config is not given.
 std::filesystem::path default_config_path();
+// Where the history is kept when [daemon] state-directory does not say: systemd's
+// $STATE_DIRECTORY (StateDirectory=), else LOCALSTATEDIR/lib/monitord for the system daemon
+// and $XDG_STATE_HOME/monitord (~/.local/state/monitord) for a user's own. None (empty) for a
+// daemon on a socket given to it (--socket, $MONITORD_SOCKET): two daemons never share one.
+// `env` reads an environment variable ("" when unset).
+std::filesystem::path default_state_directory(monitor::protocol::SocketPlaceKind kind,
+                                              const std::function<std::string(const char*)>& env);
 // Whether the default file is to be read: only its absence means the built-in defaults. When
 // looking for it fails (a directory this user may not search), reading it says why.
 bool default_config_present(const std::filesystem::path& file);
@@ -182,6 +202,10 @@ monitor::Result<std::size_t> parse_history_seconds(long long seconds);
 monitor::Result<monitor::ProbeMode> parse_probe(const std::string& mode);
 monitor::Result<std::filesystem::path> parse_socket_path(const std::string& path);
 monitor::Result<std::filesystem::path> parse_watchdog_device(const std::string& path);
+monitor::Result<std::filesystem::path> parse_state_directory(const std::string& path);
+monitor::Result<std::chrono::seconds> parse_history_per_second(long long seconds);
+monitor::Result<std::chrono::seconds> parse_history_keep(long long seconds);
+monitor::Result<std::uint64_t> parse_history_max_size(long long mib);
 monitor::Result<std::chrono::seconds> parse_watchdog_timeout(long long seconds);
 monitor::Result<std::chrono::seconds> parse_idle_timeout(long long seconds);
 monitor::Result<std::size_t> parse_reply_memory_per_user(long long mib);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "logging.hpp"
+#include "monitor/text_file.hpp"
 
 namespace monitord {
 
@@ -12,6 +13,8 @@ namespace {
 
 // The timer's accuracy: the loading tick, a rotation or a period's end may come this late.
 constexpr std::uint64_t kTimerAccuracyUsec = 1'000;
+// How often (in ticks) the history folds, drops and caps what it keeps.
+constexpr std::uint64_t kHistoryPruneEvery = 300;
 
 // sd-event's CLOCK_MONOTONIC and std::chrono::steady_clock are one clock.
 Daemon::Clock::time_point steady_from_usec(std::uint64_t usec) {
@@ -32,6 +35,11 @@ monitor::Result<std::unique_ptr<Daemon>> Daemon::create(DaemonParts parts, const
 }
 
 Daemon::~Daemon() {
+    if (history_) {
+        if (auto r = history_->stop_run(parts_.wall_clock()); !r) {
+            spdlog::warn("History: {}", r.error().message);
+        }
+    }
     if (server_) server_->set_close_handler({});
     profiles_.reset();  // its rings and sources, before the loop goes
     counters_.reset();  // its runs, before the runtime goes
@@ -51,6 +59,7 @@ monitor::Result<void> Daemon::setup(const Config& config) {
     eo.spinners = parts_.spinners;
     eo.cgroup_root = parts_.sys_root / "fs/cgroup";
     eo.cpu_context = true;  // sampled only while GetLoading asks for it
+    eo.tasks = true;        // likewise
     auto watchdog = parts_.watchdog != nullptr
                         ? parts_.watchdog
                         : std::make_shared<monitor::watchdog::Watchdog>(config.watchdog_policy);
@@ -70,6 +79,7 @@ monitor::Result<void> Daemon::setup(const Config& config) {
         parts_.limits);
     loading_ = std::make_unique<LoadingService>(*server_, *runtime_);
     loading_->setup();
+    open_history();
     auto counter_options = parts_.counters;
     counter_options.proc_root = parts_.proc_root;
     counter_options.sys_root = parts_.sys_root;
@@ -98,8 +108,53 @@ monitor::Result<void> Daemon::setup(const Config& config) {
     return {};
 }
 
+void Daemon::open_history() {
+    const auto dir = config_.state_directory.value_or(parts_.default_state_directory);
+    if (dir.empty()) {
+        spdlog::info("No history on disk: no state directory ([daemon] state-directory)");
+        return;
+    }
+    auto store = HistoryStore::open(dir, config_.history_limits());
+    if (!store) {
+        spdlog::warn("No history on disk: {}", store.error().message);
+        return;
+    }
+    const auto boot_id = monitor::read_text_file(parts_.boot_id_file);
+    std::string boot = boot_id ? *boot_id : std::string{};
+    while (!boot.empty() && (boot.back() == '\n' || boot.back() == ' ')) boot.pop_back();
+    const auto now = parts_.wall_clock();
+    if (auto r = (*store)->start_run(boot, now); !r) {
+        spdlog::warn("No history on disk: {}", r.error().message);
+        return;
+    }
+    if (auto r = (*store)->prune(now); !r) spdlog::warn("History: {}", r.error().message);
+    spdlog::info("History of every second in {}", (*store)->file().string());
+    history_ = std::move(*store);
+    loading_->set_history(history_.get());
+}
+
+// After each tick: its second on disk. A failure that persists is logged once, and its end.
+void Daemon::write_history() {
+    if (!history_) return;
+    const auto second = runtime_->engine().last_second();
+    if (!second) return;
+    const auto now = parts_.wall_clock();
+    auto r = history_->append(now, *second);
+    if (r && ++history_ticks_ % kHistoryPruneEvery == 0) r = history_->prune(now);
+    std::string error = r ? std::string{} : r.error().message;
+    if (error != last_history_error_) {
+        if (!error.empty()) {
+            spdlog::warn("History: {}", error);
+        } else {
+            spdlog::info("History: writing again");
+        }
+        last_history_error_ = error;
+    }
+}
+
 void Daemon::apply(const Config& config) {
     config_ = config;
+    if (history_) history_->set_limits(config.history_limits());
     set_log_level(config.log_level);
     runtime_->engine().set_history_seconds(config.history_seconds);
     loading_->forget_replies();
@@ -168,6 +223,7 @@ void Daemon::run_due(Clock::time_point now) {
                       runtime_->watchdog()->status().device, due.failed_pets, due.last_pet_error);
     }
     if (due.ticked) {
+        write_history();
         loading_->loading_changed();
         counters_->ticked(now);
         // A failure that persists is logged once, and its end once.

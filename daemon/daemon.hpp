@@ -17,6 +17,7 @@
 #include "access_rules.hpp"
 #include "config.hpp"
 #include "counter_service.hpp"
+#include "history_store.hpp"
 #include "loading_service.hpp"
 #include "monitor/loading/probe_process.hpp"
 #include "monitor/runtime/runtime.hpp"
@@ -42,6 +43,15 @@ struct DaemonParts {
     // CLOCK_MONOTONIC, the loop timer's clock (a test may move it).
     std::function<monitor::Runtime::Clock::time_point()> clock = [] {
         return monitor::Runtime::Clock::now();
+    };
+    // Where the history is kept when the config does not say (Config::state_directory);
+    // empty: nowhere.
+    std::filesystem::path default_state_directory;
+    // The kernel's boot id (a run of the history names its boot).
+    std::filesystem::path boot_id_file = "/proc/sys/kernel/random/boot_id";
+    // The wall clock the history's seconds are dated by (a test may move it).
+    std::function<std::chrono::system_clock::time_point()> wall_clock = [] {
+        return std::chrono::system_clock::now();
     };
     // The connections it serves (idle-timeout and reply memory come from the Config).
     ServerLimits limits;
@@ -87,18 +97,26 @@ class Daemon {
     LoadingService& loading() { return *loading_; }
     CounterService& counters() { return *counters_; }
     ProfileService& profiles() { return *profiles_; }
+    // The history on disk; nullptr without one (no state directory, or it could not be
+    // opened: logged).
+    HistoryStore* history() { return history_.get(); }
 
   private:
     explicit Daemon(DaemonParts parts) : parts_(std::move(parts)) {}
     monitor::Result<void> setup(const Config& config);
     // [access] control-group to the access rules.
     void apply_control_group();
+    void open_history();
+    void write_history();
 
     static int on_timer(sd_event_source* s, uint64_t usec, void* userdata);
 
     DaemonParts parts_;
     Config config_;
     std::unique_ptr<monitor::Runtime> runtime_;
+    std::unique_ptr<HistoryStore> history_;
+    std::uint64_t history_ticks_ = 0;
+    std::string last_history_error_;
     AccessRules access_;  // before the server, which checks every call against it
     std::unique_ptr<VarlinkServer> server_;
     std::unique_ptr<LoadingService> loading_;

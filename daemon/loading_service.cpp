@@ -4,8 +4,11 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <ctime>
+#include <limits>
 
+#include "monitor/loading/history_range.hpp"
 #include "monitor/protocol/monitor_messages.hpp"
 #include "monitord-config.h"
 #include "perf_errors.hpp"
@@ -13,6 +16,13 @@
 namespace monitord {
 
 using monitor::varlink::Call;
+
+namespace {
+
+// The most CPU-rows (a row's CPUs, summed over the rows) a range reads: about 2 s of the loop.
+constexpr std::uint64_t kMaxRangeCpuRows = std::uint64_t{1} << 22;
+
+}  // namespace
 
 LoadingService::LoadingService(VarlinkServer& server, const monitor::Runtime& runtime)
     : server_(server), runtime_(runtime), started_(std::chrono::steady_clock::now()) {}
@@ -30,6 +40,16 @@ void LoadingService::setup() {
                               const Peer& peer) -> VarlinkServer::Response {
                            if (auto ok = monitor::check(query); !ok) {
                                return perf_error_reply(ok.error(), nullptr);
+                           }
+                           if (query.ranged()) {
+                               if (call.more) {
+                                   return perf_error_reply(
+                                       monitor::Error{monitor::Status::BadArg,
+                                                      "since/until: a range is answered once; "
+                                                      "call without more"},
+                                       nullptr);
+                               }
+                               return range(query);
                            }
                            if (call.more) watchers_.push_back({peer.connection, query});
                            return loading(query, call.more);
@@ -64,13 +84,80 @@ VarlinkServer::Response LoadingService::loading(const monitor::LoadingQuery& que
     auto& cached =
         replies_[{(query.per_cpu ? 1U : 0U) + (query.history ? 2U : 0U) + (query.states ? 4U : 0U) +
                       (query.totals ? 8U : 0U) + (more ? 16U : 0U) + (query.context ? 32U : 0U),
-                  query.units}];
+                  query.units, query.tasks}];
     if (!cached) {
         cached = std::make_shared<const std::string>(
             monitor::varlink::encode(monitor::protocol::reply_of(
                 monitor::protocol::method::GetLoading, runtime_.engine().loading(query), more)));
     }
     return VarlinkServer::Response{cached, more};
+}
+
+VarlinkServer::Response LoadingService::range(const monitor::LoadingQuery& query) const {
+    using std::chrono::microseconds;
+    using Time = HistoryStore::Time;
+    auto no_history = [](std::string message) {
+        return monitor::varlink::make_error("io.monitord.Monitor.NoHistory",
+                                            nlohmann::json{{"message", std::move(message)}});
+    };
+    if (history_ == nullptr) {
+        return no_history(
+            "since/until: this monitord keeps no history on disk (it has no state directory: "
+            "monitord.conf(5), [daemon] state-directory; see its log for why)");
+    }
+    // Microseconds as far as the clock's nanoseconds reach (the year 2262).
+    auto time_of = [](std::int64_t us) {
+        constexpr std::int64_t kLast = std::numeric_limits<std::int64_t>::max() / 1000;
+        return Time{microseconds{std::clamp<std::int64_t>(us, 0, kLast)}};
+    };
+    const Time from = query.since ? time_of(*query.since) : Time{};
+    const Time to =
+        query.until
+            ? time_of(*query.until)
+            : std::chrono::time_point_cast<Time::duration>(std::chrono::system_clock::now());
+    // Reading runs on the daemon's loop: a range's cost (its rows, each holding every CPU) is
+    // bounded, so that no reply holds the loop for more than a second or two.
+    auto rows = history_->rows(from, to);
+    if (!rows) return no_history(rows.error().message);
+    const auto cpus = std::max<std::uint64_t>(runtime_.engine().online_cpus().size(), 1);
+    if ((rows->first + rows->second) * cpus > kMaxRangeCpuRows) {
+        return perf_error_reply(
+            monitor::Error{monitor::Status::BadArg,
+                           fmt::format("since/until: the range holds {} rows of {} CPUs; a reply "
+                                       "reads at most {} CPU-seconds (an hour at 1,024 CPUs, a "
+                                       "day at 48): narrow the range",
+                                       rows->first + rows->second, cpus, kMaxRangeCpuRows)},
+            nullptr);
+    }
+    if (query.history) {
+        const auto most = query.per_cpu ? monitor::kMaxRangeValuesPerCpu : monitor::kMaxRangeValues;
+        // Against what the history holds: a range reaching beyond it is not that long.
+        auto span = history_->span();
+        const Time first = span && *span ? std::max(from, (*span)->first) : from;
+        const Time last = span && *span ? std::min(to, (*span)->second) : to;
+        if (last - first > most) {
+            return perf_error_reply(
+                monitor::Error{
+                    monitor::Status::BadArg,
+                    fmt::format(
+                        "since/until: the per-second values (history) of "
+                        "{} are asked for; a reply carries at most {} s of "
+                        "them{}: narrow the range, or ask without history",
+                        fmt::format(
+                            "{} s",
+                            std::chrono::duration_cast<std::chrono::seconds>(last - first).count()),
+                        most.count(), query.per_cpu ? " per CPU" : "")},
+                nullptr);
+        }
+    }
+    monitor::HistoryRange range(query);
+    auto r = history_->read(
+        from, to,
+        [&](Time at, const monitor::HistorySecond& s, const monitor::HistorySecond* low,
+            const monitor::HistorySecond* high) { range.add(at, s, low, high); });
+    if (!r) return no_history(r.error().message);
+    return monitor::protocol::reply_of(monitor::protocol::method::GetLoading, range.report(),
+                                       false);
 }
 
 void LoadingService::loading_changed() {

@@ -8,9 +8,11 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "history_store.hpp"
 #include "monitor/loading/loading_report.hpp"
 #include "monitor/loading/probe_group.hpp"
 #include "monitor/runtime/runtime.hpp"
@@ -35,6 +37,9 @@ class LoadingService {
         probe_group_ = std::move(group);
     }
     void set_probe_fallback(std::optional<std::string> why) { probe_fallback_ = std::move(why); }
+    // Where GetLoading's ranges (since/until) are read from; nullptr: none (they are refused,
+    // saying why).
+    void set_history(const HistoryStore* history) { history_ = history; }
 
     // After a tick: the replies are made afresh, and the callers that asked for more get
     // theirs.
@@ -50,6 +55,7 @@ class LoadingService {
   private:
     VarlinkServer::Response status() const;
     VarlinkServer::Response loading(const monitor::LoadingQuery& query, bool more);
+    VarlinkServer::Response range(const monitor::LoadingQuery& query) const;
 
     VarlinkServer& server_;
     const monitor::Runtime& runtime_;
@@ -58,9 +64,12 @@ class LoadingService {
     monitor::watchdog::OnStop on_stop_ = monitor::watchdog::OnStop::Disarm;
     std::optional<monitor::ProbeGroup> probe_group_;
     std::optional<std::string> probe_fallback_;
+    const HistoryStore* history_ = nullptr;
     // Encoded GetLoading replies by query (per_cpu + 2 * history + 4 * states + 8 * totals +
-    // 16 * more, and the units asked for), valid until the loading changes.
-    std::map<std::pair<unsigned, std::int64_t>, VarlinkServer::EncodedReply> replies_;
+    // 16 * more + 32 * context, and the units and tasks asked for), valid until the loading
+    // changes.
+    std::map<std::tuple<unsigned, std::int64_t, std::int64_t>, VarlinkServer::EncodedReply>
+        replies_;
     struct Watcher {
         std::uint64_t connection;
         monitor::LoadingQuery query;

@@ -46,6 +46,10 @@ int run(int argc, char** argv) {
                  "$XDG_RUNTIME_DIR/monitord/io.monitord.Monitor, or "
                  "/tmp/monitord-UID/io.monitord.Monitor without XDG_RUNTIME_DIR; monctl looks "
                  "there before the system daemon's place; --socket overrides it");
+    app.add_option("--state-directory", flags.state_directory,
+                   "Keep the history of every second there (history.db), or none (default "
+                   "$STATE_DIRECTORY, else /var/lib/monitord for the system daemon, "
+                   "$XDG_STATE_HOME/monitord for a user's; none with --socket)");
     app.add_option("--history-seconds", flags.history_seconds,
                    fmt::format("Length of the loading history window (1-{}, default {})",
                                monitor::kMaxHistorySeconds, monitor::kDefaultHistorySeconds));

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -105,6 +106,13 @@ Result<void> Manager::setup() {
         parts.limits.max_connections = std::min<std::size_t>(
             std::clamp<std::size_t>(nofile.rlim_cur, 128, 1 << 20) - 64, 4096);
     }
+    parts.default_state_directory = default_state_directory(
+        default_path ? place.kind : monitor::protocol::SocketPlaceKind::Given,
+        [](const char* name) {
+            // The daemon never sets its environment: nothing races this read.
+            const char* v = std::getenv(name);  // NOLINT(concurrency-mt-unsafe): see above
+            return std::string{v != nullptr ? v : ""};
+        });
     parts.counters = options_.counters;
     parts.on_tick = [this] { ticked(); };
     auto daemon = Daemon::create(std::move(parts), options_.config);

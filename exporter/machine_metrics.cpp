@@ -283,6 +283,11 @@ void add_units(Families& fs, const monitor::UnitLoading& units) {
     auto& avg = fs.family("monitord_unit_cpu_window_avg_ratio",
                           "Mean CPU time of a busiest unit over the history window, in CPUs.",
                           MetricType::Gauge);
+    auto& pressure = fs.family("monitord_unit_cpu_pressure_avg_ratio",
+                               "A busiest unit's CPU pressure: the share of the last 10 s in "
+                               "which some of its tasks waited for a CPU (PSI avg10 of its "
+                               "cgroup2 cpu.pressure).",
+                               MetricType::Gauge);
     auto& max = fs.family("monitord_unit_cpu_window_max_ratio",
                           "A busiest unit's highest per-second CPU time in the history window, "
                           "in CPUs.",
@@ -297,6 +302,7 @@ void add_units(Families& fs, const monitor::UnitLoading& units) {
         }
         add(avg, labels, u.window_avg / 100);
         add(max, labels, u.window_max / 100);
+        if (u.pressure) add(pressure, labels, *u.pressure / 100);  // the kernel's percent
     }
 }
 

@@ -21,6 +21,29 @@ Result<void> check(const LoadingQuery& query) {
                     "units: " + std::to_string(query.units) + " is out of range; ask for 1 to " +
                         std::to_string(kMaxUnitsListed) + " of the busiest units, or 0 for none");
     }
+    if (query.tasks < 0 || query.tasks > kMaxTasksListed) {
+        return fail(Status::BadArg, "tasks: " + std::to_string(query.tasks) +
+                                        " is out of range; ask for 1 to " +
+                                        std::to_string(kMaxTasksListed) +
+                                        " of each CPU's busiest tasks, or 0 for none");
+    }
+    if (!query.ranged()) return {};
+    if (query.units > 0 || query.context || query.tasks > 0 || query.totals) {
+        return fail(Status::BadArg,
+                    "since/until: the history on disk keeps the loading and the states, not "
+                    "the units, the CPUs' context, the tasks or the totals; ask for those "
+                    "without a range");
+    }
+    if ((query.since && *query.since < 0) || (query.until && *query.until < 0)) {
+        return fail(Status::BadArg,
+                    "since/until: a time before 1970 (microseconds since the "
+                    "epoch are asked for)");
+    }
+    if (query.since && query.until && *query.since > *query.until) {
+        return fail(Status::BadArg, "since/until: the range ends (" + std::to_string(*query.until) +
+                                        ") before it begins (" + std::to_string(*query.since) +
+                                        ")");
+    }
     return {};
 }
 
@@ -104,6 +127,17 @@ Result<void> Engine::setup(const std::function<Clock::time_point()>& clock) {
             context_error_ = context.error().message;
         }
     }
+    if (options_.tasks) {
+        // Named by the units' hierarchy, as the units are.
+        std::optional<CgroupAccounting> hierarchy;
+        if (units_) hierarchy = units_->accounting();
+        auto tasks = TaskUsage::open(options_.proc_root, hierarchy);
+        if (tasks) {
+            tasks_.emplace(std::move(*tasks));
+        } else {
+            tasks_error_ = tasks.error().message;
+        }
+    }
     last_tick_ = clock();
     // The units' baseline: what a tree that cannot be read holds back is said by the ticks.
     if (units_) (void)units_->sample(last_tick_);
@@ -131,6 +165,7 @@ std::vector<int> Engine::stop_probes(std::chrono::milliseconds grace) {
 Result<void> Engine::tick(Clock::time_point now) {
     const double seconds = std::chrono::duration<double>(now - last_tick_).count();
     last_tick_ = now;
+    last_seconds_ = seconds;
     Result<void> status;
 
     // Sample every source first, as close together as possible.
@@ -179,6 +214,16 @@ Result<void> Engine::tick(Clock::time_point now) {
     } else if (context_sample_) {
         context_sample_.reset();
         context_->forget();
+    }
+    // The tasks likewise.
+    if (tasks_ && tasks_wanted_until_ && now < *tasks_wanted_until_) {
+        // A stat line that is not the kernel's (only an injected root has one) is skipped;
+        // the other tasks' figures stand.
+        (void)tasks_->sample(now);
+        tasks_sampled_ = true;
+    } else if (tasks_sampled_) {
+        tasks_sampled_ = false;
+        tasks_->forget();
     }
     last_sample_wall_ = std::chrono::system_clock::now();
     return status;
@@ -310,6 +355,33 @@ SourceLoad Engine::report(const SourceState& st, const LoadHistory& h, const Sta
     return l;
 }
 
+std::optional<HistorySecond> Engine::last_second() const {
+    if (!last_seconds_) return std::nullopt;
+    HistorySecond out;
+    out.seconds = *last_seconds_;
+    out.sources.reserve(sources_.size());
+    for (const auto& st : sources_) {
+        HistorySource s;
+        s.name = std::string{st.source->name()};
+        s.machine = st.machine.newest();
+        s.has_states = st.machine_states.has_value();
+        if (s.has_states) s.machine_states = st.machine_states->newest();
+        s.cpus.reserve(st.cpus.size());
+        // Both maps hold the same CPUs (record() pushes into both).
+        auto states = st.cpu_states.begin();
+        for (const auto& [cpu, h] : st.cpus) {
+            HistoryCpu c{.cpu = cpu, .load = h.newest(), .states = std::nullopt};
+            while (states != st.cpu_states.end() && states->first < cpu) ++states;
+            if (states != st.cpu_states.end() && states->first == cpu) {
+                c.states = states->second.newest();
+            }
+            s.cpus.push_back(c);
+        }
+        out.sources.push_back(std::move(s));
+    }
+    return out;
+}
+
 LoadingReport Engine::loading(const LoadingQuery& query) const {
     LoadingReport r;
     r.timestamp = last_sample_wall_;
@@ -349,6 +421,23 @@ LoadingReport Engine::loading(const LoadingQuery& query) const {
             c.unavailable = context_error_;  // empty until the first sample, when none failed
         }
         r.context = std::move(c);
+    }
+    if (query.tasks > 0) {
+        if (options_.tasks && tasks_) tasks_wanted_until_ = last_tick_ + kContextKeptFor;
+        TaskLoading t;
+        if (!options_.tasks) {
+            t.unavailable = "the tasks are not sampled by this engine";
+        } else if (!tasks_) {
+            t.unavailable = tasks_error_;
+        } else if (tasks_sampled_) {
+            t.seconds = tasks_->seconds();
+            t.count = tasks_->task_count();
+            t.processes = tasks_->process_count();
+            if (t.seconds > 0) {
+                t.top = tasks_->top(static_cast<std::size_t>(query.tasks));
+            }
+        }
+        r.tasks = std::move(t);
     }
     if (!query.per_cpu) return r;
 

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
 
 #include "monitor/unique_fd.hpp"
 
@@ -58,6 +61,24 @@ std::string_view trim_space(std::string_view s) {
     const auto first = s.find_first_not_of(kSpace);
     if (first == std::string_view::npos) return {};
     return s.substr(first, s.find_last_not_of(kSpace) - first + 1);
+}
+
+std::optional<double> parse_decimal(std::string_view s) {
+    auto digits = [](std::string_view d) -> std::optional<std::uint64_t> {
+        std::uint64_t v = 0;
+        const auto [p, ec] = std::from_chars(d.data(), d.data() + d.size(), v);
+        if (d.empty() || ec != std::errc{} || p != d.data() + d.size()) return std::nullopt;
+        return v;
+    };
+    const auto point = s.find('.');
+    const auto whole = digits(s.substr(0, point));
+    if (!whole) return std::nullopt;
+    const double v = static_cast<double>(*whole);
+    if (point == std::string_view::npos) return v;
+    const auto tail = s.substr(point + 1);
+    const auto fraction = digits(tail);
+    if (!fraction || tail.size() > 9) return std::nullopt;
+    return v + static_cast<double>(*fraction) / std::pow(10.0, static_cast<double>(tail.size()));
 }
 
 }  // namespace monitor

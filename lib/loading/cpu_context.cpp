@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "monitor/loading/pressure.hpp"
 #include "monitor/text_file.hpp"
 #include "monitor/unique_fd.hpp"
 
@@ -25,20 +26,6 @@ std::optional<std::uint64_t> unsigned_number(std::string_view s) {
     auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
     if (ec != std::errc{} || p != s.data() + s.size() || s.empty()) return std::nullopt;
     return v;
-}
-
-// A decimal number as the kernel prints one ("12.50": digits, a point, digits), without
-// the locale and without floating-point from_chars (libc++ 16 has none).
-std::optional<double> decimal(std::string_view s) {
-    const auto point = s.find('.');
-    const auto whole = unsigned_number(s.substr(0, point));
-    if (!whole) return std::nullopt;
-    double v = static_cast<double>(*whole);
-    if (point == std::string_view::npos) return v;
-    const auto digits = s.substr(point + 1);
-    const auto fraction = unsigned_number(digits);
-    if (!fraction || digits.size() > 9) return std::nullopt;
-    return v + static_cast<double>(*fraction) / std::pow(10.0, static_cast<double>(digits.size()));
 }
 
 // The words of a line, split at spaces and tabs.
@@ -72,11 +59,6 @@ std::string bad_line(std::string_view file, std::size_t number, std::string_view
                        line.substr(0, std::min<std::size_t>(line.size(), 80)));
 }
 
-struct Psi {
-    double avg10 = 0, avg60 = 0, avg300 = 0;
-    std::uint64_t total_us = 0;
-};
-
 // /proc/interrupts and /proc/softirqs: a header naming the CPUs of the columns, then a row
 // per source with a count per column (some of /proc/interrupts' rows, ERR and MIS, have one
 // count for the machine).
@@ -92,7 +74,7 @@ struct Table {
 
 struct Parsed {
     std::optional<std::uint64_t> running, blocked;
-    std::optional<Psi> psi;
+    std::optional<CpuPressureLine> psi;
     std::map<int, std::uint64_t> run_delay_ns;  // schedstat, per CPU
     std::map<int, double> frequency_mhz;
     std::optional<Table> interrupts, softirqs;
@@ -119,40 +101,13 @@ void parse_stat(std::string_view text, Parsed& out) {
 }
 
 void parse_pressure(std::string_view text, Parsed& out) {
-    each_line(text, [&](std::string_view line, std::size_t number) {
-        if (!line.starts_with("some ")) return true;
-        Psi psi;
-        int found = 0;
-        for (auto w : words(line.substr(5))) {
-            const auto eq = w.find('=');
-            if (eq == std::string_view::npos) continue;
-            const auto key = w.substr(0, eq);
-            const auto value = w.substr(eq + 1);
-            if (key == "total") {
-                auto v = unsigned_number(value);
-                if (!v) break;
-                psi.total_us = *v;
-                found |= 8;
-            } else {
-                auto v = decimal(value);
-                if (!v) break;
-                for (auto [name, field, bit] :
-                     {std::tuple{"avg10", &psi.avg10, 1}, std::tuple{"avg60", &psi.avg60, 2},
-                      std::tuple{"avg300", &psi.avg300, 4}}) {
-                    if (key != name) continue;
-                    *field = *v;
-                    found |= bit;
-                }
-            }
-        }
-        if (found != 15) {
-            out.unavailable.push_back(bad_line("/proc/pressure/cpu", number, line,
-                                               "\"some avg10=A avg60=A avg300=A total=N\""));
-        } else {
-            out.psi = psi;
-        }
-        return false;
-    });
+    if (text.empty()) return;  // a kernel without PSI: said when the file would not open
+    auto psi = parse_cpu_pressure(text, "/proc/pressure/cpu");
+    if (psi) {
+        out.psi = *psi;
+    } else {
+        out.unavailable.push_back(std::move(psi.error().message));
+    }
 }
 
 void parse_schedstat(std::string_view text, Parsed& out) {

@@ -151,15 +151,17 @@ std::optional<StateStats> StateHistory::stats() const {
         st.avg.percent[k] =
             weight > 0 ? weighted[k] / weight : plain[k] / static_cast<double>(st.samples);
     }
-    const Sample& newest = ring_.newest();
-    if (newest.valid) {
-        StateShares last;
-        for (std::size_t k = 0; k < kTimeStateCount; ++k) {
-            last.percent[k] = static_cast<double>(newest.percent[k]);
-        }
-        st.last = last;
-    }
+    st.last = newest();
     return st;
+}
+
+std::optional<StateShares> StateHistory::newest() const {
+    if (ring_.size() == 0 || !ring_.newest().valid) return std::nullopt;
+    StateShares last;
+    for (std::size_t k = 0; k < kTimeStateCount; ++k) {
+        last.percent[k] = static_cast<double>(ring_.newest().percent[k]);
+    }
+    return last;
 }
 
 bool StateHistory::empty_of_data() const {

@@ -59,6 +59,11 @@ std::vector<std::optional<double>> LoadHistory::values() const {
     return out;
 }
 
+std::optional<double> LoadHistory::newest() const {
+    if (ring_.size() == 0 || !ring_.newest().valid()) return std::nullopt;
+    return static_cast<double>(ring_.newest().load);
+}
+
 bool LoadHistory::empty_of_data() const {
     for (std::size_t i = 0; i < ring_.size(); ++i) {
         if (ring_[i].valid()) return false;

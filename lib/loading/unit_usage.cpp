@@ -13,12 +13,14 @@
 #include <charconv>
 #include <cstring>
 #include <limits>
+#include <ranges>
 #include <span>
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
 
-#include "monitor/text_file.hpp"  // trim_space
+#include "monitor/loading/pressure.hpp"
+#include "monitor/text_file.hpp"  // trim_space, read_text_file
 #include "monitor/unique_fd.hpp"
 
 namespace monitor {
@@ -69,6 +71,36 @@ std::optional<std::uint64_t> stat_value(std::string_view text, std::string_view 
 }
 
 }  // namespace
+
+std::string unit_of_cgroup(std::string_view cgroup) {
+    for (auto part : cgroup | std::views::split('/')) {
+        const std::string_view name(part.begin(), part.end());
+        if (ends_with_any(name, kUnitSuffixes)) return std::string(name);
+    }
+    if (cgroup.empty() || cgroup == "/" || cgroup.ends_with(".slice")) return {};
+    return std::string(cgroup);
+}
+
+std::optional<std::string> cgroup_of_process(std::string_view proc_cgroup,
+                                             CgroupAccounting accounting) {
+    // "hierarchy-ID:controller-list:path" a line (cgroups(7)); cgroup2's has no controllers.
+    for (auto line : proc_cgroup | std::views::split('\n')) {
+        const std::string_view l(line.begin(), line.end());
+        const auto first = l.find(':');
+        const auto second = first == l.npos ? l.npos : l.find(':', first + 1);
+        if (second == l.npos) continue;
+        const auto controllers = l.substr(first + 1, second - first - 1);
+        const auto path = l.substr(second + 1);
+        if (accounting == CgroupAccounting::V2) {
+            if (controllers.empty() && l.substr(0, first) == "0") return std::string(path);
+            continue;
+        }
+        for (auto c : controllers | std::views::split(',')) {
+            if (std::string_view(c.begin(), c.end()) == "cpuacct") return std::string(path);
+        }
+    }
+    return std::nullopt;
+}
 
 std::string_view cgroup_accounting_name(CgroupAccounting a) {
     return a == CgroupAccounting::V2 ? "cgroup2 cpu.stat" : "cgroup v1 cpuacct";
@@ -621,6 +653,15 @@ std::vector<UnitLoad> UnitUsage::top(std::size_t n) const {
         out.resize(n);
     } else {
         std::ranges::sort(out, busier);
+    }
+    if (s.accounting == CgroupAccounting::V2) {
+        for (auto& u : out) {
+            if (u.cgroup == "/") continue;
+            const auto file = s.root.string() + u.cgroup + "/cpu.pressure";
+            auto text = read_text_file(file, 4096);
+            if (!text) continue;  // no PSI, or the cgroup went meanwhile
+            if (auto p = parse_cpu_pressure(*text, file)) u.pressure = p->avg10;
+        }
     }
     return out;
 }

@@ -141,10 +141,16 @@ std::string text(const json& o, const char* key) {
     return it != o.end() && it->is_string() ? it->get<std::string>() : std::string{};
 }
 
+// The number at `key` of `o`, or 0 when there is none or it is not a number.
+double number(const json& o, const char* key) {
+    auto it = o.find(key);
+    return it != o.end() && it->is_number() ? it->get<double>() : 0.0;
+}
+
 json units_json(const UnitLoading& u) {
     json top = json::array();
     for (const auto& l : u.top) {
-        top.push_back(json{
+        json e{
             {"unit", l.unit},
             {"cgroup", l.cgroup},
             {"cpu", rounded(l.cpu)},
@@ -152,7 +158,9 @@ json units_json(const UnitLoading& u) {
             {"system", rounded(l.system)},
             {"avg_window", rounded(l.window_avg)},
             {"max_window", rounded(l.window_max)},
-        });
+        };
+        if (l.pressure) e["pressure"] = rounded(*l.pressure);
+        top.push_back(std::move(e));
     }
     json j{{"count", u.count}, {"top", std::move(top)}};
     if (!u.accounting.empty()) j["accounting"] = u.accounting;
@@ -163,10 +171,6 @@ json units_json(const UnitLoading& u) {
 // Entries that are not objects, or lack a name, are skipped; a missing figure reads 0.
 UnitLoading units_from_json(const json& j) {
     UnitLoading u;
-    auto number = [](const json& o, const char* key) {
-        auto it = o.find(key);
-        return it != o.end() && it->is_number() ? it->get<double>() : 0.0;
-    };
     u.accounting = text(j, "accounting");
     u.unavailable = text(j, "unavailable");
     if (auto c = j.find("count");
@@ -185,10 +189,82 @@ UnitLoading units_from_json(const json& j) {
             l.system = number(e, "system");
             l.window_avg = number(e, "avg_window");
             l.window_max = number(e, "max_window");
+            if (auto p = e.find("pressure"); p != e.end() && p->is_number()) {
+                l.pressure = p->get<double>();
+            }
             u.top.push_back(std::move(l));
         }
     }
     return u;
+}
+
+json tasks_json(const TaskLoading& t) {
+    json top = json::array();
+    for (const auto& l : t.top) {
+        json e{
+            {"pid", l.pid},
+            {"tid", l.tid},
+            {"comm", l.comm},
+            {"cpu", l.cpu},
+            {"load", rounded(l.load)},
+            {"user", rounded(l.user)},
+            {"system", rounded(l.system)},
+        };
+        if (!l.unit.empty()) e["unit"] = l.unit;
+        if (!l.cgroup.empty()) e["cgroup"] = l.cgroup;
+        top.push_back(std::move(e));
+    }
+    json j{{"interval", rounded(t.seconds)},
+           {"count", t.count},
+           {"processes", t.processes},
+           {"top", std::move(top)}};
+    if (!t.unavailable.empty()) j["unavailable"] = t.unavailable;
+    return j;
+}
+
+// Entries that are not objects, or lack a pid, a tid or a CPU, are skipped; a missing figure
+// reads 0.
+TaskLoading tasks_from_json(const json& j) {
+    TaskLoading t;
+    auto count = [](const json& o, const char* key) -> std::size_t {
+        auto it = o.find(key);
+        return it != o.end() && it->is_number_integer() && it->get<std::int64_t>() >= 0
+                   ? static_cast<std::size_t>(it->get<std::int64_t>())
+                   : 0;
+    };
+    // A non-negative integer that fits an int (pids and CPUs do).
+    auto id = [](const json& o, const char* key) -> std::optional<int> {
+        auto it = o.find(key);
+        if (it == o.end() || !it->is_number_integer()) return std::nullopt;
+        const auto v = it->get<std::int64_t>();
+        if (v < 0 || v > std::numeric_limits<int>::max()) return std::nullopt;
+        return static_cast<int>(v);
+    };
+    t.seconds = std::max(0.0, number(j, "interval"));
+    t.count = count(j, "count");
+    t.processes = count(j, "processes");
+    t.unavailable = text(j, "unavailable");
+    if (auto top = j.find("top"); top != j.end() && top->is_array()) {
+        for (const auto& e : *top) {
+            if (!e.is_object()) continue;
+            const auto pid = id(e, "pid");
+            const auto tid = id(e, "tid");
+            const auto cpu = id(e, "cpu");
+            if (!pid || !tid || !cpu) continue;
+            TaskLoad l;
+            l.pid = *pid;
+            l.tid = *tid;
+            l.cpu = *cpu;
+            l.comm = text(e, "comm");
+            l.load = number(e, "load");
+            l.user = number(e, "user");
+            l.system = number(e, "system");
+            l.unit = text(e, "unit");
+            l.cgroup = text(e, "cgroup");
+            t.top.push_back(std::move(l));
+        }
+    }
+    return t;
 }
 
 json rates_json(const std::vector<InterruptRate>& rates) {
@@ -524,6 +600,7 @@ json to_json(const LoadingReport& r) {
     }
     if (r.units) j["units"] = units_json(*r.units);
     if (r.context) j["context"] = context_json(*r.context);
+    if (r.tasks) j["tasks"] = tasks_json(*r.tasks);
     return j;
 }
 
@@ -552,6 +629,7 @@ LoadingReport loading_from_json(const json& j) {
     if (auto c = j.find("context"); c != j.end() && c->is_object()) {
         r.context = context_from_json(*c);
     }
+    if (auto t = j.find("tasks"); t != j.end() && t->is_object()) r.tasks = tasks_from_json(*t);
     return r;
 }
 
@@ -573,6 +651,24 @@ LoadingQuery loading_query_from_json(const json& params) {
                       ? kMaxUnitsListed + 1
                       : u->get<std::int64_t>();
     }
+    if (auto t = params.find("tasks"); t != params.end() && t->is_number_integer()) {
+        q.tasks = t->is_number_unsigned() && t->get<std::uint64_t>() > kMaxTasksListed
+                      ? kMaxTasksListed + 1
+                      : t->get<std::int64_t>();
+    }
+    // A time too large for the field is as far in the future as it goes; negative is for
+    // check() to name.
+    auto time = [&](const char* key) -> std::optional<std::int64_t> {
+        auto it = params.find(key);
+        if (it == params.end() || !it->is_number_integer()) return std::nullopt;
+        if (it->is_number_unsigned() &&
+            it->get<std::uint64_t>() > std::uint64_t{std::numeric_limits<std::int64_t>::max()}) {
+            return std::numeric_limits<std::int64_t>::max();
+        }
+        return it->get<std::int64_t>();
+    };
+    q.since = time("since");
+    q.until = time("until");
     return q;
 }
 
@@ -584,6 +680,9 @@ json to_json(const LoadingQuery& q) {
     if (q.totals) j["totals"] = true;
     if (q.units != 0) j["units"] = q.units;
     if (q.context) j["context"] = true;
+    if (q.tasks != 0) j["tasks"] = q.tasks;
+    if (q.since) j["since"] = *q.since;
+    if (q.until) j["until"] = *q.until;
     return j;
 }
 

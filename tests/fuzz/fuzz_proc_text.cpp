@@ -3,7 +3,9 @@
 // sorted, unique and non-negative, as its callers take it; a parsed /proc/stat has its cpuN
 // lines sorted by N. The CPUs' context (/proc/interrupts, softirqs, schedstat, pressure/cpu,
 // cpufreq), the text read as each of its files against its own first half a second before:
-// every rate finite and not negative, the CPUs sorted and unique.
+// every rate finite and not negative, the CPUs sorted and unique. A task's stat line: its name
+// within the text, its CPU not negative. A process's cgroup file: the cgroup a part of the
+// text, its unit a part of the cgroup.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -16,6 +18,8 @@
 #include "monitor/loading/cpu_context.hpp"
 #include "monitor/loading/cpu_list.hpp"
 #include "monitor/loading/proc_stat.hpp"
+#include "monitor/loading/task_usage.hpp"
+#include "monitor/loading/unit_usage.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -28,6 +32,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (auto stat = monitor::parse_proc_stat(text)) {
         if (!std::ranges::is_sorted(stat->cpus, {}, [](const auto& c) { return c.cpu; })) {
             std::abort();
+        }
+    }
+    if (auto st = monitor::parse_task_stat(text)) {
+        if (st->comm.data() < text.data() ||
+            st->comm.data() + st->comm.size() > text.data() + text.size() || st->processor < 0) {
+            std::abort();
+        }
+    }
+    for (auto accounting : {monitor::CgroupAccounting::V2, monitor::CgroupAccounting::V1Cpuacct}) {
+        if (auto cgroup = monitor::cgroup_of_process(text, accounting)) {
+            if (text.find(*cgroup) == std::string_view::npos) std::abort();
+            const auto unit = monitor::unit_of_cgroup(*cgroup);
+            if (cgroup->find(unit) == std::string::npos) std::abort();
         }
     }
     const std::string now(text);

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -203,6 +204,67 @@ TEST_F(Monctl, UnitsNameTheCgroupThatLoadsACpu) {
     EXPECT_NE(table.out.find("CPU time per unit (cgroup"), std::string::npos) << table.out;
     EXPECT_NE(table.out.find("\nUNIT "), std::string::npos) << table.out;
     EXPECT_NE(table.out.find("\n/" + name + " "), std::string::npos) << table.out;
+}
+
+// A spinner pinned to the last CPU in a cgroup of the test's own: monctl loading --tasks lists
+// it first on that CPU, with nearly all of it, its name and its cgroup; the table says the
+// same. Asking starts the daemon's sampling: monctl waits for the first figures.
+TEST_F(Monctl, TasksNameTheThreadThatLoadsACpu) {
+    const auto mount = cgroup2_mount();
+    if (mount.empty()) GTEST_SKIP() << "no cgroup2 tree on this machine";
+    if (::geteuid() != 0) GTEST_SKIP() << "making a cgroup takes root";
+    const std::string name = "monctl-tasks-" + std::to_string(::getpid());
+    CgroupDir group(mount / name, own_cgroup(mount));
+    ASSERT_EQ(group.error(), 0) << std::strerror(group.error());
+    Child spin(Child::Does::Spin);
+    ASSERT_EQ(group.add(spin.pid()), "");
+    const int last = static_cast<int>(std::thread::hardware_concurrency()) - 1;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(last, &set);
+    ASSERT_EQ(::sched_setaffinity(spin.pid(), sizeof set, &set), 0) << std::strerror(errno);
+
+    auto r = daemon_->monctl({"loading", "--tasks", "2", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(check_reply("GetLoading", j), "");
+    ASSERT_TRUE(j["tasks"].is_object()) << j.dump();
+    const auto& tasks = j["tasks"];
+    EXPECT_GT(tasks["interval"].get<double>(), 0.5) << tasks.dump();
+    EXPECT_GE(tasks["count"].get<std::int64_t>(), tasks["processes"].get<std::int64_t>());
+    const nlohmann::json* first = nullptr;
+    std::map<int, int> per_cpu;
+    for (const auto& t : tasks["top"]) {
+        const int cpu = t["cpu"].get<int>();
+        if (++per_cpu[cpu] == 1 && cpu == last) first = &t;
+    }
+    for (const auto& [cpu, n] : per_cpu) EXPECT_LE(n, 2) << "cpu" << cpu << ": " << tasks.dump();
+    ASSERT_NE(first, nullptr) << "cpu" << last << " has no task: " << tasks.dump();
+    EXPECT_EQ((*first)["pid"], spin.pid()) << tasks.dump();
+    EXPECT_EQ((*first)["tid"], spin.pid());
+    EXPECT_GE((*first)["load"].get<double>(), 90) << tasks.dump();
+    EXPECT_LE((*first)["load"].get<double>(), 102) << tasks.dump();
+    EXPECT_EQ((*first)["cgroup"], "/" + name) << tasks.dump();
+    EXPECT_EQ((*first)["unit"], "/" + name) << tasks.dump();
+    EXPECT_FALSE((*first)["comm"].get<std::string>().empty());
+
+    auto table = daemon_->monctl({"loading", "--tasks"});
+    ASSERT_EQ(table.exit_code, 0) << table.err;
+    EXPECT_NE(table.out.find("Busiest tasks of each CPU"), std::string::npos) << table.out;
+    EXPECT_NE(table.out.find(" " + std::to_string(spin.pid()) + " "), std::string::npos)
+        << table.out;
+    EXPECT_NE(table.out.find("/" + name), std::string::npos) << table.out;
+}
+
+TEST_F(Monctl, TasksOutOfRangeOrInCsvAreRefused) {
+    for (const char* n : {"0", "101", "many"}) {
+        auto r = daemon_->monctl({"loading", "--tasks", n});
+        EXPECT_EQ(r.exit_code, 2) << n;
+        EXPECT_NE(r.err.find("--tasks"), std::string::npos) << r.err;
+    }
+    auto csv = daemon_->monctl({"loading", "--tasks", "--csv"});
+    EXPECT_EQ(csv.exit_code, 2);
+    EXPECT_NE(csv.err.find("--tasks"), std::string::npos) << csv.err;
 }
 
 TEST_F(Monctl, UnitsOutOfRangeOrInCsvAreRefused) {

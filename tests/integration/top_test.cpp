@@ -267,6 +267,34 @@ TEST_F(TopInTmux, ShowsEveryCpuReactsToKeysShrinksSurvivesARestartAndQuits) {
         screen))
         << screen;
 
+    // Each CPU's busiest tasks on t, in the units' place (the spinning probes are busy: the
+    // pane has rows once the daemon's second reading is in); > orders them by CPU, t takes
+    // them away.
+    const std::regex tasks{
+        R"(\n cpu +pid +tid +comm +unit \(\d+ of \d+\) +LOAD +user +sys\n +\d+ +\d+ +\d+ \S)"};
+    t.keys("t");
+    EXPECT_TRUE(t.wait_screen(
+        [&](const std::string& s) {
+            return std::regex_search(s, tasks) && !std::regex_search(s, units) && every_cpu(s);
+        },
+        screen))
+        << screen;
+    t.keys(">");
+    EXPECT_TRUE(t.wait_screen(
+        [&](const std::string& s) {
+            return std::regex_search(s, std::regex{R"(\n CPU +pid +tid +comm +unit .* load )"});
+        },
+        screen))
+        << screen;
+    t.keys("<");
+    t.keys("t");
+    EXPECT_TRUE(t.wait_screen(
+        [&](const std::string& s) {
+            return !std::regex_search(s, tasks) && std::regex_search(s, units);
+        },
+        screen))
+        << screen;
+
     // 80x24: narrower, every figure still there.
     auto r = t.tmux_run({"resize-window", "-t", "top", "-x", "80", "-y", "24"});
     ASSERT_EQ(r.exit_code, 0) << r.err;

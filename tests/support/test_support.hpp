@@ -235,6 +235,29 @@ inline std::string stat_text(const std::map<int, Ticks>& cpus) {
     return text + "intr 1234567 0 0\nctxt 7654321\nbtime 1718102754\nprocesses 4242\n";
 }
 
+// The fields of a /proc/PID/stat line that TaskUsage reads.
+struct TaskFields {
+    std::uint64_t utime = 0, stime = 0;
+    int threads = 1;
+    std::uint64_t start = 100;  // ticks after boot
+    int cpu = 0;
+};
+
+// A /proc/PID/stat (or task/TID/stat) line as proc(5) writes it: 52 fields, those of `f` set.
+inline std::string task_stat_line(int id, const std::string& comm, const TaskFields& f) {
+    std::vector<std::string> v(53, "0");  // v[n]: field n (1-based)
+    v[3] = "S";
+    v[8] = "-1";
+    v[14] = std::to_string(f.utime);
+    v[15] = std::to_string(f.stime);
+    v[20] = std::to_string(f.threads);
+    v[22] = std::to_string(f.start);
+    v[39] = std::to_string(f.cpu);
+    std::string line = std::to_string(id) + " (" + comm + ")";
+    for (std::size_t i = 3; i < v.size(); ++i) line += " " + v[i];
+    return line + "\n";
+}
+
 // The calling thread's context switches so far, voluntary and not, as the scheduler counts
 // them (proc(5)).
 inline long thread_context_switches() {

@@ -680,24 +680,26 @@ TEST(ConfigKeys, EveryKeyHasAReloadRuleAndSaysWhatItAccepts) {
         EXPECT_TRUE(k.parse && k.same && k.copy);
         EXPECT_TRUE(seen.insert(k.label()).second) << "twice";
     }
-    EXPECT_EQ(seen.size(), 15u);
+    EXPECT_EQ(seen.size(), 19u);
 }
 
-// What the running daemon cannot change: the socket it listens on and its group, the probe
-// threads (started at calibration), and the watchdog (opened and armed once).
+// What the running daemon cannot change: the socket it listens on and its group, the history
+// it holds open and locked, the probe threads (started at calibration), and the watchdog
+// (opened and armed once).
 TEST(ConfigKeys, TheRestartOnlyKeysAreThoseTheDaemonCannotChangeWhileRunning) {
     EXPECT_EQ(labels(OnReload::AtRestart),
-              (std::set<std::string>{"[daemon] socket", "[loading] probe", "[watchdog] device",
-                                     "[watchdog] timeout", "[watchdog] policy",
-                                     "[access] socket-group"}));
-    // Manager::reload sets the log level, the history window, the control group and the
-    // limits; on-stop is read when the daemon stops.
-    EXPECT_EQ(labels(OnReload::Applies),
-              (std::set<std::string>{"[daemon] log-level", "[loading] history-seconds",
-                                     "[watchdog] on-stop", "[access] control-group",
-                                     "[limits] idle-timeout", "[limits] reply-memory-per-user",
-                                     "[limits] profiles-per-user", "[limits] profile-duration",
-                                     "[limits] perf-files-per-session"}));
+              (std::set<std::string>{"[daemon] socket", "[daemon] state-directory",
+                                     "[loading] probe", "[watchdog] device", "[watchdog] timeout",
+                                     "[watchdog] policy", "[access] socket-group"}));
+    // Manager::reload sets the log level, the history window, the history's limits, the
+    // control group and the limits; on-stop is read when the daemon stops.
+    EXPECT_EQ(
+        labels(OnReload::Applies),
+        (std::set<std::string>{
+            "[daemon] log-level", "[loading] history-seconds", "[history] per-second",
+            "[history] keep", "[history] max-size", "[watchdog] on-stop", "[access] control-group",
+            "[limits] idle-timeout", "[limits] reply-memory-per-user", "[limits] profiles-per-user",
+            "[limits] profile-duration", "[limits] perf-files-per-session"}));
 }
 
 // The lines of a file of the source tree, e.g. "man/monitord.conf.5".
@@ -769,6 +771,7 @@ TEST(ConfigKeys, TheExampleSaysWhatAReloadDoesWithEveryKey) {
 // A flag and its key mean the same: each flag is read by its key's parser.
 TEST(ConfigFlags, FlagsAreReadByTheirKeys) {
     const Flags f{.socket = "/tmp/flag.sock",
+                  .state_directory = "/tmp/flag-state",
                   .log_level = "warning",
                   .history_seconds = 30,
                   .probe = "off",
@@ -780,6 +783,7 @@ TEST(ConfigFlags, FlagsAreReadByTheirKeys) {
     c.control_group = "root";
     o->apply(c);
     EXPECT_EQ(c.socket, std::filesystem::path{"/tmp/flag.sock"});
+    EXPECT_EQ(c.state_directory, std::filesystem::path{"/tmp/flag-state"});
     EXPECT_EQ(c.log_level, spdlog::level::warn);
     EXPECT_EQ(c.history_seconds, 30u);
     EXPECT_EQ(c.probe, monitor::ProbeMode::Off);
@@ -788,9 +792,13 @@ TEST(ConfigFlags, FlagsAreReadByTheirKeys) {
     EXPECT_EQ(c.control_group, "root");  // no flag: untouched
 
     const std::pair<std::string_view, RawValue> in_the_file[] = {
-        {"socket", std::string{"/tmp/flag.sock"}}, {"log-level", std::string{"warning"}},
-        {"history-seconds", std::int64_t{30}},     {"probe", std::string{"off"}},
-        {"device", std::string{"/dev/watchdog2"}}, {"timeout", std::int64_t{20}},
+        {"socket", std::string{"/tmp/flag.sock"}},
+        {"log-level", std::string{"warning"}},
+        {"state-directory", std::string{"/tmp/flag-state"}},
+        {"history-seconds", std::int64_t{30}},
+        {"probe", std::string{"off"}},
+        {"device", std::string{"/dev/watchdog2"}},
+        {"timeout", std::int64_t{20}},
     };
     Config from_keys;
     for (const auto& [name, value] : in_the_file) {
@@ -810,6 +818,12 @@ TEST(ConfigFlags, FlagsAreReadByTheirKeys) {
     o->apply(d);
     EXPECT_EQ(d.watchdog_device, std::filesystem::path{});
     EXPECT_EQ(d.probe, monitor::ProbeMode::Spin);  // only the flags given replace values
+
+    // --state-directory none: no history, not the default place.
+    o = Flags{.state_directory = "none"}.parse();
+    ASSERT_TRUE(o.has_value()) << o.error().to_string();
+    o->apply(d);
+    EXPECT_EQ(d.state_directory, std::filesystem::path{});
 }
 
 TEST(ConfigFlags, BadFlagsNameTheFlagAndWhatWouldWork) {
@@ -821,6 +835,9 @@ TEST(ConfigFlags, BadFlagsNameTheFlagAndWhatWouldWork) {
     };
     const std::pair<Flags, const char*> cases[] = {
         {{.socket = "rel"}, "--socket: 'rel' is not absolute; use an absolute path"},
+        {{.state_directory = "var/lib"},
+         "--state-directory: 'var/lib' is not absolute; use an absolute path, or none for no "
+         "history"},
         {{.log_level = "loud"},
          "--log-level: unknown log level 'loud'; use trace, debug, info, warning or error"},
         {{.history_seconds = 0},
@@ -857,6 +874,10 @@ Config every_key_changed() {
     c.profiles_per_user = 1;
     c.profile_duration = std::chrono::seconds{60};
     c.perf_files_per_session = 100;
+    c.state_directory = "/tmp/state";
+    c.history_per_second = std::chrono::seconds{3600};
+    c.history_keep = std::chrono::seconds{86400};
+    c.history_max_size = 16;
     return c;
 }
 
@@ -911,7 +932,7 @@ TEST(ConfigReload, EveryKeyChangedFollowsTheTable) {
         }
     }
     EXPECT_EQ(plan.at_restart, waiting);
-    EXPECT_EQ(plan.at_restart.size(), 6u);
+    EXPECT_EQ(plan.at_restart.size(), 7u);
 }
 
 }  // namespace

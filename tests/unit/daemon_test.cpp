@@ -40,6 +40,19 @@ const std::map<std::string, Change, std::less<>>& reload_changes() {
         {"[loading] history-seconds",
          {[](Config& c) { c.history_seconds = 120; },
           [](DaemonComponents& d) { return d.runtime().engine().history_seconds() == 120; }}},
+        {"[history] per-second",
+         {[](Config& c) { c.history_per_second = 3600s; },
+          [](DaemonComponents& d) {
+              return d.daemon().history()->limits().seconds_kept == 3600s;
+          }}},
+        {"[history] keep",
+         {[](Config& c) { c.history_keep = 7200s; },
+          [](DaemonComponents& d) { return d.daemon().history()->limits().kept == 7200s; }}},
+        {"[history] max-size",
+         {[](Config& c) { c.history_max_size = 5; },
+          [](DaemonComponents& d) {
+              return d.daemon().history()->limits().max_bytes == std::uint64_t{5} << 20;
+          }}},
         {"[watchdog] on-stop",
          {[](Config& c) { c.watchdog_on_stop = monitor::watchdog::OnStop::KeepArmed; },
           [](DaemonComponents& d) {
@@ -73,8 +86,12 @@ const std::map<std::string, Change, std::less<>>& reload_changes() {
 }
 
 TEST(Daemon, EveryKeyThatAppliesAtReloadTakesEffect) {
-    DaemonComponents d{ComponentOptions{}};
+    test_support::ScratchDir state;
+    ComponentOptions o;
+    o.config.state_directory = state.path();  // a history, whose limits a reload changes
+    DaemonComponents d{std::move(o)};
     ASSERT_TRUE(d.ok()) << d.error();
+    ASSERT_NE(d.on_loop([&] { return d.daemon().history(); }), nullptr);
     int applies = 0;
     for (const auto& key : config_keys()) {
         if (key.reload != OnReload::Applies) continue;
@@ -99,6 +116,50 @@ TEST(Daemon, EveryKeyThatAppliesAtReloadTakesEffect) {
     EXPECT_EQ(applies, static_cast<int>(reload_changes().size()))
         << "a key checked here no longer applies at reload";
     spdlog::set_level(spdlog::level::info);
+}
+
+// With a state directory, each tick's second goes to the history on disk, as the engine saw
+// it, and GetLoading reads it back over a range; the run is recorded, and its stop.
+TEST(Daemon, EachTicksSecondGoesToTheHistory) {
+    test_support::ScratchDir state;
+    ComponentOptions o;
+    o.manual_ticks = true;
+    o.config.state_directory = state.path();
+    {
+        DaemonComponents d{std::move(o)};
+        ASSERT_TRUE(d.ok()) << d.error();
+        d.write_stat({{0, {130, 970}}, {1, {290, 810}}});  // 30 %, 90 %
+        d.tick();
+        // A second is keyed by its wall-clock millisecond: the ticks a test makes at once are
+        // kept apart.
+        std::this_thread::sleep_for(5ms);
+        d.write_stat({{0, {180, 1020}}, {1, {300, 900}}});  // 50 %, 10 %
+        d.tick();
+        std::vector<double> machine;
+        std::vector<double> cpu1;
+        auto r = d.on_loop([&] {
+            return d.daemon().history()->read(
+                {}, std::chrono::system_clock::now() + 1h,
+                [&](auto, const monitor::HistorySecond& s, auto*, auto*) {
+                    machine.push_back(s.sources.back().machine.value_or(-1));
+                    cpu1.push_back(s.sources.back().cpus.at(1).load.value_or(-1));
+                });
+        });
+        ASSERT_TRUE(r.has_value()) << r.error().to_string();
+        ASSERT_EQ(machine.size(), 2u);
+        EXPECT_NEAR(machine[0], 60, 0.01);
+        EXPECT_NEAR(machine[1], 30, 0.01);
+        EXPECT_NEAR(cpu1[0], 90, 0.01);
+        EXPECT_NEAR(cpu1[1], 10, 0.01);
+    }
+    // Stopped in order: the run says so.
+    auto store = HistoryStore::open(state.path(), {});
+    ASSERT_TRUE(store.has_value()) << store.error().to_string();
+    auto runs = (*store)->runs();
+    ASSERT_TRUE(runs.has_value());
+    ASSERT_EQ(runs->size(), 1u);
+    EXPECT_TRUE((*runs)[0].stopped.has_value());
+    EXPECT_TRUE((*runs)[0].last.has_value()) << "its last second, though none was synced";
 }
 
 // The [[counters]] tables: a reload starts the sessions added, and stops those removed.

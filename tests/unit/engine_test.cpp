@@ -3,6 +3,7 @@
 #include "monitor/engine.hpp"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
@@ -63,15 +64,16 @@ class EngineTest : public ::testing::Test {
     }
 
     // Creates the engine at t0 over the current files (and the units of a cgroup tree; the
-    // CPUs' context with `context`).
+    // CPUs' context with `context`, the tasks with `tasks`).
     void create(std::size_t history_seconds = 60, const fs::path& cgroup_root = {},
-                bool context = false) {
+                bool context = false, bool tasks = false) {
         EngineOptions options;
         options.proc_root = proc_;
         options.sys_root = sys_;
         options.history_seconds = history_seconds;
         options.cgroup_root = cgroup_root;
         options.cpu_context = context;
+        options.tasks = tasks;
         auto engine = Engine::create(options, t0_);
         ASSERT_TRUE(engine.has_value()) << engine.error().to_string();
         engine_ = std::move(*engine);
@@ -263,6 +265,33 @@ TEST_F(EngineTest, AverageIsWeightedByTickLength) {
     ASSERT_TRUE(m->stats.has_value());
     EXPECT_DOUBLE_EQ(m->stats->avg_prev_min, 30.0);
     EXPECT_FALSE(m->stats->avg_prev_sec.has_value());
+}
+
+TEST_F(EngineTest, LastSecondIsWhatTheHistoryOnDiskKeeps) {
+    write_stat({{0, {0, 0}}, {1, {0, 0}}});
+    write_online("0-1");
+    create();
+    EXPECT_FALSE(engine_->last_second().has_value()) << "nothing before the first tick";
+    tick_with({{0, {10, 90}}, {1, {50, 50}}});
+    write_online("0");
+    tick_with({{0, {40, 160}}});  // cpu0 30; cpu1 offline: a gap
+    auto second = engine_->last_second();
+    ASSERT_TRUE(second.has_value());
+    EXPECT_NEAR(second->seconds, 1.0, 1e-9);
+    ASSERT_EQ(second->sources.size(), 1u);
+    const auto& s = second->sources[0];
+    EXPECT_EQ(s.name, "procstat");
+    EXPECT_EQ(s.machine, 30.0);
+    ASSERT_TRUE(s.has_states);
+    ASSERT_TRUE(s.machine_states.has_value());
+    ASSERT_EQ(s.cpus.size(), 2u);
+    EXPECT_EQ(s.cpus[0].cpu, 0);
+    EXPECT_EQ(s.cpus[0].load, 30.0);
+    ASSERT_TRUE(s.cpus[0].states.has_value());
+    EXPECT_NEAR((*s.cpus[0].states)[TimeState::Idle], 70.0, 1e-4);
+    EXPECT_EQ(s.cpus[1].cpu, 1);
+    EXPECT_FALSE(s.cpus[1].load.has_value());
+    EXPECT_FALSE(s.cpus[1].states.has_value());
 }
 
 TEST_F(EngineTest, CpuGoingOfflineIsReportedThenDropped) {
@@ -744,6 +773,68 @@ TEST_F(EngineTest, TheContextIsSampledWhileReportsAskForIt) {
     ASSERT_TRUE(r.context->sample);
     EXPECT_DOUBLE_EQ(r.context->sample->interrupts.value_or(-1), 10.0)
         << "one interval's rate, not the pause's";
+}
+
+// The tasks, as the context: sampled from the tick after the first ask, figures from the one
+// after; stopped and forgotten kContextKeptFor after the last ask.
+TEST_F(EngineTest, TheTasksAreSampledWhileReportsAskForThem) {
+    auto spin = [&](std::uint64_t ticks) {
+        write_file(proc_ / "42/stat",
+                   test_support::task_stat_line(42, "spin", {.utime = ticks, .cpu = 1}));
+    };
+    spin(0);
+    write_stat(kBase);
+    create(60, {}, false, true);
+    const LoadingQuery ask{.tasks = 3};
+    tick_with(kStep1);
+    EXPECT_FALSE(engine_->loading({}).tasks) << "not asked for";
+    auto r = engine_->loading(ask);
+    ASSERT_TRUE(r.tasks);
+    EXPECT_EQ(r.tasks->seconds, 0) << "asking starts it";
+    EXPECT_TRUE(r.tasks->unavailable.empty()) << r.tasks->unavailable;
+    spin(100);
+    tick_with(kBase);
+    r = engine_->loading(ask);
+    EXPECT_EQ(r.tasks->seconds, 0) << "the first reading";
+    EXPECT_EQ(r.tasks->count, 1U);
+    spin(250);
+    tick_with(kStep1, 2s);
+    r = engine_->loading(ask);
+    EXPECT_EQ(r.tasks->seconds, 2.0);
+    ASSERT_EQ(r.tasks->top.size(), 1U);
+    EXPECT_EQ(r.tasks->top[0].pid, 42);
+    EXPECT_EQ(r.tasks->top[0].cpu, 1);
+    EXPECT_DOUBLE_EQ(r.tasks->top[0].load,
+                     75.0 * 100 / static_cast<double>(::sysconf(_SC_CLK_TCK)));
+
+    // Not asked for since: it goes on for kContextKeptFor, then stops and forgets.
+    spin(300);
+    tick_with(kBase, kContextKeptFor - 1s);
+    spin(5000);
+    tick_with(kStep1, 2s);
+    r = engine_->loading(ask);  // asks again
+    EXPECT_EQ(r.tasks->seconds, 0) << "stopped, and forgotten";
+    EXPECT_TRUE(r.tasks->top.empty());
+    spin(5050);
+    tick_with(kBase);
+    r = engine_->loading(ask);
+    EXPECT_EQ(r.tasks->seconds, 0) << "a first reading again: nothing over the pause";
+    spin(5060);
+    tick_with(kStep1);
+    r = engine_->loading(ask);
+    ASSERT_EQ(r.tasks->top.size(), 1U);
+    EXPECT_DOUBLE_EQ(r.tasks->top[0].load,
+                     10.0 * 100 / static_cast<double>(::sysconf(_SC_CLK_TCK)));
+
+    EXPECT_FALSE(check(LoadingQuery{.tasks = 101}));
+}
+
+TEST_F(EngineTest, TheTasksSayWhyWhenThereAreNone) {
+    write_stat(kBase);
+    create();
+    auto r = engine_->loading(LoadingQuery{.tasks = 1});
+    ASSERT_TRUE(r.tasks);
+    EXPECT_NE(r.tasks->unavailable.find("not sampled"), std::string::npos);
 }
 
 TEST_F(EngineTest, TheContextSaysWhyWhenThereIsNone) {

@@ -71,8 +71,8 @@ Scrape two_cpus() {
     monitor::UnitLoading units;
     units.accounting = "cgroup2 cpu.stat";
     units.count = 42;
-    units.top = {{"nginx.service", "/system.slice/nginx.service", 150, 120, 30, 80, 200},
-                 {"/batch/job1", "/batch/job1", 5, 5, 0, 2.5, 10}};
+    units.top = {{"nginx.service", "/system.slice/nginx.service", 150, 120, 30, 80, 200, 25},
+                 {"/batch/job1", "/batch/job1", 5, 5, 0, 2.5, 10, std::nullopt}};
     l.units = units;
     // The context's second sample (rates over 1 s): PSI and cpufreq present, cpu1 without a
     // clock.
@@ -221,6 +221,9 @@ TEST(MachineMetrics, TheBusiestUnits) {
     EXPECT_DOUBLE_EQ(v["monitord_unit_cpu_mode_ratio" + nginx + ",mode=\"system\"}"], 0.3);
     EXPECT_DOUBLE_EQ(v["monitord_unit_cpu_window_avg_ratio" + nginx + "}"], 0.8);
     EXPECT_DOUBLE_EQ(v["monitord_unit_cpu_window_max_ratio" + nginx + "}"], 2);
+    EXPECT_DOUBLE_EQ(v["monitord_unit_cpu_pressure_avg_ratio" + nginx + "}"], 0.25);
+    EXPECT_FALSE(v.contains(
+        "monitord_unit_cpu_pressure_avg_ratio{unit=\"/batch/job1\",cgroup=\"/batch/job1\"}"));
     EXPECT_DOUBLE_EQ((v["monitord_unit_cpu_ratio{unit=\"/batch/job1\",cgroup=\"/batch/job1\"}"]),
                      0.05);
 

@@ -545,5 +545,66 @@ TEST_F(LoadingServiceTest, TheTimerTicksASecondApart) {
     EXPECT_GT(next->parameters["timestamp"].get<std::int64_t>(), *timestamp);
 }
 
+// GetLoading over a range of the history on disk (a store of the test's own, two hours of
+// made-up seconds): the statistics are the range's, each CPU's values at most an hour, the
+// more flag and a daemon without a history refused, and what the reply says matches the
+// interface.
+TEST_F(LoadingServiceTest, ARangeIsReadFromTheHistoryOnDisk) {
+    start_with_manual_ticks();
+    auto missing = client_->call("io.monitord.Monitor.GetLoading", json{{"since", 1}});
+    ASSERT_TRUE(missing.has_value());
+    EXPECT_EQ(missing->error, "io.monitord.Monitor.NoHistory");
+    EXPECT_NE(missing->parameters.dump().find("no history on disk"), std::string::npos)
+        << missing->parameters.dump();
+
+    auto store = HistoryStore::open(scratch_ / "state", {});
+    ASSERT_TRUE(store.has_value()) << store.error().to_string();
+    const auto t0 = std::chrono::system_clock::time_point{} + std::chrono::seconds{1'700'000'000};
+    ASSERT_TRUE((*store)->start_run("b", t0));
+    for (int i = 1; i <= 7200; ++i) {
+        monitor::HistorySecond s;
+        s.seconds = 1;
+        const double load = i <= 3600 ? 20 : 40;
+        s.sources.push_back({.name = "procstat",
+                             .machine = load,
+                             .has_states = false,
+                             .machine_states = std::nullopt,
+                             .cpus = {{0, load, std::nullopt}, {1, load / 2, std::nullopt}}});
+        ASSERT_TRUE((*store)->append(t0 + std::chrono::seconds{i}, s));
+    }
+    components_->on_loop([&] { components_->loading().set_history(store->get()); });
+    auto us = [](std::chrono::system_clock::time_point t) {
+        return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+    };
+    json all = call_checked(
+        *client_, "GetLoading",
+        json{{"since", us(t0)}, {"until", us(t0 + std::chrono::hours{3})}, {"per_cpu", true}});
+    EXPECT_EQ(all["window_seconds"], 7200);
+    EXPECT_EQ(all["timestamp"], us(t0 + std::chrono::seconds{7200}));
+    ExpectStats(all["machine"]["procstat"], 40, 30, 20, 40, 7200);
+    ExpectStats(cpu_procstat(all, 1), 20, 15, 10, 20, 7200);
+
+    json last_hour = call_checked(
+        *client_, "GetLoading",
+        json{{"since", us(t0 + std::chrono::seconds{3601})}, {"history", true}, {"per_cpu", true}});
+    EXPECT_EQ(last_hour["window_seconds"], 3600);
+    EXPECT_EQ(last_hour["machine"]["procstat"]["history"].size(), 3600u);
+
+    auto too_long = client_->call("io.monitord.Monitor.GetLoading",
+                                  json{{"since", us(t0)}, {"history", true}, {"per_cpu", true}});
+    ASSERT_TRUE(too_long.has_value());
+    EXPECT_EQ(too_long->error, "io.monitord.Monitor.InvalidRequest");
+    EXPECT_NE(too_long->parameters.dump().find("at most 3600 s"), std::string::npos)
+        << too_long->parameters.dump();
+    // The machine's values of both hours fit.
+    json machine = call_checked(*client_, "GetLoading", json{{"since", us(t0)}, {"history", true}});
+    EXPECT_EQ(machine["machine"]["procstat"]["history"].size(), 7200u);
+
+    auto more = client_->call(loading_call(json{{"since", us(t0)}}, true));
+    ASSERT_TRUE(more.has_value());
+    EXPECT_EQ(more->error, "io.monitord.Monitor.InvalidRequest");
+    components_->on_loop([&] { components_->loading().set_history(nullptr); });
+}
+
 }  // namespace
 }  // namespace monitord

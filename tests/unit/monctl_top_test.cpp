@@ -309,6 +309,20 @@ TEST(TopFrame, TheBusiestUnitsAboveTheCpus) {
     EXPECT_GE(line_of(build_frame(m, size(60, 24)), "UNIT"), 0);
     // --once: every unit the daemon sent.
     EXPECT_NE(frame_text(build_frame(m, size(60, 0))).find("unit9.service"), std::string::npos);
+    // Where the kernel keeps a pressure per unit, a sixth figure; "-" for a unit without.
+    s.loading.units->top[1].pressure = 37.5;
+    m.update(s);
+    f = build_frame(m, size(60, 24));
+    const int psi = line_of(f, "UNIT");
+    ASSERT_GE(psi, 0) << frame_text(f);
+    EXPECT_EQ(texts(f)[static_cast<std::size_t>(psi)],
+              "UNIT (10 of 40)      last   user    sys    avg    max  psi10");
+    EXPECT_EQ(texts(f)[static_cast<std::size_t>(psi) + 2],
+              "unit1.service        99.0   89.0   10.0   50.0  120.0   37.5");
+    EXPECT_EQ(texts(f)[static_cast<std::size_t>(psi) + 3],
+              "unit2.service        98.0   88.0   10.0   50.0  120.0      -");
+    s.loading.units->top[1].pressure.reset();
+    m.update(s);
 
     s.loading.units = monitor::UnitLoading{.unavailable = "/sys/fs/cgroup: no cgroup2 tree"};
     m.update(s);
@@ -325,6 +339,96 @@ TEST(TopFrame, TheBusiestUnitsAboveTheCpus) {
     m.update(s);
     EXPECT_NE(frame_text(build_frame(m, size(60, 24))).find("units: none in the cgroup tree"),
               std::string::npos);
+}
+
+// The task pane on 't', in the units' place: each CPU's busiest tasks in the order chosen with
+// '<' and '>' (its column titled in capitals), or why there are none yet.
+TEST(TopFrame, TheTaskPaneSortedAsHtops) {
+    auto s = snapshot(4);
+    monitor::UnitLoading units{.accounting = "cgroup2 cpu.stat", .count = 1, .top = {}};
+    units.top.push_back({"a.service", "/system.slice/a.service", 50, 40, 10, 50, 60});
+    s.loading.units = units;
+    auto m = model_of(s);
+    EXPECT_FALSE(m.tasks()) << "off until asked: the daemon reads every process for them";
+    ASSERT_TRUE(m.apply(Action::ToggleTasks, 1));
+    auto f = build_frame(m, size(80, 24));
+    EXPECT_EQ(line_of(f, "UNIT"), -1) << "in the units' place";
+    EXPECT_NE(frame_text(f).find("tasks: asked for"), std::string::npos) << frame_text(f);
+    s.loading.tasks = monitor::TaskLoading{.seconds = 0, .count = 0, .processes = 0, .top = {}};
+    m.update(s);
+    EXPECT_NE(frame_text(build_frame(m, size(80, 24))).find("from its next second on"),
+              std::string::npos);
+    s.loading.tasks = monitor::TaskLoading{.unavailable = "/proc: not a procfs"};
+    m.update(s);
+    EXPECT_NE(frame_text(build_frame(m, size(80, 24))).find("tasks: /proc: not a procfs"),
+              std::string::npos);
+
+    s.loading.tasks = monitor::TaskLoading{.seconds = 1, .count = 812, .processes = 190, .top = {}};
+    auto& top = s.loading.tasks->top;
+    top.push_back({.pid = 300,
+                   .tid = 301,
+                   .comm = "worker",
+                   .cpu = 1,
+                   .load = 20,
+                   .user = 15,
+                   .system = 5,
+                   .cgroup = "/system.slice/b.service",
+                   .unit = "b.service"});
+    top.push_back({.pid = 100,
+                   .tid = 100,
+                   .comm = "spin\x1b[2J",
+                   .cpu = 2,
+                   .load = 99.5,
+                   .user = 99.5,
+                   .cgroup = "/system.slice/a.service",
+                   .unit = "a.service"});
+    top.push_back({.pid = 7, .tid = 7, .comm = "kworker/0:1", .cpu = 0, .load = 3, .system = 3});
+    m.update(s);
+    f = build_frame(m, size(80, 24));
+    auto t = texts(f);
+    const int heading = line_of(f, " cpu");
+    ASSERT_GE(heading, 0) << frame_text(f);
+    const auto h = static_cast<std::size_t>(heading);
+    EXPECT_EQ(t[h],
+              " cpu     pid     tid comm             unit (3 of 812)         LOAD   user    sys");
+    EXPECT_EQ(t[h + 1],
+              "   2     100     100 spin?[2J         a.service               99.5   99.5    0.0")
+        << "busiest first; the name's escape shown as '?'";
+    EXPECT_EQ(t[h + 2].substr(0, 8), "   1    ");
+    EXPECT_EQ(t[h + 3],
+              "   0       7       7 kworker/0:1      -                        3.0    0.0    3.0");
+    EXPECT_LT(heading, line_of(f, "CPU")) << "above the CPUs";
+
+    auto order = [&] {
+        std::vector<int> pids;
+        for (const auto* r : m.task_rows()) pids.push_back(r->pid);
+        return pids;
+    };
+    EXPECT_EQ(order(), (std::vector<int>{100, 300, 7}));
+    m.apply(Action::NextTaskSort, 1);
+    EXPECT_EQ(m.task_sort(), TaskSort::Cpu);
+    EXPECT_EQ(order(), (std::vector<int>{7, 300, 100}));
+    EXPECT_EQ(texts(build_frame(m, size(80, 24)))[h].substr(0, 8), " CPU    ");
+    m.apply(Action::NextTaskSort, 1);
+    EXPECT_EQ(order(), (std::vector<int>{7, 100, 300})) << "by pid";
+    m.apply(Action::NextTaskSort, 1);
+    EXPECT_EQ(order(), (std::vector<int>{7, 100, 300})) << "by name: kworker, spin, worker";
+    m.apply(Action::NextTaskSort, 1);
+    EXPECT_EQ(m.task_sort(), TaskSort::Unit);
+    EXPECT_EQ(order(), (std::vector<int>{100, 300, 7})) << "a, b, then no unit";
+    m.apply(Action::NextTaskSort, 1);
+    EXPECT_EQ(m.task_sort(), TaskSort::Load) << "round again";
+    m.apply(Action::PrevTaskSort, 1);
+    EXPECT_EQ(m.task_sort(), TaskSort::Unit);
+
+    // 12 rows: five for the CPUs, the rest (a heading and one task) for the pane.
+    f = build_frame(m, size(80, 12));
+    EXPECT_EQ(cpu_labels(f).size(), 4u) << frame_text(f);
+    EXPECT_NE(frame_text(f).find("(1 of 812)"), std::string::npos) << frame_text(f);
+    for (const auto& l : build_frame(m, size(40, 24)).lines) EXPECT_LE(l.size(), 40u);
+    // Off again: the units are back.
+    m.apply(Action::ToggleTasks, 1);
+    EXPECT_GE(line_of(build_frame(m, size(80, 24)), "UNIT"), 0);
 }
 
 // The CPUs' context: the machine's line under the watchdog's, and each CPU's figures in its

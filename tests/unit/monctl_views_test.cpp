@@ -448,6 +448,58 @@ TEST(FormatCsv, HistoryEverySecondItsOwnTime) {
 
 // A profile shows its target, event and time, the modes, what was lost and throttled (also
 // when nothing was), the top lines and the histogram's buckets.
+TEST(FormatTasks, ARowPerTaskByCpuWithItsUnit) {
+    LoadingReport r = sample_report();
+    r.tasks = monitor::TaskLoading{.seconds = 1.0, .count = 812, .processes = 190, .top = {}};
+    r.tasks->top.push_back({.pid = 4242,
+                            .tid = 4243,
+                            .comm = "worker",
+                            .cpu = 0,
+                            .load = 99.5,
+                            .user = 90.5,
+                            .system = 9.0,
+                            .cgroup = "/system.slice/nginx.service",
+                            .unit = "nginx.service"});
+    r.tasks->top.push_back({.pid = 15, .tid = 15, .comm = "ksoftirqd/1", .cpu = 1, .load = 2});
+    const std::string out = format_tasks(r);
+    EXPECT_NE(out.find("812 threads in 190 processes"), std::string::npos) << out;
+    const auto header = line_starting(out, " CPU");
+    EXPECT_EQ(words(header), (std::vector<std::string>{"CPU", "PID", "TID", "COMM", "UNIT", "LOAD",
+                                                       "USER", "SYS"}))
+        << out;
+    const auto row = line_starting(out, "   0 ");
+    EXPECT_EQ(words(row), (std::vector<std::string>{"0", "4242", "4243", "worker", "nginx.service",
+                                                    "99.5", "90.5", "9.0"}))
+        << out;
+    EXPECT_EQ(row.size(), header.size()) << "aligned:\n" << out;
+    EXPECT_EQ(words(line_starting(out, "   1 "))[4], "-") << "no unit: a dash\n" << out;
+}
+
+// A thread names itself: nothing of its name reaches the terminal as a control.
+TEST(FormatTasks, ANameCannotDriveTheTerminal) {
+    LoadingReport r = sample_report();
+    r.tasks = monitor::TaskLoading{.seconds = 1.0, .count = 1, .processes = 1, .top = {}};
+    r.tasks->top.push_back(
+        {.pid = 7, .tid = 7, .comm = "a\x1b[2Jb\x07\xc2\x9b", .cpu = 0, .load = 50});
+    const std::string out = format_tasks(r);
+    EXPECT_EQ(out.find('\x1b'), std::string::npos) << out;
+    EXPECT_EQ(out.find('\x07'), std::string::npos) << out;
+    EXPECT_EQ(out.find("\xc2\x9b"), std::string::npos) << out;
+    EXPECT_NE(out.find("a?[2Jb??"), std::string::npos) << out;
+}
+
+TEST(FormatTasks, NoneYetNoneAtAllOrNoneBusy) {
+    LoadingReport r = sample_report();
+    r.tasks = monitor::TaskLoading{};
+    EXPECT_NE(format_tasks(r).find("No tasks yet"), std::string::npos);
+    r.tasks->unavailable = "/proc: No such file or directory";
+    EXPECT_EQ(format_tasks(r), "No tasks: /proc: No such file or directory\n");
+    r.tasks = monitor::TaskLoading{.seconds = 1.0, .count = 3, .processes = 3, .top = {}};
+    EXPECT_NE(format_tasks(r).find("No task had CPU time"), std::string::npos);
+    r.tasks.reset();
+    EXPECT_EQ(format_tasks(r), "");
+}
+
 TEST(FormatProfile, ShowsModesLossesTopLinesAndBuckets) {
     monitor::protocol::ProfileMessage m;
     m.event = "perf::CPU-CLOCK";

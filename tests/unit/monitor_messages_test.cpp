@@ -448,7 +448,8 @@ TEST(LoadingReportJson, UnitsRoundTripAndConform) {
                             .user = 90.5,
                             .system = 9.01234,
                             .window_avg = 50.25,
-                            .window_max = 100.5});
+                            .window_max = 100.5,
+                            .pressure = 12.5});
     r.units->top.push_back({.unit = "/batch/job1", .cgroup = "/batch/job1", .cpu = 400});
     const json j = to_json(r);
     expect_conforms("GetLoading", j);
@@ -465,6 +466,10 @@ TEST(LoadingReportJson, UnitsRoundTripAndConform) {
     EXPECT_DOUBLE_EQ(back.units->top[0].system, 9.012);
     EXPECT_DOUBLE_EQ(back.units->top[0].window_max, 100.5);
     EXPECT_DOUBLE_EQ(back.units->top[1].cpu, 400);
+    ASSERT_TRUE(back.units->top[0].pressure);
+    EXPECT_DOUBLE_EQ(*back.units->top[0].pressure, 12.5);
+    EXPECT_FALSE(j["units"]["top"][1].contains("pressure")) << "none where the kernel keeps none";
+    EXPECT_FALSE(back.units->top[1].pressure);
 
     // None on this machine: why, and no accounting.
     r.units = UnitLoading{.unavailable = "/sys/fs/cgroup: no cgroup2 tree"};
@@ -588,6 +593,117 @@ TEST(LoadingQueryJson, UnitsAreCheckedAgainstTheirRange) {
     const varlink::Method* m = iface->method("GetLoading");
     ASSERT_NE(m, nullptr);
     EXPECT_FALSE(iface->check(*m->input, to_json(LoadingQuery{.units = 5}), Extra::Reject));
+}
+
+// ---- Tasks ----
+
+TEST(LoadingReportJson, TasksRoundTripAndConform) {
+    LoadingReport r = machine_only();
+    r.tasks = TaskLoading{.seconds = 1.00049, .count = 812, .processes = 190, .top = {}};
+    r.tasks->top.push_back({.pid = 42,
+                            .tid = 43,
+                            .comm = "worker",
+                            .cpu = 3,
+                            .load = 99.51234,
+                            .user = 90.5,
+                            .system = 9.01234,
+                            .cgroup = "/system.slice/nginx.service",
+                            .unit = "nginx.service"});
+    r.tasks->top.push_back({.pid = 2, .tid = 2, .comm = "kthreadd", .cpu = 0, .load = 1});
+    const json j = to_json(r);
+    expect_conforms("GetLoading", j);
+    EXPECT_EQ(j["tasks"]["top"][0]["cpu"], 3) << "the CPU, as the issue's scripts expect";
+    EXPECT_EQ(j["tasks"]["top"][0]["load"], 99.512);
+    EXPECT_FALSE(j["tasks"]["top"][1].contains("unit")) << "none for the root cgroup";
+    const LoadingReport back = loading_from_json(j);
+    ASSERT_TRUE(back.tasks);
+    EXPECT_DOUBLE_EQ(back.tasks->seconds, 1.0);
+    EXPECT_EQ(back.tasks->count, 812u);
+    EXPECT_EQ(back.tasks->processes, 190u);
+    ASSERT_EQ(back.tasks->top.size(), 2u);
+    EXPECT_EQ(back.tasks->top[0].pid, 42);
+    EXPECT_EQ(back.tasks->top[0].tid, 43);
+    EXPECT_EQ(back.tasks->top[0].comm, "worker");
+    EXPECT_EQ(back.tasks->top[0].cpu, 3);
+    EXPECT_DOUBLE_EQ(back.tasks->top[0].system, 9.012);
+    EXPECT_EQ(back.tasks->top[0].unit, "nginx.service");
+    EXPECT_EQ(back.tasks->top[0].cgroup, "/system.slice/nginx.service");
+    EXPECT_EQ(back.tasks->top[1].unit, "");
+
+    r.tasks = TaskLoading{.unavailable = "/proc: No such file or directory"};
+    const json none = to_json(r);
+    expect_conforms("GetLoading", none);
+    EXPECT_EQ(loading_from_json(none).tasks->unavailable, "/proc: No such file or directory");
+    EXPECT_FALSE(to_json(machine_only()).contains("tasks"));
+    EXPECT_FALSE(loading_from_json(to_json(machine_only())).tasks);
+}
+
+TEST(LoadingReportJson, TasksOfAConfusedPeerAreSkippedNotTrusted) {
+    json j = to_json(machine_only());
+    j["tasks"] =
+        json{{"interval", -1},
+             {"count", "many"},
+             {"top",
+              json::array(
+                  {json(7), json{{"pid", 1}, {"tid", 1}}, json{{"pid", -1}, {"tid", 1}, {"cpu", 0}},
+                   json{{"pid", 1}, {"tid", 1LL << 40}, {"cpu", 0}},
+                   json{{"pid", 5}, {"tid", 6}, {"cpu", 1}, {"comm", 9}, {"load", "lots"}}})}};
+    const auto r = loading_from_json(j);
+    ASSERT_TRUE(r.tasks);
+    EXPECT_EQ(r.tasks->seconds, 0);
+    EXPECT_EQ(r.tasks->count, 0u);
+    ASSERT_EQ(r.tasks->top.size(), 1u) << "no CPU, a negative pid, a tid past an int: skipped";
+    EXPECT_EQ(r.tasks->top[0].tid, 6);
+    EXPECT_EQ(r.tasks->top[0].comm, "");
+    EXPECT_EQ(r.tasks->top[0].load, 0);
+}
+
+TEST(LoadingQueryJson, TasksAreCheckedAgainstTheirRange) {
+    EXPECT_EQ(loading_query_from_json(json{{"tasks", 3}}).tasks, 3);
+    EXPECT_EQ(to_json(LoadingQuery{.tasks = 3}), json({{"tasks", 3}}));
+    EXPECT_TRUE(check(loading_query_from_json(json{{"tasks", 100}})));
+    for (const json& bad : {json(-1), json(101), json(std::numeric_limits<std::uint64_t>::max())}) {
+        const auto r = check(loading_query_from_json(json{{"tasks", bad}}));
+        ASSERT_FALSE(r) << bad.dump();
+        EXPECT_EQ(r.error().status, Status::BadArg);
+        EXPECT_NE(r.error().message.find("tasks: "), std::string::npos) << r.error().message;
+        EXPECT_NE(r.error().message.find("1 to 100"), std::string::npos) << r.error().message;
+    }
+    const varlink::Interface* iface = varlink::builtin_interface(varlink::kMonitorInterface);
+    ASSERT_NE(iface, nullptr);
+    const varlink::Method* m = iface->method("GetLoading");
+    ASSERT_NE(m, nullptr);
+    EXPECT_FALSE(iface->check(*m->input, to_json(LoadingQuery{.tasks = 5}), Extra::Reject));
+}
+
+TEST(LoadingQueryJson, ARangeIsReadAndCheckedAndWhatTheHistoryLacksIsRefused) {
+    const auto q = loading_query_from_json(json{{"since", 1'000'000}, {"until", 2'000'000}});
+    EXPECT_EQ(q.since, 1'000'000);
+    EXPECT_EQ(q.until, 2'000'000);
+    EXPECT_TRUE(q.ranged());
+    EXPECT_TRUE(check(q));
+    EXPECT_EQ(to_json(q), json({{"since", 1'000'000}, {"until", 2'000'000}}));
+    EXPECT_FALSE(loading_query_from_json(json::object()).ranged());
+    EXPECT_EQ(
+        loading_query_from_json(json{{"until", std::numeric_limits<std::uint64_t>::max()}}).until,
+        std::numeric_limits<std::int64_t>::max());
+    auto refused = [](const LoadingQuery& bad, const char* says) {
+        const auto r = check(bad);
+        ASSERT_FALSE(r) << says;
+        EXPECT_EQ(r.error().status, Status::BadArg);
+        EXPECT_NE(r.error().message.find(says), std::string::npos) << r.error().message;
+    };
+    refused(LoadingQuery{.since = 5, .until = 4}, "ends (4) before it begins (5)");
+    refused(LoadingQuery{.since = -1}, "before 1970");
+    refused(LoadingQuery{.units = 3, .since = 1}, "not the units");
+    refused(LoadingQuery{.context = true, .until = 1}, "not the units");
+    refused(LoadingQuery{.tasks = 1, .since = 1}, "not the units");
+    refused(LoadingQuery{.totals = true, .since = 1}, "the totals");
+    const varlink::Interface* iface = varlink::builtin_interface(varlink::kMonitorInterface);
+    ASSERT_NE(iface, nullptr);
+    const varlink::Method* m = iface->method("GetLoading");
+    ASSERT_NE(m, nullptr);
+    EXPECT_FALSE(iface->check(*m->input, to_json(q), Extra::Reject));
 }
 
 // A stream's records: the kept JSON of the last one, its numbers replaced, is exactly the new

@@ -142,6 +142,31 @@ TEST_F(V2Tree, UnitsAreTheLeavesBelowSlicesAndTheirTimeIsShared) {
     EXPECT_TRUE(u->top(0).empty());
 }
 
+// The listed units' CPU pressure, from their cpu.pressure (PSI's avg10), where the kernel
+// keeps one; a unit without the file, or with text that is not the kernel's, has none.
+TEST_F(V2Tree, TheListedUnitsPressure) {
+    auto u = UnitUsage::open(root(), 60);
+    ASSERT_TRUE(u) << u.error().to_string();
+    write_file(root() / "system.slice/a.service/cpu.pressure",
+               "some avg10=37.50 avg60=10.00 avg300=2.00 total=4000000\n"
+               "full avg10=1.00 avg60=0.00 avg300=0.00 total=10\n");
+    write_file(root() / "batch/job1/cpu.pressure", "some avg10=lots\n");
+    ASSERT_TRUE(u->sample(t0_));
+    set("system.slice/a.service", 1'500'000, 1'200'000, 300'000);
+    set("batch/job1", 2'000'000, 2'000'000, 0);
+    set("user.slice/user-1000.slice/user@1000.service", 70'000, 60'000, 10'000);
+    ASSERT_TRUE(u->sample(t0_ + 1s));
+    const auto top = u->top(10);
+    ASSERT_EQ(top.size(), 3u);
+    EXPECT_EQ(top[1].unit, "a.service");
+    ASSERT_TRUE(top[1].pressure);
+    EXPECT_DOUBLE_EQ(*top[1].pressure, 37.5);
+    EXPECT_EQ(top[0].unit, "/batch/job1");
+    EXPECT_FALSE(top[0].pressure) << "not the kernel's text";
+    EXPECT_EQ(top[2].unit, "user@1000.service");
+    EXPECT_FALSE(top[2].pressure) << "no file";
+}
+
 TEST_F(V2Tree, TheWindowCoversItsIntervalsAndTheBusiestOfThem) {
     auto u = UnitUsage::open(root(), 3);
     ASSERT_TRUE(u) << u.error().to_string();

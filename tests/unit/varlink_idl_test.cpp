@@ -310,9 +310,9 @@ TEST(VarlinkIdlBuiltin, MonitorInterface) {
                                      "ResetCounters", "ReadCounters", "StopCounters",
                                      "GetStandingCounters", "Profile", "WatchOverflows"}));
     EXPECT_NE(iface->error("InvalidMessage"), nullptr);
-    for (auto e :
-         {"PerfRunning", "PerfNotRunning", "NoSuchEvent", "PermissionDenied", "NoPmu",
-          "NoSuchTarget", "InvalidRequest", "CounterFailure", "NoSuchSession", "LimitExceeded"}) {
+    for (auto e : {"PerfRunning", "PerfNotRunning", "NoSuchEvent", "PermissionDenied", "NoPmu",
+                   "NoSuchTarget", "InvalidRequest", "CounterFailure", "NoSuchSession",
+                   "LimitExceeded", "NoHistory"}) {
         EXPECT_NE(iface->error(e), nullptr) << e;
     }
     EXPECT_EQ(iface->method("NoSuchMethod"), nullptr);
@@ -322,12 +322,17 @@ TEST(VarlinkIdlBuiltin, MonitorInterface) {
     ASSERT_NE(get_loading, nullptr);
     EXPECT_EQ(get_loading->name, "GetLoading");
     ASSERT_EQ(get_loading->input->kind, K::Struct);
-    ASSERT_EQ(get_loading->input->fields.size(), 6u);
+    ASSERT_EQ(get_loading->input->fields.size(), 9u);
     EXPECT_EQ(get_loading->input->fields[2].name, "states");
     EXPECT_EQ(get_loading->input->fields[3].name, "totals");
     EXPECT_EQ(get_loading->input->fields[4].name, "units");
     EXPECT_EQ(get_loading->input->fields[5].name, "context");
     EXPECT_EQ(get_loading->input->fields[4].type->element->kind, K::Int);
+    EXPECT_EQ(get_loading->input->fields[6].name, "tasks");
+    EXPECT_EQ(get_loading->input->fields[6].type->element->kind, K::Int);
+    EXPECT_EQ(get_loading->input->fields[7].name, "since");
+    EXPECT_EQ(get_loading->input->fields[8].name, "until");
+    EXPECT_EQ(get_loading->input->fields[8].type->element->kind, K::Int);
     EXPECT_EQ(get_loading->input->fields[0].name, "per_cpu");
     EXPECT_EQ(get_loading->input->fields[0].type->kind, K::Maybe);
     EXPECT_EQ(get_loading->input->fields[0].type->element->kind, K::Bool);

@@ -11,7 +11,9 @@ overlay, with systemd as PID 1 and an i6300esb watchdog (-watchdog-action powero
              status and loading, the exporter's /metrics, a MON program built against
              libmonitord-dev with pkg-config), run as autopkgtest runs them, or by autopkgtest
              itself (its null runner) with --autopkgtest-runner, 100 s more under TCG; then
-             the watchdog named in monitord.conf and armed
+             the watchdog named in monitord.conf and armed, with a timeout of 60 s through
+             access, exporter and reload (their tools keep a TCG CPU busy for seconds; the
+             longest gap between pets is printed), and of 10 s, the default, from stop on
   spin       spinning probes beside a busy unit with CPUWeight= on cpu1: placed in
              monitord.slice (CPUWeight=idle), the unit keeps 98.5 % of the CPU it had alone,
              and the probe source reads cpu1 at least 95 % busy

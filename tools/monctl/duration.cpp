@@ -13,14 +13,10 @@
 #include "monitor/runtime/counter_run.hpp"
 
 namespace monctl {
-namespace {
 
 using monitor::Result;
 using monitor::Status;
 
-// The decimal number that `text` starts with ("1.5", "250", ".5": digits and at most one
-// point, no sign or exponent) and what follows it; nullopt when there is none. Read by hand:
-// strtod follows the locale's decimal point, and libc++ has no floating-point from_chars.
 std::optional<std::pair<double, std::string_view>> leading_decimal(std::string_view text) {
     const std::size_t length = std::min(text.find_first_not_of("0123456789."), text.size());
     const std::string_view number = text.substr(0, length);
@@ -43,8 +39,6 @@ std::optional<std::pair<double, std::string_view>> leading_decimal(std::string_v
     }
     return std::pair{value, text.substr(length)};
 }
-
-}  // namespace
 
 Result<std::int64_t> parse_duration_ms(const std::string& text) {
     const auto number = leading_decimal(text);

@@ -2,7 +2,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "monitor/status.hpp"
 
@@ -12,5 +15,10 @@ namespace monctl {
 // sign or exponent) and a unit (s, ms, m or min, h; none: seconds), from 1 ms to
 // monitor::kMaxCountingDuration. BADARG naming the text otherwise.
 monitor::Result<std::int64_t> parse_duration_ms(const std::string& text);
+
+// The decimal number that `text` starts with ("1.5", "250", ".5": digits and at most one
+// point, no sign or exponent) and what follows it; nullopt when there is none. Read by hand:
+// strtod follows the locale's decimal point, and libc++ has no floating-point from_chars.
+std::optional<std::pair<double, std::string_view>> leading_decimal(std::string_view text);
 
 }  // namespace monctl

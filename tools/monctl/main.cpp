@@ -18,6 +18,7 @@
 #include "monitor/protocol/monitor_messages.hpp"
 #include "monitord-config.h"
 #include "perf_commands.hpp"
+#include "timestamp.hpp"
 #include "top_command.hpp"
 #include "views.hpp"
 
@@ -37,6 +38,9 @@ struct Options {
     bool watch = false;
     std::int64_t units = 0;  // --units N
     bool context = false;
+    std::int64_t tasks = 0;  // --tasks N
+    std::string since;       // --since, --until: journalctl's times
+    std::string until;
 };
 
 int report(const monitor::Error& e) {
@@ -82,11 +86,13 @@ int cmd_loading(const Options& o) {
         std::fprintf(stderr, "monctl: --json and --csv exclude each other; choose one\n");
         return kExitUsage;
     }
-    if (o.csv && (o.units > 0 || o.context)) {
+    if (o.csv && (o.units > 0 || o.context || o.tasks > 0)) {
         std::fprintf(stderr,
                      "monctl: --csv writes the loading's table; the %s are shown in the table "
                      "view and in --json\n",
-                     o.units > 0 ? "units (--units)" : "CPUs' context (--context)");
+                     o.units > 0 ? "units (--units)"
+                     : o.context ? "CPUs' context (--context)"
+                                 : "tasks (--tasks)");
         return kExitUsage;
     }
     if (o.csv && o.history && o.states) {
@@ -95,13 +101,55 @@ int cmd_loading(const Options& o) {
                      "(--states), not both\n");
         return kExitUsage;
     }
+    // A range of the history: read once, from the daemon's disk.
+    std::optional<std::pair<monctl::WallTime, monctl::WallTime>> range;
+    if (!o.since.empty() || !o.until.empty()) {
+        if (o.watch || o.units > 0 || o.context || o.tasks > 0) {
+            std::fprintf(stderr,
+                         "monctl: --since and --until read the history, which keeps the loading "
+                         "and the states; not with %s\n",
+                         o.watch       ? "--watch"
+                         : o.units > 0 ? "--units"
+                         : o.context   ? "--context"
+                                       : "--tasks");
+            return kExitUsage;
+        }
+        const auto now = std::chrono::system_clock::now();
+        auto since = o.since.empty() ? monitor::Result<monctl::WallTime>{monctl::WallTime{}}
+                                     : monctl::parse_timestamp(o.since, now);
+        if (!since) {
+            std::fprintf(stderr, "monctl: --since: %s\n", since.error().message.c_str());
+            return kExitUsage;
+        }
+        auto until = o.until.empty() ? monitor::Result<monctl::WallTime>{now}
+                                     : monctl::parse_timestamp(o.until, now);
+        if (!until) {
+            std::fprintf(stderr, "monctl: --until: %s\n", until.error().message.c_str());
+            return kExitUsage;
+        }
+        if (*until < *since) {
+            std::fprintf(stderr, "monctl: --until (%s) is before --since (%s)\n", o.until.c_str(),
+                         o.since.c_str());
+            return kExitUsage;
+        }
+        range = std::pair{*since, *until};
+    }
     auto c = connect(o);
     if (!c) return report(c.error());
     monitor::LoadingQuery q{.per_cpu = o.per_cpu,
                             .history = o.history,
                             .states = o.states,
                             .units = o.units,
-                            .context = o.context};
+                            .context = o.context,
+                            .tasks = o.tasks};
+    if (range) {
+        auto us = [](monctl::WallTime t) {
+            return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch())
+                .count();
+        };
+        if (!o.since.empty()) q.since = us(range->first);
+        q.until = us(range->second);
+    }
     bool first = true;
     auto show = [&](const monitor::LoadingReport& r) {
         if (o.json) {
@@ -118,11 +166,17 @@ int cmd_loading(const Options& o) {
                               : monctl::format_loading_csv(r, first);
         } else {
             if (o.watch && ::isatty(STDOUT_FILENO)) text += "\x1b[H\x1b[2J";  // redraw in place
+            if (range) text += monctl::format_range(r, range->first, range->second);
+            if (range && !r.timestamp) {
+                std::cout << text << std::flush;
+                return static_cast<bool>(std::cout);
+            }
             if (o.history) text += monctl::format_history(r);
             if (o.states) text += (o.history ? "\n" : "") + monctl::format_states(r);
             if (!o.history && !o.states) text += monctl::format_loading(r);
             if (o.units > 0) text += "\n" + monctl::format_units(r);
             if (o.context) text += "\n" + monctl::format_context(r);
+            if (o.tasks > 0) text += "\n" + monctl::format_tasks(r);
             if (o.watch) text += '\n';
         }
         first = false;
@@ -136,12 +190,17 @@ int cmd_loading(const Options& o) {
     }
     auto reply = c->call(monitor::protocol::method::GetLoading, q);
     if (!reply) return report(reply.error());
-    // The daemon samples the context while it is asked for: a first request starts it, and
-    // its rates come two seconds later. Asked again until they do (at most 3 s).
-    for (int tries = 0;
-         o.context && tries < 3 && reply->context && reply->context->unavailable.empty() &&
-         (!reply->context->sample || reply->context->sample->seconds <= 0);
-         ++tries) {
+    // The daemon samples the context and the tasks while they are asked for: a first request
+    // starts it, and their figures come two seconds later. Asked again until they do (at
+    // most 3 s).
+    auto pending = [&](const monitor::LoadingReport& r) {
+        const bool context = o.context && r.context && r.context->unavailable.empty() &&
+                             (!r.context->sample || r.context->sample->seconds <= 0);
+        const bool tasks =
+            o.tasks > 0 && r.tasks && r.tasks->unavailable.empty() && r.tasks->seconds <= 0;
+        return context || tasks;
+    };
+    for (int tries = 0; tries < 3 && pending(*reply); ++tries) {
         std::this_thread::sleep_for(std::chrono::seconds(1));
         reply = c->call(monitor::protocol::method::GetLoading, q);
         if (!reply) return report(reply.error());
@@ -266,6 +325,20 @@ int run(int argc, char** argv) {
     loading->add_flag("--context", o.context,
                       "Add the CPUs' context: runnable and waiting tasks, CPU pressure (PSI), "
                       "the clock, interrupts and softirqs by source; per CPU with --per-cpu");
+    loading
+        ->add_option("-t,--tasks", o.tasks,
+                     "Add each CPU's N busiest tasks (3 without N): threads' CPU time over the "
+                     "last second, from the kernel's per-task accounting, in percent of one CPU")
+        ->expected(0, 1)
+        ->default_str("3")
+        ->type_name("N")
+        ->check(CLI::Range(std::int64_t{1}, monitor::kMaxTasksListed));
+    loading->add_option("--since", o.since,
+                        "Read the history on disk from this time instead of the window: "
+                        "\"03:00\", \"yesterday\", \"-2h\", \"2026-12-01 03:00:00\" "
+                        "(journalctl's formats, systemd.time(7))");
+    loading->add_option("--until", o.until,
+                        "Read the history on disk up to this time (default now), as --since");
     loading->add_flag("--csv", o.csv, "Comma-separated values with a time column");
     loading->add_flag("-w,--watch", o.watch,
                       "Show the figures again after every sample, until interrupted");

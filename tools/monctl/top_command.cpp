@@ -45,16 +45,18 @@ std::string first_line(const std::string& s) {
 
 // Everything one interval shows, in three calls (the units and the CPUs' context asked for
 // whether shown or not: the daemon has them at hand, and the context's rates need a reading
-// a second before).
-Result<top::Snapshot> fetch(DaemonClient& c) {
+// a second before; the tasks only while their pane is shown, since they cost the daemon a
+// read of every process).
+Result<top::Snapshot> fetch(DaemonClient& c, bool tasks) {
     auto status = c.call(monitor::protocol::method::GetStatus);
     if (!status) return std::unexpected(status.error());
-    auto loading =
-        c.call(monitor::protocol::method::GetLoading, monitor::LoadingQuery{.per_cpu = true,
-                                                                            .history = true,
-                                                                            .states = true,
-                                                                            .units = top::kTopUnits,
-                                                                            .context = true});
+    auto loading = c.call(monitor::protocol::method::GetLoading,
+                          monitor::LoadingQuery{.per_cpu = true,
+                                                .history = true,
+                                                .states = true,
+                                                .units = top::kTopUnits,
+                                                .context = true,
+                                                .tasks = tasks ? top::kTopTasksPerCpu : 0});
     if (!loading) return std::unexpected(loading.error());
     auto counters = c.call_unless(monitor::protocol::method::ReadCounters, "PerfNotRunning");
     if (!counters) return std::unexpected(counters.error());
@@ -119,7 +121,7 @@ int live(DaemonClient client, top::TopModel& model, top::FrameOptions fo,
                     c->set_timeout(kCallTimeout);
                     link.emplace(std::move(*c));
                 }
-                auto snapshot = fetch(*link);
+                auto snapshot = fetch(*link, model.tasks());
                 if (snapshot) {
                     model.update(std::move(*snapshot));
                     break;
@@ -158,7 +160,7 @@ int run_top(const TopOptions& o) {
     if (!c) return report(c.error());
     c->set_timeout(kCallTimeout);
     top::TopModel model;
-    auto snapshot = fetch(*c);
+    auto snapshot = fetch(*c, false);
     if (!snapshot) return report(snapshot.error());
     model.update(std::move(*snapshot));
     if (o.once) {

@@ -417,8 +417,12 @@ void unit_lines(const monitor::UnitLoading& units, const FrameOptions& o, std::s
         return;
     }
     if (max_lines < 2) return;  // no room for a unit below the heading
-    // The name takes what the five figures leave.
-    const int name = std::max(8, o.width - 5 * kFigureWidth - 1);
+    // A sixth figure, the pressure, where the kernel keeps one per unit (cgroup2 with PSI).
+    const bool pressure = std::ranges::any_of(
+        units.top, [](const monitor::UnitLoad& u) { return u.pressure.has_value(); });
+    const int figures = pressure ? 6 : 5;
+    // The name takes what the figures leave.
+    const int name = std::max(8, o.width - figures * kFigureWidth - 1);
     LineBuilder h(o.width, o.utf8);
     h.text(fmt::format("UNIT ({} of {})", std::min(units.top.size(), max_lines - 1), units.count),
            Style::Heading);
@@ -426,6 +430,7 @@ void unit_lines(const monitor::UnitLoading& units, const FrameOptions& o, std::s
     h.text(fmt::format("{:>{}}{:>{}}{:>{}}{:>{}}{:>{}}", "last", kFigureWidth, "user", kFigureWidth,
                        "sys", kFigureWidth, "avg", kFigureWidth, "max", kFigureWidth),
            Style::Heading);
+    if (pressure) h.text(fmt::format("{:>{}}", "psi10", kFigureWidth), Style::Heading);
     out.push_back(h.take());
     for (std::size_t i = 0; i + 1 < max_lines && i < units.top.size(); ++i) {
         const auto& u = units.top[i];
@@ -436,8 +441,74 @@ void unit_lines(const monitor::UnitLoading& units, const FrameOptions& o, std::s
                Style::Plain);
         b.pad_to(name + 1);
         b.text(figure(u.cpu) + figure(u.user) + figure(u.system) + figure(u.window_avg) +
-                   figure(u.window_max),
+                   figure(u.window_max) + (pressure ? figure(u.pressure) : std::string{}),
                Style::Plain);
+        out.push_back(b.take());
+    }
+}
+
+// Each CPU's busiest tasks in the pane's order, as many as `max_lines` leaves room for after
+// the heading; or a line saying why there are none yet.
+void task_lines(const TopModel& m, const FrameOptions& o, std::size_t max_lines,
+                std::vector<Line>& out) {
+    if (max_lines == 0) return;
+    const auto* snapshot = m.snapshot();
+    const auto* tasks =
+        snapshot != nullptr && snapshot->loading.tasks ? &*snapshot->loading.tasks : nullptr;
+    const auto rows = m.task_rows();
+    auto say = [&](const std::string& text) {
+        LineBuilder b(o.width, o.utf8);
+        b.text(text, Style::Dim);
+        out.push_back(b.take());
+    };
+    if (tasks == nullptr) return say("tasks: asked for; the daemon's first figures come in 2 s");
+    if (!tasks->unavailable.empty()) return say("tasks: " + tasks->unavailable);
+    if (tasks->seconds <= 0) return say("tasks: the daemon reads them from its next second on");
+    if (rows.empty()) {
+        return say(fmt::format("tasks: none of the {} threads had CPU time in the last second",
+                               tasks->count));
+    }
+    if (max_lines < 2) return;
+    // cpu, pid, tid and the name keep their widths; the unit takes what the figures leave.
+    constexpr int kId = 8;
+    constexpr int kComm = 16;
+    const int fixed = 4 + 2 * kId + 1 + kComm + 1;
+    const int unit = std::max(4, o.width - fixed - 3 * kFigureWidth - 1);
+    // The column the pane is ordered by has its title in capitals, as htop marks it.
+    const auto sort = m.task_sort();
+    auto title = [&](TaskSort column, std::string_view name) {
+        std::string t{name};
+        if (column == sort)
+            std::ranges::transform(t, t.begin(), [](char c) {
+                return static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
+            });
+        return t;
+    };
+    LineBuilder h(o.width, o.utf8);
+    h.text(fmt::format("{:>4}{:>{}}{:>{}} {:<{}} ", title(TaskSort::Cpu, "cpu"),
+                       title(TaskSort::Pid, "pid"), kId, "tid", kId, title(TaskSort::Name, "comm"),
+                       kComm),
+           Style::Heading);
+    const std::string what = fmt::format("{} ({} of {})", title(TaskSort::Unit, "unit"),
+                                         std::min(rows.size(), max_lines - 1), tasks->count);
+    h.text(what.substr(0, static_cast<std::size_t>(unit)), Style::Heading);
+    h.pad_to(fixed + unit + 1, Style::Heading);
+    h.text(fmt::format("{:>{}}{:>{}}{:>{}}", title(TaskSort::Load, "load"), kFigureWidth, "user",
+                       kFigureWidth, "sys", kFigureWidth),
+           Style::Heading);
+    out.push_back(h.take());
+    for (std::size_t i = 0; i + 1 < max_lines && i < rows.size(); ++i) {
+        const auto& t = *rows[i];
+        LineBuilder b(o.width, o.utf8);
+        b.text(fmt::format("{:>4}{:>{}}{:>{}} ", t.cpu, t.pid, kId, t.tid, kId), Style::Plain);
+        b.text(t.comm, Style::Plain);  // a thread names itself: LineBuilder shows no control
+        b.pad_to(fixed);
+        const auto cells = static_cast<std::size_t>(unit);
+        const std::string name = t.unit.empty() ? std::string{"-"} : t.unit;
+        b.text(name.size() > cells ? "~" + name.substr(name.size() - cells + 1) : name,
+               Style::Plain);
+        b.pad_to(fixed + unit + 1);
+        b.text(figure(t.load) + figure(t.user) + figure(t.system), Style::Plain);
         out.push_back(b.take());
     }
 }
@@ -455,8 +526,8 @@ Line footer_line(const TopModel& m, const Frame& f, const FrameOptions& o) {
                     : fmt::format("cpu {}-{} of {}", f.rows > 0 && f.page > 0 ? f.first_row + 1 : 0,
                                   f.first_row + std::min(f.page, f.rows), f.rows);
     b.text(where, Style::Dim);
-    b.text(fmt::format("   q quit  h help  s source  o order  u units  c context  {} PgUp PgDn "
-                       "Home End",
+    b.text(fmt::format("   q quit  h help  s source  o order  u units  t tasks  c context  {} "
+                       "PgUp PgDn Home End",
                        o.utf8 ? "↑↓" : "Up Down"),
            Style::Dim);
     return b.take();
@@ -475,7 +546,7 @@ void help_lines(const FrameOptions& o, std::vector<Line>& out) {
     line("  h  ?  F1            this help; any other key takes it away");
     line("  s                   the next source: procstat (/proc/stat, by state) or probe");
     line("  o                   order the CPUs by number, or by the last second's load");
-    line("  u  c                the busiest systemd units; each CPU's context; or not");
+    line("  u  t  c  < >        busiest units, or tasks (< > their order); CPU context");
     line(o.utf8 ? "  ↑ ↓  k j            scroll a row" : "  Up Down  k j        scroll a row");
     line("  PgUp PgDn Space     scroll a page; Home End g G: the first or the last page");
     line("Columns", Style::Heading);
@@ -606,7 +677,15 @@ Frame build_frame(const TopModel& m, const FrameOptions& o) {
                       o.height == 0 ? events + 1 : static_cast<std::size_t>(std::max(room, 0)),
                       f.lines);
     }
-    if (snapshot != nullptr && snapshot->loading.units && m.units()) {
+    if (m.tasks()) {
+        // In the units' place, with as much room.
+        const int room = o.height - static_cast<int>(f.lines.size()) - 2 - 1 - 5;
+        const std::size_t all = snapshot != nullptr && snapshot->loading.tasks
+                                    ? snapshot->loading.tasks->top.size()
+                                    : 0;
+        task_lines(m, o, o.height == 0 ? all + 1 : static_cast<std::size_t>(std::max(room, 0)),
+                   f.lines);
+    } else if (snapshot != nullptr && snapshot->loading.units && m.units()) {
         // As the counters: the CPUs keep at least five rows below.
         const int room = o.height - static_cast<int>(f.lines.size()) - 2 - 1 - 5;
         unit_lines(*snapshot->loading.units, o,

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <string_view>
+#include <utility>
 
 #include "views.hpp"
 
@@ -45,6 +47,63 @@ std::vector<EventRate> rates_of(const monitor::protocol::CounterReport& now,
 
 std::string_view sort_name(SortOrder s) {
     return s == SortOrder::Cpu ? "cpu" : "load";
+}
+
+std::string_view task_sort_name(TaskSort s) {
+    switch (s) {
+        case TaskSort::Load:
+            return "load";
+        case TaskSort::Cpu:
+            return "cpu";
+        case TaskSort::Pid:
+            return "pid";
+        case TaskSort::Name:
+            return "name";
+        case TaskSort::Unit:
+            return "unit";
+    }
+    return "load";
+}
+
+std::vector<const monitor::TaskLoad*> TopModel::task_rows() const {
+    std::vector<const monitor::TaskLoad*> out;
+    if (!snapshot_ || !snapshot_->loading.tasks) return out;
+    for (const auto& t : snapshot_->loading.tasks->top) out.push_back(&t);
+    // The chosen column first, then the busiest, then by thread id: one order, whatever the
+    // reply's.
+    auto busiest = [](const monitor::TaskLoad* a, const monitor::TaskLoad* b) {
+        if (a->load != b->load) return a->load > b->load;
+        return a->tid < b->tid;
+    };
+    auto by = [&](auto key) {
+        std::ranges::sort(out, [&](const monitor::TaskLoad* a, const monitor::TaskLoad* b) {
+            const auto ka = key(*a);
+            const auto kb = key(*b);
+            if (ka != kb) return ka < kb;
+            return busiest(a, b);
+        });
+    };
+    switch (task_sort_) {
+        case TaskSort::Load:
+            std::ranges::sort(out, busiest);
+            break;
+        case TaskSort::Cpu:
+            by([](const monitor::TaskLoad& t) { return t.cpu; });
+            break;
+        case TaskSort::Pid:
+            by([](const monitor::TaskLoad& t) { return t.pid; });
+            break;
+        case TaskSort::Name:
+            by([](const monitor::TaskLoad& t) { return std::string_view{t.comm}; });
+            break;
+        case TaskSort::Unit:
+            // Tasks of no unit (the kernel's threads) after those of one.
+            by([](const monitor::TaskLoad& t) {
+                return std::pair{t.unit.empty(), std::string_view{t.unit}};
+            });
+            break;
+    }
+    return out;
 }
 
 void TopModel::update(Snapshot snapshot) {
@@ -150,6 +209,15 @@ bool TopModel::apply(Action a, int page) {
         case Action::ToggleContext:
             context_ = !context_;
             break;
+        case Action::ToggleTasks:
+            tasks_ = !tasks_;
+            break;
+        case Action::NextTaskSort:
+        case Action::PrevTaskSort: {
+            const int step = a == Action::NextTaskSort ? 1 : kTaskSorts - 1;
+            task_sort_ = static_cast<TaskSort>((static_cast<int>(task_sort_) + step) % kTaskSorts);
+            break;
+        }
         case Action::Up:
             scroll_ = std::max(0, scroll_ - 1);
             break;

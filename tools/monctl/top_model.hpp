@@ -16,13 +16,16 @@
 
 namespace monctl::top {
 
-// How many of the busiest units an interval asks for.
+// How many of the busiest units an interval asks for; of each CPU's busiest tasks, while the
+// task pane is shown.
 inline constexpr std::int64_t kTopUnits = 10;
+inline constexpr std::int64_t kTopTasksPerCpu = 3;
 
 // What the daemon said in one interval.
 struct Snapshot {
     monitor::protocol::DaemonStatus status;
-    // With per_cpu, history, states and the kTopUnits busiest units.
+    // With per_cpu, history, states, the kTopUnits busiest units, the context, and each CPU's
+    // kTopTasksPerCpu busiest tasks while the task pane is shown.
     monitor::LoadingReport loading;
     // nullopt when no counter session runs (ReadCounters said PerfNotRunning).
     std::optional<monitor::protocol::CounterReport> counters;
@@ -31,6 +34,12 @@ struct Snapshot {
 enum class SortOrder { Cpu, Load };
 std::string_view sort_name(SortOrder s);  // "cpu", "load"
 
+// The task pane's order, as htop's columns: the load (busiest first), then by CPU, pid, name
+// (comm) or unit; each with the load, then the thread id, breaking ties.
+enum class TaskSort { Load, Cpu, Pid, Name, Unit };
+inline constexpr int kTaskSorts = 5;
+std::string_view task_sort_name(TaskSort s);  // "load", "cpu", "pid", "name", "unit"
+
 // What a key asks for.
 enum class Action {
     Quit,
@@ -38,6 +47,9 @@ enum class Action {
     ToggleSort,     // o
     ToggleUnits,    // u
     ToggleContext,  // c
+    ToggleTasks,    // t: the task pane in place of the units'
+    NextTaskSort,   // >
+    PrevTaskSort,   // <
     Up,
     Down,
     PageUp,
@@ -90,6 +102,12 @@ class TopModel {
     SortOrder sort() const { return sort_; }
     // Whether the busiest systemd units are shown above the CPUs (when the daemon has them).
     bool units() const { return units_; }
+    // Whether the task pane (each CPU's busiest tasks) is shown, in place of the units; the
+    // tasks are asked for only then (the daemon samples them only while asked).
+    bool tasks() const { return tasks_; }
+    TaskSort task_sort() const { return task_sort_; }
+    // The tasks of the last interval in the pane's order; empty without them.
+    std::vector<const monitor::TaskLoad*> task_rows() const;
     // Whether each CPU's context (waiting tasks, clock, interrupts) is shown in its row.
     bool context() const { return context_; }
     // The CPUs' context of the last interval: nullptr until the daemon has read it once.
@@ -121,6 +139,8 @@ class TopModel {
     SortOrder sort_ = SortOrder::Cpu;
     bool units_ = true;
     bool context_ = false;
+    bool tasks_ = false;
+    TaskSort task_sort_ = TaskSort::Load;
     bool help_ = false;
     int scroll_ = 0;
     std::vector<EventRate> rates_;

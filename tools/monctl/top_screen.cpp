@@ -81,6 +81,15 @@ std::optional<Action> action_of(int key) {
         case 'c':
         case 'C':
             return Action::ToggleContext;
+        case 't':
+        case 'T':
+            return Action::ToggleTasks;
+        case '>':
+        case '.':
+            return Action::NextTaskSort;
+        case '<':
+        case ',':
+            return Action::PrevTaskSort;
         case KEY_UP:
         case 'k':
             return Action::Up;

@@ -3,11 +3,34 @@
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <ctime>
 
+#include "perf_views.hpp"
+
 namespace monctl {
 namespace {
+
+// `s` with what would drive the terminal replaced by '?': C0 controls, DEL, and C1 controls
+// (UTF-8's U+0080 to U+009F). A thread names itself as it likes (prctl PR_SET_NAME).
+std::string printable(std::string_view s) {
+    std::string out;
+    out.reserve(s.size());
+    for (std::size_t i = 0; i < s.size(); ++i) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        const auto next = i + 1 < s.size() ? static_cast<unsigned char>(s[i + 1]) : 0;
+        if (c < 0x20 || c == 0x7F) {
+            out += '?';
+        } else if (c == 0xC2 && next >= 0x80 && next <= 0x9F) {
+            out += '?';
+            ++i;
+        } else {
+            out += static_cast<char>(c);
+        }
+    }
+    return out;
+}
 
 std::vector<std::string> source_names(const monitor::LoadingReport& r) {
     std::vector<std::string> names;
@@ -265,6 +288,30 @@ std::string format_loading(const monitor::LoadingReport& r) {
     return out;
 }
 
+std::string format_range(const monitor::LoadingReport& r,
+                         std::chrono::system_clock::time_point since,
+                         std::chrono::system_clock::time_point until) {
+    const auto today = fmt::localtime(std::time(nullptr));
+    auto when = [&](std::chrono::system_clock::time_point t) {
+        const auto tm = fmt::localtime(std::chrono::system_clock::to_time_t(t));
+        const bool same_day = tm.tm_year == today.tm_year && tm.tm_yday == today.tm_yday;
+        return same_day ? fmt::format("{:%H:%M:%S}", tm) : fmt::format("{:%Y-%m-%d %H:%M:%S}", tm);
+    };
+    const auto asked = std::chrono::duration_cast<std::chrono::seconds>(until - since).count();
+    if (!r.timestamp) {
+        return fmt::format("History from {} to {}: nothing kept of it\n", when(since), when(until));
+    }
+    // The seconds kept: the most any source measured (a gap is a second not kept).
+    std::size_t kept = 0;
+    for (const auto& l : r.machine) {
+        if (l.stats) kept = std::max(kept, l.stats->samples);
+    }
+    return fmt::format("History from {} to {} ({} s): {} s kept, the last at {}\n", when(since),
+                       when(until),
+                       format_count(static_cast<std::uint64_t>(std::max<std::int64_t>(asked, 0))),
+                       format_count(kept), when(*r.timestamp));
+}
+
 std::string format_history(const monitor::LoadingReport& r) {
     struct Column {
         std::string title;
@@ -424,15 +471,54 @@ std::string format_units(const monitor::LoadingReport& r) {
     std::size_t width = 4;
     for (const auto& l : u.top) width = std::max(width, l.unit.size());
     width = std::min<std::size_t>(width, 48);
-    out += fmt::format("{:<{}} {:>7} {:>7} {:>7} {:>7} {:>7}\n", "UNIT", width, "LAST", "USER",
-                       "SYS", "AVG", "MAX");
+    // PSI10: where the kernel keeps a pressure per unit (cgroup2 with PSI).
+    const bool pressure =
+        std::ranges::any_of(u.top, [](const auto& l) { return l.pressure.has_value(); });
+    out += fmt::format("{:<{}} {:>7} {:>7} {:>7} {:>7} {:>7}{}\n", "UNIT", width, "LAST", "USER",
+                       "SYS", "AVG", "MAX", pressure ? "   PSI10" : "");
     for (const auto& l : u.top) {
         // A name longer than the column keeps its end, where a unit's name is told apart.
         const std::string name =
             l.unit.size() > width ? "…" + l.unit.substr(l.unit.size() - width + 1) : l.unit;
-        out += fmt::format("{:<{}} {:7.1f} {:7.1f} {:7.1f} {:7.1f} {:7.1f}\n", name, width, l.cpu,
+        out += fmt::format("{:<{}} {:7.1f} {:7.1f} {:7.1f} {:7.1f} {:7.1f}", name, width, l.cpu,
                            l.user, l.system, l.window_avg, l.window_max);
+        if (pressure) {
+            out += l.pressure ? fmt::format(" {:7.2f}", *l.pressure) : fmt::format(" {:>7}", "-");
+        }
+        out += '\n';
     }
+    if (pressure) {
+        out += "PSI10: the share of the last 10 s some of the unit's tasks waited for a CPU, %\n";
+    }
+    return out;
+}
+
+std::string format_tasks(const monitor::LoadingReport& r) {
+    if (!r.tasks) return {};
+    const auto& t = *r.tasks;
+    if (!t.unavailable.empty()) return fmt::format("No tasks: {}\n", t.unavailable);
+    if (t.seconds <= 0 || !r.timestamp) {
+        return "No tasks yet: the daemon reads them from its next second on.\n";
+    }
+    auto when = std::chrono::system_clock::to_time_t(*r.timestamp);
+    std::string out = fmt::format(
+        "Busiest tasks of each CPU over the {:.1f} s to {:%H:%M:%S}, in percent of one CPU; "
+        "{} threads in {} processes\n",
+        t.seconds, fmt::localtime(when), t.count, t.processes);
+    if (t.top.empty()) return out + "No task had CPU time in that interval\n";
+    // The unit column as wide as its longest entry, within bounds; a dash for none.
+    std::size_t width = 4;
+    for (const auto& l : t.top) width = std::max(width, l.unit.size());
+    width = std::min<std::size_t>(width, 32);
+    out += fmt::format("{:>4} {:>8} {:>8} {:<16} {:<{}} {:>6} {:>6} {:>6}\n", "CPU", "PID", "TID",
+                       "COMM", "UNIT", width, "LOAD", "USER", "SYS");
+    for (const auto& l : t.top) {
+        std::string unit = l.unit.empty() ? std::string{"-"} : printable(l.unit);
+        if (unit.size() > width) unit = "…" + unit.substr(unit.size() - width + 1);
+        out += fmt::format("{:>4} {:>8} {:>8} {:<16} {:<{}} {:6.1f} {:6.1f} {:6.1f}\n", l.cpu,
+                           l.pid, l.tid, printable(l.comm), unit, width, l.load, l.user, l.system);
+    }
+    out += "CPU: the one each task ran on last, where its time of the interval is counted\n";
     return out;
 }
 

@@ -23,6 +23,12 @@ std::string format_watchdog(const std::optional<monitor::protocol::WatchdogInfo>
 // A table: one row for the machine (and one per CPU when present), and for each source the
 // load over the last second, the window's average, minimum and maximum.
 std::string format_loading(const monitor::LoadingReport& report);
+// The line that says which stretch of the history a ranged report (--since/--until) is of:
+// "History from 03:00:00 to 04:00:00 (3,600 s kept: 3,540 s)", dates added when they are not
+// today's.
+std::string format_range(const monitor::LoadingReport& report,
+                         std::chrono::system_clock::time_point since,
+                         std::chrono::system_clock::time_point until);
 
 // The per-second values, newest last: one row per second, one column per CPU and source.
 std::string format_history(const monitor::LoadingReport& report);
@@ -38,6 +44,9 @@ std::string format_units(const monitor::LoadingReport& report);
 // The CPUs' context (GetLoading's context): runnable and waiting tasks, CPU pressure, the
 // clock, interrupts and softirqs, per CPU when the report has them; what the machine lacks.
 std::string format_context(const monitor::LoadingReport& report);
+// Each CPU's busiest tasks (GetLoading's tasks): a row per thread, by CPU, with its process,
+// name and unit, and its CPU time over the interval; or why there are none.
+std::string format_tasks(const monitor::LoadingReport& report);
 
 // The time column of every CSV monctl writes: UTC, RFC 3339 with milliseconds
 // ("2026-11-24T16:55:01.123Z").

@@ -12,12 +12,14 @@
 #include "monitor/loading/cpu_context.hpp"
 #include "monitor/loading/cpu_list.hpp"
 #include "monitor/loading/cpu_map.hpp"
+#include "monitor/loading/history_record.hpp"
 #include "monitor/loading/idle_probe.hpp"
 #include "monitor/loading/load_history.hpp"
 #include "monitor/loading/load_source.hpp"
 #include "monitor/loading/loading_report.hpp"
 #include "monitor/loading/probe_set.hpp"
 #include "monitor/loading/probes.hpp"
+#include "monitor/loading/task_usage.hpp"
 #include "monitor/loading/unit_usage.hpp"
 #include "monitor/status.hpp"
 
@@ -57,6 +59,9 @@ struct EngineOptions {
     // The CPUs' context (CpuContext, from proc_root and sys_root), sampled at each tick while
     // reports ask for it (LoadingQuery::context); false: reports say it is off.
     bool cpu_context = false;
+    // Each CPU's busiest tasks (TaskUsage, from proc_root), sampled at each tick while reports
+    // ask for them (LoadingQuery::tasks); false: reports say they are off.
+    bool tasks = false;
 };
 
 class Engine {
@@ -78,6 +83,9 @@ class Engine {
     Result<void> tick(Clock::time_point now);
 
     LoadingReport loading(const LoadingQuery& query) const;
+    // The newest second of every source, the machine and each CPU it has a history of, as
+    // the history on disk keeps it; nullopt before the first tick.
+    std::optional<HistorySecond> last_second() const;
 
     // Online CPUs as of the last tick.
     const std::vector<int>& online_cpus() const { return online_; }
@@ -135,6 +143,7 @@ class Engine {
     // the online ones.
     std::optional<OnlineCpusReader> online_reader_;
     Clock::time_point last_tick_;
+    std::optional<double> last_seconds_;  // the last tick's interval
     std::optional<std::chrono::system_clock::time_point> last_sample_wall_;
     std::optional<UnitUsage> units_;
     std::string units_error_;
@@ -144,6 +153,12 @@ class Engine {
     // Until when the context is sampled: kContextKeptFor after the last report that asked
     // for it (a report is const, and asking is what starts the sampling).
     mutable std::optional<Clock::time_point> context_wanted_until_;
+    // The tasks, as the context: sampled until kContextKeptFor after the last report that
+    // asked for them.
+    std::optional<TaskUsage> tasks_;
+    std::string tasks_error_;  // why there is no TaskUsage
+    bool tasks_sampled_ = false;
+    mutable std::optional<Clock::time_point> tasks_wanted_until_;
 };
 
 }  // namespace monitor

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -20,5 +21,10 @@ Result<void> pread_whole(int fd, std::string& out, const std::filesystem::path& 
 
 // `s` without the spaces, tabs and line ends around it.
 std::string_view trim_space(std::string_view s);
+
+// A decimal number as the kernel prints one ("12.50": digits, and a point and at most 9
+// digits, or not), without the locale and without floating-point from_chars (libc++ 16, the
+// fuzz build's, has none); nullopt for anything else.
+std::optional<double> parse_decimal(std::string_view s);
 
 }  // namespace monitor

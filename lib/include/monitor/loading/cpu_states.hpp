@@ -102,6 +102,8 @@ class StateHistory {
     void resize(std::size_t capacity);
     // nullopt when the window holds no valid interval.
     std::optional<StateStats> stats() const;
+    // The newest interval's shares; nullopt when it is a gap or there is none.
+    std::optional<StateShares> newest() const;
     bool empty_of_data() const;
 
   private:

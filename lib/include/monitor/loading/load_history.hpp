@@ -42,6 +42,8 @@ class LoadHistory {
 
     // The samples, oldest first; gaps are nullopt.
     std::vector<std::optional<double>> values() const;
+    // The newest sample; nullopt when it is a gap or there is none.
+    std::optional<double> newest() const;
 
     std::size_t size() const { return ring_.size(); }
     std::size_t capacity() const { return ring_.capacity(); }

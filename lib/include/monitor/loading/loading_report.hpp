@@ -10,6 +10,7 @@
 #include "monitor/loading/cpu_context.hpp"
 #include "monitor/loading/cpu_states.hpp"
 #include "monitor/loading/load_history.hpp"
+#include "monitor/loading/task_usage.hpp"
 #include "monitor/loading/unit_usage.hpp"
 #include "monitor/status.hpp"
 
@@ -42,6 +43,18 @@ struct UnitLoading {
     std::string unavailable;  // why there are no figures per unit, when there are none
 };
 
+// Each CPU's busiest tasks (TaskUsage), as a report gives it: sampled while reports ask for
+// them.
+struct TaskLoading {
+    // The interval the figures are over; 0 for the first reading after a pause, which has
+    // none.
+    double seconds = 0;
+    std::size_t count = 0;      // the threads the last reading found
+    std::size_t processes = 0;  // and the processes
+    std::vector<TaskLoad> top;  // TaskUsage::top
+    std::string unavailable;    // why there are none at all, when there are none
+};
+
 // The CPUs' context (CpuContext), as a report gives it: sampled while reports ask for it.
 struct CpuContextReport {
     // nullopt until the first sample after the first request (a second); its rates from the
@@ -62,10 +75,12 @@ struct LoadingReport {
     std::optional<UnitLoading> units;  // when units were asked for
     // When the context was asked for; its per-CPU figures only with per_cpu.
     std::optional<CpuContextReport> context;
+    std::optional<TaskLoading> tasks;  // when tasks were asked for
 };
 
-// The most units a report lists.
+// The most units a report lists; the most tasks of each CPU.
 inline constexpr std::int64_t kMaxUnitsListed = 1000;
+inline constexpr std::int64_t kMaxTasksListed = 100;
 
 struct LoadingQuery {
     bool per_cpu = false;
@@ -77,9 +92,22 @@ struct LoadingQuery {
     // The CPUs' context (CpuContextReport). Asking starts its sampling, which goes on while
     // reports ask for it (kContextKeptFor after the last).
     bool context = false;
+    // The busiest tasks of each CPU to list (TaskUsage::top), from 1 to kMaxTasksListed; 0:
+    // none. Asking starts their sampling, as for the context.
+    std::int64_t tasks = 0;
+    // A range of the history on disk instead of the window, in microseconds since the epoch
+    // (the reply's timestamp's unit): from `since` (nullopt: the oldest kept) to `until`
+    // (nullopt: now), both included. Units, context and tasks are not kept there.
+    std::optional<std::int64_t> since;
+    std::optional<std::int64_t> until;
+    bool ranged() const { return since.has_value() || until.has_value(); }
 };
 
 inline constexpr std::chrono::seconds kContextKeptFor{600};
+// The longest range whose per-second values (history) a reply carries: a day for the machine,
+// an hour with each CPU's.
+inline constexpr std::chrono::seconds kMaxRangeValues{86400};
+inline constexpr std::chrono::seconds kMaxRangeValuesPerCpu{3600};
 
 // BADARG naming the parameter and the range when a query asks for what no report can give.
 Result<void> check(const LoadingQuery& query);

@@ -25,6 +25,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "monitor/status.hpp"
@@ -50,7 +51,23 @@ struct UnitLoad {
     // highest of its intervals there.
     double window_avg = 0;
     double window_max = 0;
+    // Its CPU pressure: the share of the last 10 s in which some of its runnable tasks waited
+    // for a CPU, in percent (PSI's avg10 of its cgroup2 cpu.pressure), read when the list is
+    // made. Absent where the kernel keeps none: cgroup v1, a kernel without PSI (or booted
+    // with psi=0), the root cgroup.
+    std::optional<double> pressure;
 };
+
+// The unit a cgroup (a path below the hierarchy's root: "/system.slice/nginx.service/x")
+// belongs to, by the walk's rule: its first directory named for a unit ("nginx.service"); for
+// a path with none, the path itself ("/batch/job1"); "" for the root and a slice.
+std::string unit_of_cgroup(std::string_view cgroup);
+
+// A process's cgroup in the hierarchy `accounting` reads, from the text of /proc/PID/cgroup:
+// the path of its cgroup2 line ("0::/system.slice/nginx.service"), or of the v1 line whose
+// controllers include cpuacct. nullopt when the text has no such line.
+std::optional<std::string> cgroup_of_process(std::string_view proc_cgroup,
+                                             CgroupAccounting accounting);
 
 class UnitUsage {
   public:
@@ -84,7 +101,8 @@ class UnitUsage {
     Result<void> sample(Clock::time_point now);
 
     // The `n` units with the most CPU time over the last interval (then over the window; then
-    // by name), leaving out those that had none in the window.
+    // by name), leaving out those that had none in the window; with their pressure (one read
+    // of each listed unit's cpu.pressure).
     std::vector<UnitLoad> top(std::size_t n) const;
 
     // How many units the last walk found; how many cgroups (units and the directories above

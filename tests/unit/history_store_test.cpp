@@ -1,0 +1,273 @@
+// The history on disk: seconds written and read back by another opening of the file, the runs
+// and how they ended, the fold into minutes after seconds_kept, the retention and the size cap,
+// and files it must not touch.
+#include "history_store.hpp"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <vector>
+
+#include "test_support.hpp"
+
+namespace monitord {
+namespace {
+
+using namespace std::chrono_literals;
+using monitor::HistoryCpu;
+using monitor::HistorySecond;
+using monitor::HistorySource;
+using Time = HistoryStore::Time;
+using test_support::ScratchDir;
+
+const Time kStart = Time{} + 1'800'000'000s;  // a whole minute: 30,000,000 of them
+
+HistorySecond second_of(double load, int cpus = 2) {
+    HistorySecond s;
+    s.seconds = 1;
+    HistorySource src{.name = "procstat",
+                      .machine = load,
+                      .has_states = false,
+                      .machine_states = std::nullopt,
+                      .cpus = {}};
+    for (int c = 0; c < cpus; ++c) src.cpus.push_back(HistoryCpu{c, load, std::nullopt});
+    s.sources.push_back(src);
+    return s;
+}
+
+struct Row {
+    Time at;
+    double load;
+    double seconds;
+    std::optional<double> high;
+};
+
+std::vector<Row> read_all(const HistoryStore& store, Time from = Time{},
+                          Time to = Time{} + 4'000'000'000s) {
+    std::vector<Row> rows;
+    auto r = store.read(
+        from, to,
+        [&](Time at, const HistorySecond& s, const HistorySecond*, const HistorySecond* high) {
+            rows.push_back({at, *s.sources[0].machine, s.seconds,
+                            high ? high->sources[0].machine : std::nullopt});
+        });
+    EXPECT_TRUE(r.has_value()) << r.error().to_string();
+    return rows;
+}
+
+TEST(HistoryStore, SecondsWrittenAreReadBackAfterAReopen) {
+    ScratchDir dir;
+    {
+        auto store = HistoryStore::open(dir.path() / "state", {});
+        ASSERT_TRUE(store.has_value()) << store.error().to_string();
+        ASSERT_TRUE((*store)->start_run("boot-a", kStart));
+        for (int i = 1; i <= 25; ++i) {
+            ASSERT_TRUE((*store)->append(kStart + std::chrono::seconds{i}, second_of(i)));
+        }
+        ASSERT_TRUE((*store)->stop_run(kStart + 26s));
+    }
+    auto store = HistoryStore::open(dir.path() / "state", {});
+    ASSERT_TRUE(store.has_value()) << store.error().to_string();
+    EXPECT_EQ((*store)->file(), dir.path() / "state/history.db");
+    const auto rows = read_all(**store, kStart + 5s, kStart + 9s);
+    ASSERT_EQ(rows.size(), 5u);
+    EXPECT_EQ(rows[0].at, kStart + 5s);
+    EXPECT_DOUBLE_EQ(rows[4].load, 9);
+    auto span = (*store)->span();
+    ASSERT_TRUE(span.has_value() && span->has_value());
+    EXPECT_EQ((*span)->first, kStart + 1s);
+    EXPECT_EQ((*span)->second, kStart + 25s);
+}
+
+TEST(HistoryStore, ARunWithoutAStopEndedOtherwise) {
+    ScratchDir dir;
+    {
+        auto store = *HistoryStore::open(dir.path(), {});
+        ASSERT_TRUE(store->start_run("boot-a", kStart));
+        ASSERT_TRUE(store->append(kStart + 1s, second_of(5)));
+        ASSERT_TRUE(store->append(kStart + 2s, second_of(6)));
+        // No stop_run: killed.
+    }
+    auto store = *HistoryStore::open(dir.path(), {});
+    ASSERT_TRUE(store->start_run("boot-b", kStart + 100s));
+    ASSERT_TRUE(store->append(kStart + 101s, second_of(7)));
+    ASSERT_TRUE(store->stop_run(kStart + 102s));
+    auto runs = store->runs();
+    ASSERT_TRUE(runs.has_value());
+    ASSERT_EQ(runs->size(), 2u);
+    EXPECT_EQ((*runs)[0].boot_id, "boot-a");
+    EXPECT_EQ((*runs)[0].last, kStart + 2s);
+    EXPECT_FALSE((*runs)[0].stopped.has_value());
+    EXPECT_EQ((*runs)[1].boot_id, "boot-b");
+    EXPECT_EQ((*runs)[1].stopped, kStart + 102s);
+}
+
+TEST(HistoryStore, SecondsOlderThanKeptFoldIntoMinutes) {
+    ScratchDir dir;
+    auto store = *HistoryStore::open(dir.path(), HistoryLimits{.seconds_kept = 120s});
+    ASSERT_TRUE(store->start_run("b", kStart));
+    // Minute 1: 1..60 (load 10, one 70), minute 2: 61..120 (20), minute 3: 121..150 (30).
+    for (int i = 1; i <= 150; ++i) {
+        const double load = i <= 60 ? (i == 30 ? 70 : 10) : i <= 120 ? 20 : 30;
+        ASSERT_TRUE(store->append(kStart + std::chrono::seconds{i}, second_of(load)));
+    }
+    // At 250 s: what ended by 130 s is older than 120 s; the minute 121..180 is cut, so kept.
+    ASSERT_TRUE(store->prune(kStart + 250s));
+    const auto rows = read_all(*store);
+    ASSERT_EQ(rows.size(), 2u + 30u);
+    EXPECT_EQ(rows[0].at, kStart + 60s);
+    EXPECT_DOUBLE_EQ(rows[0].seconds, 60);
+    EXPECT_NEAR(rows[0].load, (59 * 10 + 70) / 60.0, 0.01);
+    EXPECT_EQ(rows[0].high, 70);
+    EXPECT_EQ(rows[1].at, kStart + 120s);
+    EXPECT_DOUBLE_EQ(rows[1].load, 20);
+    EXPECT_EQ(rows[2].at, kStart + 121s);
+    EXPECT_FALSE(rows[2].high.has_value());
+    // Folding again changes nothing.
+    ASSERT_TRUE(store->prune(kStart + 250s));
+    EXPECT_EQ(read_all(*store).size(), 32u);
+}
+
+TEST(HistoryStore, WhatIsOlderThanKeptGoesAndItsRuns) {
+    ScratchDir dir;
+    auto store =
+        *HistoryStore::open(dir.path(), HistoryLimits{.seconds_kept = 86400s, .kept = 60s});
+    ASSERT_TRUE(store->start_run("old", kStart));
+    for (int i = 1; i <= 10; ++i) {
+        ASSERT_TRUE(store->append(kStart + std::chrono::seconds{i}, second_of(1)));
+    }
+    ASSERT_TRUE(store->stop_run(kStart + 11s));
+    ASSERT_TRUE(store->start_run("new", kStart + 100s));
+    ASSERT_TRUE(store->append(kStart + 101s, second_of(2)));
+    ASSERT_TRUE(store->prune(kStart + 120s));
+    const auto rows = read_all(*store);
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0].at, kStart + 101s);
+    auto runs = *store->runs();
+    ASSERT_EQ(runs.size(), 1u);
+    EXPECT_EQ(runs[0].boot_id, "new");
+}
+
+TEST(HistoryStore, TheOldestGoFirstBeyondTheSizeCap) {
+    ScratchDir dir;
+    auto store = *HistoryStore::open(dir.path(), HistoryLimits{.max_bytes = 150'000});
+    ASSERT_TRUE(store->start_run("b", kStart));
+    // 256 CPUs: about 1 KB a second raw, 480 KB in all deflated.
+    for (int i = 1; i <= 1000; ++i) {
+        ASSERT_TRUE(store->append(kStart + std::chrono::seconds{i}, second_of(i % 100, 256)));
+    }
+    ASSERT_GT(*store->bytes_used(), 400'000u);
+    ASSERT_TRUE(store->prune(kStart + 1001s));
+    EXPECT_LE(*store->bytes_used(), 150'000u);
+    const auto rows = read_all(*store);
+    ASSERT_FALSE(rows.empty());
+    EXPECT_EQ(rows.back().at, kStart + 1000s) << "the newest stay";
+    EXPECT_GT(rows.front().at, kStart + 500s);
+    EXPECT_LE(std::filesystem::file_size(store->file()), 200'000u)
+        << "the freed pages are given back";
+}
+
+TEST(HistoryStore, ARowThatDoesNotDecodeIsSkippedAndCounted) {
+    ScratchDir dir;
+    auto store = *HistoryStore::open(dir.path(), {});
+    ASSERT_TRUE(store->start_run("b", kStart));
+    ASSERT_TRUE(store->append(kStart + 1s, second_of(1)));
+    ASSERT_TRUE(store->append(kStart + 2s, second_of(2)));
+    ASSERT_TRUE(store->append(kStart + 3s, second_of(3)));
+    {
+        sqlite3* db = nullptr;
+        ASSERT_EQ(sqlite3_open(store->file().c_str(), &db), SQLITE_OK);
+        ASSERT_EQ(sqlite3_exec(db, "UPDATE seconds SET data = x'0102' WHERE t = 1800000001000",
+                               nullptr, nullptr, nullptr),
+                  SQLITE_OK);
+        // Deflated bytes cut short.
+        ASSERT_EQ(
+            sqlite3_exec(db, "UPDATE seconds SET data = substr(data, 1, 8) WHERE t = 1800000003000",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+        sqlite3_close(db);
+    }
+    const auto rows = read_all(*store);
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_DOUBLE_EQ(rows[0].load, 2);
+    EXPECT_EQ(store->skipped(), 2u);
+}
+
+TEST(HistoryStore, AMinuteThatDoesNotDecodeIsSkippedAndCounted) {
+    ScratchDir dir;
+    auto store = *HistoryStore::open(dir.path(), HistoryLimits{.seconds_kept = 60s});
+    ASSERT_TRUE(store->start_run("b", kStart));
+    for (int i = 1; i <= 120; ++i) {
+        ASSERT_TRUE(store->append(kStart + std::chrono::seconds{i}, second_of(i <= 60 ? 1 : 2)));
+    }
+    ASSERT_TRUE(store->prune(kStart + 240s));  // both minutes folded
+    {
+        sqlite3* db = nullptr;
+        ASSERT_EQ(sqlite3_open(store->file().c_str(), &db), SQLITE_OK);
+        ASSERT_EQ(sqlite3_exec(db, "UPDATE minutes SET low = x'0102' WHERE t = 1800000060000",
+                               nullptr, nullptr, nullptr),
+                  SQLITE_OK);
+        sqlite3_close(db);
+    }
+    const auto rows = read_all(*store);
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0].at, kStart + 120s);
+    EXPECT_DOUBLE_EQ(rows[0].load, 2);
+    EXPECT_EQ(store->skipped(), 1u);
+}
+
+TEST(HistoryStore, AFileThatIsNotAHistoryIsNamedAndLeftAlone) {
+    ScratchDir dir;
+    {
+        std::ofstream f(dir / "history.db");
+        f << "not a database, and long enough to be read as one's header........................";
+    }
+    auto store = HistoryStore::open(dir.path(), {});
+    ASSERT_FALSE(store.has_value());
+    EXPECT_NE(store.error().message.find((dir / "history.db").string()), std::string::npos)
+        << store.error().message;
+    std::ifstream f(dir / "history.db");
+    std::string text;
+    std::getline(f, text);
+    EXPECT_EQ(text.rfind("not a database", 0), 0u);
+}
+
+TEST(HistoryStore, ALaterFormatIsRefused) {
+    ScratchDir dir;
+    {
+        sqlite3* db = nullptr;
+        ASSERT_EQ(sqlite3_open((dir / "history.db").c_str(), &db), SQLITE_OK);
+        ASSERT_EQ(sqlite3_exec(db, "PRAGMA user_version=7", nullptr, nullptr, nullptr), SQLITE_OK);
+        sqlite3_close(db);
+    }
+    auto store = HistoryStore::open(dir.path(), {});
+    ASSERT_FALSE(store.has_value());
+    EXPECT_NE(store.error().message.find("format 7"), std::string::npos) << store.error().message;
+}
+
+TEST(HistoryStore, ASecondDaemonOnTheSameDirectoryIsRefused) {
+    ScratchDir dir;
+    auto first = HistoryStore::open(dir.path(), {});
+    ASSERT_TRUE(first.has_value()) << first.error().to_string();
+    auto second = HistoryStore::open(dir.path(), {});
+    ASSERT_FALSE(second.has_value());
+    EXPECT_EQ(second.error().status, monitor::Status::Busy);
+    EXPECT_NE(second.error().message.find("pid " + std::to_string(::getpid())), std::string::npos)
+        << second.error().message;
+    first->reset();
+    EXPECT_TRUE(HistoryStore::open(dir.path(), {}).has_value()) << "free once the first closed";
+}
+
+TEST(HistoryStore, AStateDirectoryThatCannotBeMadeIsNamed) {
+    ScratchDir dir;
+    { std::ofstream f(dir / "file"); }
+    auto store = HistoryStore::open(dir / "file/state", {});
+    ASSERT_FALSE(store.has_value());
+    EXPECT_NE(store.error().message.find("file/state"), std::string::npos) << store.error().message;
+}
+
+}  // namespace
+}  // namespace monitord
