@@ -72,6 +72,32 @@ LoadingReport sample_report() {
     return r;
 }
 
+// ---- format_range ----
+
+TEST(FormatRange, SaysTheStretchAskedForAndTheSecondsKept) {
+    const auto report = sample_report();  // 60 seconds kept, the last now
+    const auto until = *report.timestamp;
+    const std::string line = format_range(report, until - std::chrono::hours(1), until);
+    EXPECT_TRUE(starts_with(line, "History from ")) << line;
+    // Counts in the user's locale ("3,600" in en_US, "3600" in C).
+    EXPECT_NE(line.find("(" + format_count(3600) + " s): 60 s kept, the last at "),
+              std::string::npos)
+        << line;
+}
+
+TEST(FormatRange, WithoutSinceItIsUpToUntilNotFrom1970) {
+    auto report = sample_report();
+    const auto until = *report.timestamp;
+    const std::string line = format_range(report, std::chrono::system_clock::time_point{}, until);
+    EXPECT_TRUE(starts_with(line, "History up to ")) << line;
+    EXPECT_NE(line.find(": 60 s kept, the last at "), std::string::npos) << line;
+    EXPECT_EQ(line.find("1970"), std::string::npos) << line;
+    report.timestamp.reset();
+    const std::string none = format_range(report, std::chrono::system_clock::time_point{}, until);
+    EXPECT_TRUE(starts_with(none, "History up to ")) << none;
+    EXPECT_NE(none.find("nothing kept of it"), std::string::npos) << none;
+}
+
 // ---- format_cpu_list ----
 
 TEST(FormatCpuList, Ranges) {

@@ -298,43 +298,10 @@ awk -v p="$crowded" 'BEGIN { exit !(p + 0 == p && p >= 30) }' ||
     say "ERROR crowded.service's pressure is ${crowded}, not 30 % or more"
 systemctl stop crowded.service
 
-# Now the watchdog, as an administrator arms it: named in the configuration (a file of its
-# own: the shipped one has the sections, with every key commented out). Through the checks of
-# access, the exporter and reloads, with a timeout of a minute: their work (runuser, curl,
-# systemd-analyze, perf) keeps a CPU of this TCG guest, slowed further by the host's other
-# tests, busy for seconds at a time, as no real CPU would be. A timeout of 10 s once ended the
-# VM within them (in CI, beside the watchdog VM). The stop, the kill and the starvation
-# below, which test the watchdog, run with the default timeout; the longest gap between pets
-# here is printed before them.
-cat >/etc/monitord/monitord.conf <<'CONF'
-[watchdog]
-device = "/dev/watchdog"
-timeout = 60
-CONF
-check "systemctl restart with the watchdog configured" systemctl restart monitord.service
-check "watchdog armed" bash -c "monctl watchdog status | grep -q ': armed'"
-journalctl -b -u monitord.service --no-pager | grep -q "any process of any user that keeps one CPU busy" ||
-    say "ERROR the journal does not say who can reset the machine"
-monctl watchdog status
-say "ARMED"
-# While the long timeout holds: every 2 s, the last pet's age; past 4 s (or no answer), who
-# holds the CPUs and where monitord's threads wait, so that a failure says why the pets stopped.
-watch_pets() {
-    while sleep 2; do
-        local status age
-        status=$(timeout 5 monctl watchdog status 2>&1)
-        age=$(echo "$status" | sed -n 's/^ *last pet: *\([0-9.]*\) s ago.*/\1/p')
-        awk -v a="${age:-99}" 'BEGIN { exit !(a > 4) }' || continue
-        say "WATCH last pet ${age:-unknown} s ago: $(echo "$status" | grep -E 'policy|pets:' | tr -s ' \n' ' ')"
-        local pid
-        pid=$(show MainPID)
-        ps -L -o tid,stat,pcpu,wchan:30,comm -p "$pid" | sed 's/^/WATCH /'
-        cat "/proc/$pid/stack" 2>/dev/null | sed 's/^/WATCH main: /'
-        top -b -n 2 -d 1 -w 120 | awk '/^top -/ { n++ } n == 2' | sed -n '7,14p' | sed 's/^/WATCH /'
-    done
-}
-watch_pets &
-watcher=$!
+# Access, the exporter and reloads, with the daemon as installed (sleeping probes again, no
+# watchdog: these checks do not test it, and their work on this slow guest must not be what
+# decides whether it survives).
+check "systemctl restart as shipped" systemctl restart monitord.service
 
 # Access: members of monitor read; others are refused and told why.
 useradd -m alice && usermod -aG monitor alice
@@ -353,7 +320,6 @@ scrape=$(as bob curl -sS --max-time 20 http://localhost:10750/metrics 2>&1)
 echo "$scrape" | grep -q '^monitord_up 1$' || say "ERROR bob's scrape lacks monitord_up 1: $(echo "$scrape" | head -3)"
 echo "$scrape" | grep -q '^monitord_cpu_seconds_total{cpu="0",mode="idle"} ' ||
     say "ERROR bob's scrape lacks the CPU time by state"
-echo "$scrape" | grep -q '^monitord_watchdog_armed 1$' || say "ERROR the scrape lacks the armed watchdog"
 euser=$(ps -o user= -p "$(systemctl show monitord-exporter.service -p MainPID --value)")
 [ -n "$euser" ] && [ "$euser" != root ] || say "ERROR monitord-exporter runs as '$euser'"
 security=$(systemd-analyze security monitord-exporter.service 2>&1 | grep -i 'overall exposure')
@@ -370,10 +336,10 @@ check "system-wide counting as root" \
 out=$(as alice monctl perf collect -e perf::TASK-CLOCK --duration 1s 2>&1) &&
     say "ERROR alice could count before the reload"
 echo "alice before the reload: $out"
-# The [access] section, after the [watchdog] one the file now ends with; the bad reload below
-# adds a key to it.
-cat >>/etc/monitord/monitord.conf <<'CONF'
-
+# The [access] section, in a file of its own (the shipped one has every section, its keys
+# commented out: a table named twice is refused); the bad reload below adds a key to it, and
+# the watchdog's section comes after it.
+cat >/etc/monitord/monitord.conf <<'CONF'
 [access]
 control-group = "monitor"
 CONF
@@ -425,13 +391,48 @@ journalctl -b -u monitord.service --no-pager | grep -q "monitord.conf:" ||
     say "ERROR the journal does not name the bad file"
 cp /root/monitord.conf.good /etc/monitord/monitord.conf
 say "BAD_RELOAD_KEPT_SETTINGS"
-say "PET_GAPS through access, exporter and reloads (timeout 60 s): $(monctl watchdog status | grep 'near misses' | sed 's/^ *near misses: *//')"
-kill $watcher 2>/dev/null
-# The default timeout from here on, for the checks of the watchdog itself.
-sed -i '/^timeout = 60$/d' /etc/monitord/monitord.conf
-check "systemctl restart with the default timeout" systemctl restart monitord.service
-wait_for 10 bash -c "monctl watchdog status | grep -q 'timeout: *$TIMEOUT s'" ||
+# Now the watchdog, as an administrator arms it: named in the configuration.
+cat >>/etc/monitord/monitord.conf <<'CONF'
+
+[watchdog]
+device = "/dev/watchdog"
+CONF
+check "systemctl restart with the watchdog configured" systemctl restart monitord.service
+check "watchdog armed" bash -c "monctl watchdog status | grep -q ': armed'"
+journalctl -b -u monitord.service --no-pager | grep -q "any process of any user that keeps one CPU busy" ||
+    say "ERROR the journal does not say who can reset the machine"
+monctl watchdog status
+monctl watchdog status | grep -q "timeout: *$TIMEOUT s" ||
     say "ERROR the watchdog timeout is not $TIMEOUT s: $(monctl watchdog status | grep timeout)"
+say "ARMED"
+# While armed: every 2 s, the last pet's age; past 4 s (or no answer), who holds the CPUs and
+# where monitord's threads wait, so that a failure says why the pets stopped.
+watch_pets() {
+    while sleep 2; do
+        local status age
+        status=$(timeout 5 monctl watchdog status 2>&1)
+        age=$(echo "$status" | sed -n 's/^ *last pet: *\([0-9.]*\) s ago.*/\1/p')
+        awk -v a="${age:-99}" 'BEGIN { exit !(a > 4) }' || continue
+        say "WATCH last pet ${age:-unknown} s ago: $(echo "$status" | grep -E 'policy|pets:' | tr -s ' \n' ' ')"
+        local pid
+        pid=$(show MainPID)
+        ps -L -o tid,stat,pcpu,wchan:30,comm -p "$pid" | sed 's/^/WATCH /'
+        cat "/proc/$pid/stack" 2>/dev/null | sed 's/^/WATCH main: /'
+        top -b -n 2 -d 1 -w 120 | awk '/^top -/ { n++ } n == 2' | sed -n '7,14p' | sed 's/^/WATCH /'
+    done
+}
+watch_pets &
+watcher=$!
+# The exporter sees it armed; a reload keeps it armed and petted.
+scrape=$(as bob curl -sS --max-time 20 http://localhost:10750/metrics 2>&1)
+echo "$scrape" | grep -q '^monitord_watchdog_armed 1$' || say "ERROR the scrape lacks the armed watchdog"
+armed_pid=$(show MainPID)
+check "systemctl reload while armed" systemctl reload monitord.service
+sleep $((TIMEOUT * 3 / 2))
+[ "$(show MainPID)" = "$armed_pid" ] || say "ERROR the reload restarted the daemon"
+check "still armed after the reload" bash -c "monctl watchdog status | grep -q ': armed'"
+say "PET_GAPS since armed: $(monctl watchdog status | grep 'near misses' | sed 's/^ *near misses: *//')"
+kill $watcher 2>/dev/null
 
 # Stop: the daemon disarms the watchdog (magic close); the machine must survive the timeout.
 # No monctl until the end of the wait: it would start the daemon through the socket.

@@ -10,10 +10,7 @@ overlay, with systemd as PID 1 and an i6300esb watchdog (-watchdog-action powero
   autopkgtest  the packages' debian/tests (packaging/debian/tests/smoke: the service, monctl
              status and loading, the exporter's /metrics, a MON program built against
              libmonitord-dev with pkg-config), run as autopkgtest runs them, or by autopkgtest
-             itself (its null runner) with --autopkgtest-runner, 100 s more under TCG; then
-             the watchdog named in monitord.conf and armed, with a timeout of 60 s through
-             access, exporter and reload (their tools keep a TCG CPU busy for seconds; the
-             longest gap between pets is printed), and of 10 s, the default, from stop on
+             itself (its null runner) with --autopkgtest-runner, 100 s more under TCG
   spin       spinning probes beside a busy unit with CPUWeight= on cpu1: placed in
              monitord.slice (CPUWeight=idle), the unit keeps 98.5 % of the CPU it had alone,
              and the probe source reads cpu1 at least 95 % busy
@@ -23,6 +20,10 @@ overlay, with systemd as PID 1 and an i6300esb watchdog (-watchdog-action powero
              unit's systemd-analyze security exposure is at most 2.0
   reload     `systemctl reload` applies a changed control-group (the member may then count,
              also her own command: CAP_SYS_PTRACE); a bad file keeps the old settings
+  armed      then the watchdog named in monitord.conf (default timeout, 10 s): armed, the
+             journal says who can reset the machine, the exporter's scrape shows it, a
+             reload keeps it armed and petted (the longest gap between pets is printed; past
+             4 s, every 2 s, who held the CPUs and where monitord's threads waited)
   stop       `systemctl stop` disarms the watchdog: the VM survives 2.5x the timeout; the
              socket stopped with the service, so neither monctl nor the exporter's scrape
              (monitord_up 0) starts the daemon again
@@ -57,7 +58,8 @@ MODULES = ["virtio_ring", "virtio", "virtio_pci_modern_dev", "virtio_pci_legacy_
            "watchdog", "i6300esb"]
 # The marks the checks print, in order; the VM must still be up at each.
 MARKS = ["BOOTED", "INSTALLED", "READY", "IDLE", "IDLE_UNITS", "AUTOPKGTEST", "SPIN_FAIR", "UNITS",
-         "ARMED", "ACCESS", "EXPORTER", "MEMBER_RULES", "RELOADED", "BAD_RELOAD_KEPT_SETTINGS", "STOPPED",
+         "ACCESS", "EXPORTER", "MEMBER_RULES", "RELOADED", "BAD_RELOAD_KEPT_SETTINGS", "ARMED",
+         "PET_GAPS", "STOPPED",
          "SURVIVED_STOP", "SOCKET_ACTIVATED", "KILLED", "RESTARTED", "SURVIVED_KILL",
          "ALL_CHECKS_PASSED", "STARVED"]
 TIMEOUT_S = 10  # monitord's default watchdog timeout

@@ -297,19 +297,24 @@ std::string format_range(const monitor::LoadingReport& r,
         const bool same_day = tm.tm_year == today.tm_year && tm.tm_yday == today.tm_yday;
         return same_day ? fmt::format("{:%H:%M:%S}", tm) : fmt::format("{:%Y-%m-%d %H:%M:%S}", tm);
     };
+    // No since (--until alone): from the oldest second kept, whenever that is.
+    const bool from_start = since == std::chrono::system_clock::time_point{};
     const auto asked = std::chrono::duration_cast<std::chrono::seconds>(until - since).count();
-    if (!r.timestamp) {
-        return fmt::format("History from {} to {}: nothing kept of it\n", when(since), when(until));
-    }
+    const std::string span =
+        from_start ? fmt::format("History up to {}", when(until))
+                   : fmt::format("History from {} to {}", when(since), when(until));
+    if (!r.timestamp) return span + ": nothing kept of it\n";
     // The seconds kept: the most any source measured (a gap is a second not kept).
     std::size_t kept = 0;
     for (const auto& l : r.machine) {
         if (l.stats) kept = std::max(kept, l.stats->samples);
     }
-    return fmt::format("History from {} to {} ({} s): {} s kept, the last at {}\n", when(since),
-                       when(until),
-                       format_count(static_cast<std::uint64_t>(std::max<std::int64_t>(asked, 0))),
-                       format_count(kept), when(*r.timestamp));
+    const std::string length =
+        from_start ? std::string{}
+                   : fmt::format(" ({} s)", format_count(static_cast<std::uint64_t>(
+                                                std::max<std::int64_t>(asked, 0))));
+    return fmt::format("{}{}: {} s kept, the last at {}\n", span, length, format_count(kept),
+                       when(*r.timestamp));
 }
 
 std::string format_history(const monitor::LoadingReport& r) {

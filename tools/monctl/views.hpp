@@ -24,8 +24,8 @@ std::string format_watchdog(const std::optional<monitor::protocol::WatchdogInfo>
 // load over the last second, the window's average, minimum and maximum.
 std::string format_loading(const monitor::LoadingReport& report);
 // The line that says which stretch of the history a ranged report (--since/--until) is of:
-// "History from 03:00:00 to 04:00:00 (3,600 s kept: 3,540 s)", dates added when they are not
-// today's.
+// "History from 03:00:00 to 04:00:00 (3,600 s): 3,540 s kept, the last at 03:59:59", dates
+// added when they are not today's; "History up to ..." when since is the epoch (no --since).
 std::string format_range(const monitor::LoadingReport& report,
                          std::chrono::system_clock::time_point since,
                          std::chrono::system_clock::time_point until);
