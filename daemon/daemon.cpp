@@ -15,6 +15,8 @@ namespace {
 constexpr std::uint64_t kTimerAccuracyUsec = 1'000;
 // How often (in ticks) the history folds, drops and caps what it keeps.
 constexpr std::uint64_t kHistoryPruneEvery = 300;
+// A pet this late (they come about once a second) is a machine that starves its probes.
+constexpr std::chrono::seconds kLatePet{2};
 
 // sd-event's CLOCK_MONOTONIC and std::chrono::steady_clock are one clock.
 Daemon::Clock::time_point steady_from_usec(std::uint64_t usec) {
@@ -35,8 +37,8 @@ monitor::Result<std::unique_ptr<Daemon>> Daemon::create(DaemonParts parts, const
 }
 
 Daemon::~Daemon() {
-    if (history_) {
-        if (auto r = history_->stop_run(parts_.wall_clock()); !r) {
+    if (history_writer_) {
+        if (auto r = history_writer_->stop(parts_.wall_clock()); !r) {
             spdlog::warn("History: {}", r.error().message);
         }
     }
@@ -127,34 +129,59 @@ void Daemon::open_history() {
         spdlog::warn("No history on disk: {}", r.error().message);
         return;
     }
-    if (auto r = (*store)->prune(now); !r) spdlog::warn("History: {}", r.error().message);
+    auto reader = HistoryStore::open_reader((*store)->file());
+    if (!reader) {
+        spdlog::warn("No history on disk: {}", reader.error().message);
+        return;
+    }
     spdlog::info("History of every second in {}", (*store)->file().string());
-    history_ = std::move(*store);
-    loading_->set_history(history_.get());
+    // Its first prune on the writer's thread, as the later ones.
+    history_writer_ = std::make_unique<HistoryWriter>(std::move(*store), now, kHistoryPruneEvery);
+    history_ = std::move(*reader);
+    loading_->set_history(history_.get(), history_writer_->run());
 }
 
-// After each tick: its second on disk. A failure that persists is logged once, and its end.
+// After each tick: its second to the history's writer. A failure that persists is logged
+// once, and its end with the seconds it lost; so is a disk too slow to keep up.
 void Daemon::write_history() {
-    if (!history_) return;
-    const auto second = runtime_->engine().last_second();
-    if (!second) return;
-    const auto now = parts_.wall_clock();
-    auto r = history_->append(now, *second);
-    if (r && ++history_ticks_ % kHistoryPruneEvery == 0) r = history_->prune(now);
-    std::string error = r ? std::string{} : r.error().message;
-    if (error != last_history_error_) {
-        if (!error.empty()) {
-            spdlog::warn("History: {}", error);
-        } else {
-            spdlog::info("History: writing again");
+    if (!history_writer_) return;
+    if (const auto second = runtime_->engine().last_second()) {
+        // While the watchdog is armed and its pets are late (the machine starves its probes),
+        // each second is synced: a reset, which loses what the disk has not, finds the seconds
+        // that led to it on disk, not the last kSyncEvery of them lost.
+        bool sync = false;
+        if (const auto* dog = runtime_->watchdog()) {
+            const auto s = dog->status();
+            sync = s.armed && s.since_last_pet && *s.since_last_pet >= kLatePet;
         }
-        last_history_error_ = error;
+        history_writer_->post(parts_.wall_clock(), *second, sync);
     }
+    const auto state = history_writer_->state();
+    const auto lost = state.dropped - history_dropped_;
+    if (state.error != last_history_error_) {
+        if (!state.error.empty()) {
+            spdlog::warn("History: {}; the seconds wait to be written (at most {} of them)",
+                         state.error, kMaxPendingSeconds);
+        } else {
+            spdlog::info("History: writing again; {} second(s) could not wait and are lost", lost);
+            history_dropped_ = state.dropped;
+        }
+        last_history_error_ = state.error;
+    } else if (state.error.empty() && lost > 0 && state.pending <= 1) {
+        // Writes that succeed, too slowly: said once it caught up.
+        spdlog::warn("History: the disk fell behind; {} second(s) could not wait and are lost",
+                     lost);
+        history_dropped_ = state.dropped;
+    }
+}
+
+void Daemon::note_watchdog_armed(const std::string& device, bool boot_reset) {
+    if (history_writer_) history_writer_->note_watchdog(parts_.wall_clock(), device, boot_reset);
 }
 
 void Daemon::apply(const Config& config) {
     config_ = config;
-    if (history_) history_->set_limits(config.history_limits());
+    if (history_writer_) history_writer_->set_limits(config.history_limits());
     set_log_level(config.log_level);
     runtime_->engine().set_history_seconds(config.history_seconds);
     loading_->forget_replies();

@@ -18,6 +18,7 @@
 #include "config.hpp"
 #include "counter_service.hpp"
 #include "history_store.hpp"
+#include "history_writer.hpp"
 #include "loading_service.hpp"
 #include "monitor/loading/probe_process.hpp"
 #include "monitor/runtime/runtime.hpp"
@@ -81,6 +82,10 @@ class Daemon {
     void apply(const Config& config);
     const Config& config() const { return config_; }
 
+    // Records in the history that this run armed the watchdog `device`, and whether its driver
+    // said the boot began with its reset (GetHistoryRuns tells a watchdog's reset by it).
+    void note_watchdog_armed(const std::string& device, bool boot_reset);
+
     // Serves the socket and sets the runtime's timer.
     monitor::Result<void> start();
 
@@ -97,9 +102,10 @@ class Daemon {
     LoadingService& loading() { return *loading_; }
     CounterService& counters() { return *counters_; }
     ProfileService& profiles() { return *profiles_; }
-    // The history on disk; nullptr without one (no state directory, or it could not be
-    // opened: logged).
-    HistoryStore* history() { return history_.get(); }
+    // The history on disk, its reading connection and its writer (a thread of its own);
+    // nullptr without one (no state directory, or it could not be opened: logged).
+    const HistoryStore* history() const { return history_.get(); }
+    HistoryWriter* history_writer() { return history_writer_.get(); }
 
   private:
     explicit Daemon(DaemonParts parts) : parts_(std::move(parts)) {}
@@ -114,9 +120,10 @@ class Daemon {
     DaemonParts parts_;
     Config config_;
     std::unique_ptr<monitor::Runtime> runtime_;
-    std::unique_ptr<HistoryStore> history_;
-    std::uint64_t history_ticks_ = 0;
+    std::unique_ptr<HistoryWriter> history_writer_;
+    std::unique_ptr<HistoryStore> history_;  // to read: GetLoading's ranges
     std::string last_history_error_;
+    std::uint64_t history_dropped_ = 0;  // as last logged
     AccessRules access_;  // before the server, which checks every call against it
     std::unique_ptr<VarlinkServer> server_;
     std::unique_ptr<LoadingService> loading_;

@@ -20,7 +20,8 @@ using monitor::Status;
 
 namespace {
 
-// Format 1: the tables below. A file of a later format is refused, not changed.
+// Format 1: the tables below. A file of a later format is refused, not changed. The watchdog
+// table came later within format 1: a daemon that does not know it leaves it alone.
 constexpr int kSchemaVersion = 1;
 constexpr const char* kSchema = R"(
 CREATE TABLE IF NOT EXISTS runs(
@@ -34,6 +35,12 @@ CREATE TABLE IF NOT EXISTS seconds(
   t INTEGER PRIMARY KEY,     -- the end of the second, Unix time in ms
   run INTEGER NOT NULL,
   data BLOB NOT NULL         -- encode_history_second, deflated
+);
+CREATE TABLE IF NOT EXISTS watchdog(
+  run INTEGER NOT NULL,      -- the run that armed it
+  at INTEGER NOT NULL,       -- when, Unix time in ms
+  device TEXT NOT NULL,
+  boot_reset INTEGER NOT NULL  -- 1: the driver said this boot began with its reset
 );
 CREATE TABLE IF NOT EXISTS minutes(
   t INTEGER PRIMARY KEY,     -- the end of the minute's last second
@@ -286,6 +293,26 @@ Result<std::unique_ptr<HistoryStore>> HistoryStore::open(const std::filesystem::
     return s;
 }
 
+Result<std::unique_ptr<HistoryStore>> HistoryStore::open_reader(const std::filesystem::path& file) {
+    std::unique_ptr<HistoryStore> s{new HistoryStore(file, {})};
+    const int rc =
+        sqlite3_open_v2(s->file_.c_str(), &s->db_,
+                        SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW, nullptr);
+    if (rc != SQLITE_OK) return std::unexpected(s->error("cannot open it to read"));
+    sqlite3_busy_timeout(s->db_, 1000);
+    Statement version(s->db_, "PRAGMA user_version");
+    if (!version.ok() || version.step() != SQLITE_ROW) {
+        return std::unexpected(s->error("cannot read it (not an SQLite database?)"));
+    }
+    if (version.integer(0) > kSchemaVersion) {
+        return fail(Status::BadData, "history " + s->file_.string() + ": format " +
+                                         std::to_string(version.integer(0)) +
+                                         " is newer than this monitord's " +
+                                         std::to_string(kSchemaVersion));
+    }
+    return s;
+}
+
 HistoryStore::HistoryStore(std::filesystem::path file, HistoryLimits limits)
     : file_(std::move(file)), limits_(limits) {}
 
@@ -316,7 +343,22 @@ Result<void> HistoryStore::stop_run(Time now) {
     return exec("PRAGMA synchronous=NORMAL");
 }
 
-Result<void> HistoryStore::append(Time at, const monitor::HistorySecond& second) {
+Result<void> HistoryStore::note_watchdog(Time at, const std::string& device, bool boot_reset) {
+    if (run_ == 0) return fail(Status::BadState, "history " + file_.string() + ": no run started");
+    Statement insert(db_, "INSERT INTO watchdog(run, at, device, boot_reset) VALUES(?, ?, ?, ?)");
+    if (!insert.ok()) return std::unexpected(error("record the watchdog"));
+    insert.bind(1, run_);
+    insert.bind(2, ms_of(at));
+    insert.bind(3, device);
+    insert.bind(4, std::int64_t{boot_reset ? 1 : 0});
+    if (insert.step() != SQLITE_DONE) return std::unexpected(error("record the watchdog"));
+    return {};
+}
+
+Result<void> HistoryStore::append(Time at, const monitor::HistorySecond& second, bool sync) {
+    if (!scratch_) return fail(Status::BadState, "history " + file_.string() + ": opened to read");
+    // A commit that failed (the file busy) leaves its transaction open: it goes first.
+    if (sqlite3_get_autocommit(db_) == 0) (void)exec("ROLLBACK");
     auto data = stored(scratch_->deflate, second);
     if (!data) return std::unexpected(data.error());
     auto& insert = scratch_->insert;
@@ -326,7 +368,7 @@ Result<void> HistoryStore::append(Time at, const monitor::HistorySecond& second)
     insert.bind(3, *data);
     // Each second commits on its own; every kSyncEvery-th, with the run's last second, is
     // synced and with it every one before.
-    if (++commits_ % kSyncEvery != 0) {
+    if (++commits_ % kSyncEvery != 0 && !sync) {
         if (insert.step() != SQLITE_DONE) return std::unexpected(error("write a second"));
         return {};
     }
@@ -458,7 +500,7 @@ Result<void> HistoryStore::drop_before(Time before) {
     runs.bind(1, run_);
     runs.bind(2, ms_of(before));
     if (runs.step() != SQLITE_DONE) return std::unexpected(error("drop old runs"));
-    return {};
+    return exec("DELETE FROM watchdog WHERE run NOT IN (SELECT id FROM runs)");
 }
 
 Result<std::uint64_t> HistoryStore::bytes_used() const {
@@ -499,6 +541,7 @@ Result<void> HistoryStore::cap_size() {
 }
 
 Result<void> HistoryStore::prune(Time now) {
+    if (!scratch_) return fail(Status::BadState, "history " + file_.string() + ": opened to read");
     if (auto r = fold_minutes(now - limits_.seconds_kept); !r) return r;
     if (auto r = drop_before(now - limits_.kept); !r) return r;
     return cap_size();
@@ -524,7 +567,10 @@ Result<std::vector<HistoryRun>> HistoryStore::runs() const {
                 " coalesce((SELECT max(s.t) FROM seconds s WHERE s.run = r.id AND s.t >="
                 "  coalesce(r.last, r.started) AND s.t <= coalesce((SELECT min(n.started) FROM"
                 "  runs n WHERE n.id > r.id), 9223372036854775807)), r.last),"
-                " stopped FROM runs r ORDER BY id");
+                " stopped,"
+                " (SELECT device FROM watchdog w WHERE w.run = r.id ORDER BY at DESC LIMIT 1),"
+                " (SELECT max(boot_reset) FROM watchdog w WHERE w.run = r.id)"
+                " FROM runs r ORDER BY id");
     if (!q.ok()) return std::unexpected(error("read the runs"));
     std::vector<HistoryRun> out;
     int rc = 0;
@@ -535,6 +581,8 @@ Result<std::vector<HistoryRun>> HistoryStore::runs() const {
         r.started = time_of(q.integer(2));
         if (!q.null(3)) r.last = time_of(q.integer(3));
         if (!q.null(4)) r.stopped = time_of(q.integer(4));
+        if (!q.null(5)) r.watchdog = q.text(5);
+        if (!q.null(6)) r.boot_reset_by_watchdog = q.integer(6) != 0;
         out.push_back(std::move(r));
     }
     if (rc != SQLITE_DONE) return std::unexpected(error("read the runs"));
@@ -551,6 +599,41 @@ Result<std::optional<std::pair<HistoryStore::Time, HistoryStore::Time>>> History
     if (!q.ok() || q.step() != SQLITE_ROW) return std::unexpected(error("read its span"));
     if (q.null(0)) return std::nullopt;
     return std::pair{time_of(q.integer(0)), time_of(q.integer(1))};
+}
+
+std::string_view run_end_name(RunEnd e) {
+    switch (e) {
+        case RunEnd::Running:
+            return "running";
+        case RunEnd::Stopped:
+            return "stopped";
+        case RunEnd::DaemonEnded:
+            return "daemon_ended";
+        case RunEnd::MachineDown:
+            return "machine_down";
+        case RunEnd::WatchdogReset:
+            return "watchdog_reset";
+        case RunEnd::Unknown:
+            return "unknown";
+    }
+    return "unknown";
+}
+
+RunEnd run_end(const std::vector<HistoryRun>& runs, std::size_t i, std::int64_t running) {
+    const HistoryRun& r = runs.at(i);
+    if (r.stopped) return RunEnd::Stopped;
+    if (r.id == running) return RunEnd::Running;
+    if (i + 1 >= runs.size()) return RunEnd::Unknown;
+    const std::string& next_boot = runs[i + 1].boot_id;
+    if (next_boot == r.boot_id && !r.boot_id.empty()) return RunEnd::DaemonEnded;
+    // A new boot: the driver of a watchdog armed in it says whether its reset began it.
+    std::optional<bool> reset;
+    for (std::size_t j = i + 1; j < runs.size() && runs[j].boot_id == next_boot; ++j) {
+        if (runs[j].boot_reset_by_watchdog) {
+            reset = reset.value_or(false) || *runs[j].boot_reset_by_watchdog;
+        }
+    }
+    return reset.value_or(false) ? RunEnd::WatchdogReset : RunEnd::MachineDown;
 }
 
 }  // namespace monitord

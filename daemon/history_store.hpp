@@ -6,7 +6,9 @@
 // synchronous=NORMAL, which a killed daemon keeps (the log is in the page cache) but a power
 // loss may not; every kSyncEvery-th commit is made with synchronous=FULL, which syncs the log
 // and with it every commit before. A power loss thus loses at most the last kSyncEvery
-// seconds, and never leaves a corrupt file: SQLite's log replays whole transactions only.
+// seconds, and never leaves a corrupt file: SQLite's log replays whole transactions only. A
+// second may be synced on its own (append's `sync`): the daemon does so while the watchdog's
+// pets are late, so that the seconds before a reset survive it.
 #pragma once
 
 #include <sqlite3.h>
@@ -18,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "monitor/loading/history_record.hpp"
@@ -55,7 +58,20 @@ struct HistoryRun {
     // When it stopped in order; nullopt for the running one and for one that ended otherwise
     // (killed, a crash, a power loss, a reset).
     std::optional<std::chrono::system_clock::time_point> stopped;
+    // The watchdog it armed (the last, if it armed more than one), and what the driver said
+    // then of the reset that began the boot (WDIOF_CARDRESET); nullopt: it armed none.
+    std::optional<std::string> watchdog;
+    std::optional<bool> boot_reset_by_watchdog;
 };
+
+// How a run ended, from the runs in order (runs()): stopped in order; the daemon ended without
+// a stop and the next run is of the same boot (killed, a crash); the machine went down under
+// it (the next run is of another boot: a power loss, a crash of the kernel, a reset), by the
+// watchdog's reset when the driver said so to a run of that next boot; still running (the
+// run `running`); or unknown (no run after it to tell).
+enum class RunEnd { Running, Stopped, DaemonEnded, MachineDown, WatchdogReset, Unknown };
+std::string_view run_end_name(RunEnd e);
+RunEnd run_end(const std::vector<HistoryRun>& runs, std::size_t i, std::int64_t running);
 
 class HistoryStore {
   public:
@@ -72,6 +88,10 @@ class HistoryStore {
     // file.
     static monitor::Result<std::unique_ptr<HistoryStore>> open(
         const std::filesystem::path& directory, HistoryLimits limits);
+    // Opens the file another HistoryStore (open()) keeps, to read only: a connection of its
+    // own, which SQLite's log (WAL) lets read while the other writes, on another thread.
+    static monitor::Result<std::unique_ptr<HistoryStore>> open_reader(
+        const std::filesystem::path& file);
     ~HistoryStore();
     HistoryStore(const HistoryStore&) = delete;
     HistoryStore& operator=(const HistoryStore&) = delete;
@@ -85,8 +105,15 @@ class HistoryStore {
     // Records the orderly stop of the run start_run() began, and syncs.
     monitor::Result<void> stop_run(Time now);
 
-    // Writes the second that ended at `at` and commits it.
-    monitor::Result<void> append(Time at, const monitor::HistorySecond& second);
+    // Records that the run armed the watchdog `device` at `at`, and whether its driver said the
+    // boot began with its reset.
+    monitor::Result<void> note_watchdog(Time at, const std::string& device, bool boot_reset);
+    // This process's run (start_run()); 0 before it and after stop_run().
+    std::int64_t run() const { return run_; }
+
+    // Writes the second that ended at `at` and commits it; with `sync`, or every kSyncEvery-th
+    // second, synced to the disk. Written again (a retry), it replaces the row.
+    monitor::Result<void> append(Time at, const monitor::HistorySecond& second, bool sync = false);
 
     // The seconds and minutes from `from` to `to` (inclusive), in time order. A row that does
     // not decode is skipped and counted in skipped().

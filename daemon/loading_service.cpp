@@ -9,6 +9,8 @@
 #include <limits>
 
 #include "monitor/loading/history_range.hpp"
+#include "monitor/protocol/method_inputs.hpp"
+#include "monitor/protocol/method_outputs.hpp"
 #include "monitor/protocol/monitor_messages.hpp"
 #include "monitord-config.h"
 #include "perf_errors.hpp"
@@ -21,6 +23,10 @@ namespace {
 
 // The most CPU-rows (a row's CPUs, summed over the rows) a range reads: about 2 s of the loop.
 constexpr std::uint64_t kMaxRangeCpuRows = std::uint64_t{1} << 22;
+// GetHistoryRuns: how many runs by default and at most, and the seconds before an end.
+constexpr std::int64_t kDefaultHistoryRuns = 20;
+constexpr std::int64_t kMaxHistoryRuns = 1000;
+constexpr std::chrono::seconds kHistoryRunLastSeconds{10};
 
 }  // namespace
 
@@ -54,6 +60,9 @@ void LoadingService::setup() {
                            if (call.more) watchers_.push_back({peer.connection, query});
                            return loading(query, call.more);
                        });
+    server_.add_method(method::GetHistoryRuns,
+                       [this](const monitor::protocol::HistoryRunsIn& in, const Call&,
+                              const Peer&) -> VarlinkServer::Response { return history_runs(in); });
 }
 
 VarlinkServer::Response LoadingService::status() const {
@@ -158,6 +167,67 @@ VarlinkServer::Response LoadingService::range(const monitor::LoadingQuery& query
     if (!r) return no_history(r.error().message);
     return monitor::protocol::reply_of(monitor::protocol::method::GetLoading, range.report(),
                                        false);
+}
+
+VarlinkServer::Response LoadingService::history_runs(
+    const monitor::protocol::HistoryRunsIn& in) const {
+    using Time = HistoryStore::Time;
+    const std::int64_t most = in.most.value_or(kDefaultHistoryRuns);
+    if (most < 1 || most > kMaxHistoryRuns) {
+        return perf_error_reply(
+            monitor::Error{monitor::Status::BadArg,
+                           fmt::format("most: {} runs; ask for 1 to {}", most, kMaxHistoryRuns)},
+            nullptr);
+    }
+    auto no_history = [](std::string message) {
+        return monitor::varlink::make_error("io.monitord.Monitor.NoHistory",
+                                            nlohmann::json{{"message", std::move(message)}});
+    };
+    if (history_ == nullptr) {
+        return no_history(
+            "this monitord keeps no history on disk, so no record of its runs (it has no state "
+            "directory: monitord.conf(5), [daemon] state-directory; see its log for why)");
+    }
+    auto runs = history_->runs();
+    if (!runs) return no_history(runs.error().message);
+    auto us = [](Time t) {
+        return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+    };
+    monitor::protocol::HistoryRunsOut out;
+    out.file = history_->file().string();
+    const std::size_t first = runs->size() > static_cast<std::size_t>(most)
+                                  ? runs->size() - static_cast<std::size_t>(most)
+                                  : 0;
+    for (std::size_t i = first; i < runs->size(); ++i) {
+        const HistoryRun& r = (*runs)[i];
+        monitor::protocol::HistoryRunInfo info;
+        info.id = r.id;
+        info.boot_id = r.boot_id;
+        info.started = us(r.started);
+        if (r.last) info.last = us(*r.last);
+        if (r.stopped) info.stopped = us(*r.stopped);
+        const RunEnd end = run_end(*runs, i, history_run_);
+        info.ended = std::string(run_end_name(end));
+        info.watchdog = r.watchdog;
+        info.boot_reset_by_watchdog = r.boot_reset_by_watchdog;
+        // The evidence of an end that was not a stop: what the machine did before it.
+        if (end != RunEnd::Stopped && end != RunEnd::Running && r.last) {
+            const Time from = *r.last - kHistoryRunLastSeconds + std::chrono::milliseconds(1);
+            auto read = history_->read(
+                from, *r.last,
+                [&](Time at, const monitor::HistorySecond& s, const monitor::HistorySecond*,
+                    const monitor::HistorySecond*) {
+                    monitor::protocol::HistoryRunSecond second{.at = us(at), .machine = {}};
+                    for (const auto& source : s.sources) {
+                        second.machine.push_back({source.name, source.machine});
+                    }
+                    info.last_seconds.push_back(std::move(second));
+                });
+            if (!read) return no_history(read.error().message);
+        }
+        out.runs.push_back(std::move(info));
+    }
+    return monitor::protocol::reply_of(monitor::protocol::method::GetHistoryRuns, out);
 }
 
 void LoadingService::loading_changed() {

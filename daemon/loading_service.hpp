@@ -26,7 +26,7 @@ class LoadingService {
     LoadingService(const LoadingService&) = delete;
     LoadingService& operator=(const LoadingService&) = delete;
 
-    // Registers GetStatus and GetLoading.
+    // Registers GetStatus, GetLoading and GetHistoryRuns.
     void setup();
     // What GetStatus says of the daemon: its state ("running", "reloading", ...) and what
     // an orderly stop does to the watchdog.
@@ -37,9 +37,12 @@ class LoadingService {
         probe_group_ = std::move(group);
     }
     void set_probe_fallback(std::optional<std::string> why) { probe_fallback_ = std::move(why); }
-    // Where GetLoading's ranges (since/until) are read from; nullptr: none (they are refused,
-    // saying why).
-    void set_history(const HistoryStore* history) { history_ = history; }
+    // Where GetLoading's ranges (since/until) and GetHistoryRuns read from, and this daemon's
+    // run in it; nullptr: none (they are refused, saying why).
+    void set_history(const HistoryStore* history, std::int64_t run) {
+        history_ = history;
+        history_run_ = run;
+    }
 
     // After a tick: the replies are made afresh, and the callers that asked for more get
     // theirs.
@@ -56,6 +59,7 @@ class LoadingService {
     VarlinkServer::Response status() const;
     VarlinkServer::Response loading(const monitor::LoadingQuery& query, bool more);
     VarlinkServer::Response range(const monitor::LoadingQuery& query) const;
+    VarlinkServer::Response history_runs(const monitor::protocol::HistoryRunsIn& in) const;
 
     VarlinkServer& server_;
     const monitor::Runtime& runtime_;
@@ -65,6 +69,7 @@ class LoadingService {
     std::optional<monitor::ProbeGroup> probe_group_;
     std::optional<std::string> probe_fallback_;
     const HistoryStore* history_ = nullptr;
+    std::int64_t history_run_ = 0;
     // Encoded GetLoading replies by query (per_cpu + 2 * history + 4 * states + 8 * totals +
     // 16 * more + 32 * context, and the units and tasks asked for), valid until the loading
     // changes.

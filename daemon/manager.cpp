@@ -307,6 +307,7 @@ Result<void> Manager::arm_watchdog() {
         return std::unexpected(r.error());
     }
     const auto s = runtime.watchdog()->status();
+    daemon_->note_watchdog_armed(device, s.last_reset_by_watchdog);
     spdlog::info(
         "Watchdog {} armed{}: timeout {}, petted from the idle probes once a second when {} "
         "CPUs have had idle time (the kernel's{}){}{}",

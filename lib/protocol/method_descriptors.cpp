@@ -6,11 +6,12 @@
 namespace monitor::protocol {
 namespace {
 
-constexpr std::array<const MethodDescriptor*, 15> kDescriptors{
+constexpr std::array<const MethodDescriptor*, 16> kDescriptors{
     &method::GetInfo,
     &method::GetInterfaceDescription,
     &method::GetStatus,
     &method::GetLoading,
+    &method::GetHistoryRuns,
     &method::GetPmuInfo,
     &method::ListEvents,
     &method::PlanCounters,

@@ -36,6 +36,12 @@ json to_json(const InterfaceNameIn& in) {
     return json{{"interface", in.interface}};
 }
 
+json to_json(const HistoryRunsIn& in) {
+    json j = json::object();
+    if (in.most) j["most"] = *in.most;
+    return j;
+}
+
 json to_json(const ListEventsIn& in) {
     json j = json::object();
     put(j, "pmu", in.pmu);
@@ -86,6 +92,12 @@ void read_input(const json& j, InterfaceNameIn& in) {
 
 void read_input(const json& j, LoadingQuery& in) {
     in = loading_query_from_json(j);
+}
+
+void read_input(const json& j, HistoryRunsIn& in) {
+    auto it = j.find("most");
+    in.most = it == j.end() || it->is_null() ? std::nullopt
+                                             : std::optional<std::int64_t>(it->get<std::int64_t>());
 }
 
 void read_input(const json& j, ListEventsIn& in) {

@@ -27,7 +27,61 @@ const json* member(const json& j, const char* key) {
     return it == j.end() || it->is_null() ? nullptr : &*it;
 }
 
+json to_json(const HistoryRunInfo& r) {
+    json j{{"id", r.id},
+           {"boot_id", r.boot_id},
+           {"started", r.started},
+           {"ended", r.ended},
+           {"last_seconds", array_of(r.last_seconds, [](const HistoryRunSecond& s) {
+                return json{{"at", s.at}, {"machine", array_of(s.machine, [](const auto& v) {
+                                               json l{{"source", v.source}};
+                                               if (v.load) l["load"] = *v.load;
+                                               return l;
+                                           })}};
+            })}};
+    if (r.last) j["last"] = *r.last;
+    if (r.stopped) j["stopped"] = *r.stopped;
+    if (r.watchdog) j["watchdog"] = *r.watchdog;
+    if (r.boot_reset_by_watchdog) j["boot_reset_by_watchdog"] = *r.boot_reset_by_watchdog;
+    return j;
+}
+
+HistoryRunInfo history_run_from_json(const json& j) {
+    HistoryRunInfo r;
+    r.id = j.at("id").get<std::int64_t>();
+    r.boot_id = j.at("boot_id").get<std::string>();
+    r.started = j.at("started").get<std::int64_t>();
+    r.ended = j.at("ended").get<std::string>();
+    if (const auto* v = member(j, "last")) r.last = v->get<std::int64_t>();
+    if (const auto* v = member(j, "stopped")) r.stopped = v->get<std::int64_t>();
+    if (const auto* v = member(j, "watchdog")) r.watchdog = v->get<std::string>();
+    if (const auto* v = member(j, "boot_reset_by_watchdog")) {
+        r.boot_reset_by_watchdog = v->get<bool>();
+    }
+    r.last_seconds = vector_of<HistoryRunSecond>(j.at("last_seconds"), [](const json& s) {
+        return HistoryRunSecond{
+            s.at("at").get<std::int64_t>(),
+            vector_of<SourceLoadValue>(s.at("machine"), [](const json& v) {
+                const auto* load = member(v, "load");
+                return SourceLoadValue{
+                    v.at("source").get<std::string>(),
+                    load ? std::optional<double>(load->get<double>()) : std::nullopt};
+            })};
+    });
+    return r;
+}
+
 }  // namespace
+
+json to_json(const HistoryRunsOut& out) {
+    return json{{"file", out.file},
+                {"runs", array_of(out.runs, [](const HistoryRunInfo& r) { return to_json(r); })}};
+}
+
+void read_output(const json& j, HistoryRunsOut& out) {
+    out.file = j.at("file").get<std::string>();
+    out.runs = vector_of<HistoryRunInfo>(j.at("runs"), history_run_from_json);
+}
 
 json to_json(const ServiceInfo& out) {
     return json{{"vendor", out.vendor},

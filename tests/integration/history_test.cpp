@@ -124,6 +124,18 @@ TEST(History, ReadAcrossARestart) {
     EXPECT_NE(r.out.find("History from "), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("Where the time went (procstat)"), std::string::npos) << r.out;
 
+    // The runs: the first stopped, the second runs.
+    r = d->monctl({"watchdog", "history", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto runs = nlohmann::json::parse(r.out)["runs"];
+    ASSERT_EQ(runs.size(), 2u) << r.out;
+    EXPECT_EQ(runs[0]["ended"], "stopped") << r.out;
+    EXPECT_EQ(runs[1]["ended"], "running") << r.out;
+    r = d->monctl({"watchdog", "history"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("  stopped\n"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(" to now  running\n"), std::string::npos) << r.out;
+
     const auto file = check_file(state / "history.db");
     EXPECT_EQ(file.integrity, "ok");
     EXPECT_EQ(file.runs, 2);
@@ -152,6 +164,18 @@ TEST(History, KillNineInALoopLosesAtMostTheLastSecondsAndNeverCorrupts) {
         EXPECT_EQ(file.stopped, 0);
         before = file.seconds;
     }
+    // The next daemon tells each killed run's end, with its last seconds.
+    auto d = start_with(state);
+    ASSERT_TRUE(d);
+    auto r = d->monctl({"watchdog", "history", "--json", "-n", "9"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto runs = nlohmann::json::parse(r.out)["runs"];
+    ASSERT_EQ(runs.size(), 9u) << r.out;
+    for (std::size_t i = 0; i < 8; ++i) {
+        EXPECT_EQ(runs[i]["ended"], "daemon_ended") << "run " << i << ": " << r.out;
+        EXPECT_FALSE(runs[i]["last_seconds"].empty()) << "run " << i << ": " << r.out;
+    }
+    EXPECT_EQ(runs[8]["ended"], "running") << r.out;
 }
 
 TEST(History, AUsersDaemonKeepsItInItsStateHomeAndOneOnAGivenSocketNowhere) {

@@ -3,8 +3,11 @@
 // a connection that closes ends what it started, profiles included.
 #include "daemon.hpp"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
+#include <sqlite3.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -15,6 +18,10 @@
 
 #include "config.hpp"
 #include "daemon_components.hpp"
+#include "monitor/protocol/method_outputs.hpp"
+#include "monitor/text_file.hpp"
+#include "monitor/unique_fd.hpp"
+#include "sqlite_syncs.hpp"
 #include "test_support.hpp"
 
 namespace monitord {
@@ -43,15 +50,15 @@ const std::map<std::string, Change, std::less<>>& reload_changes() {
         {"[history] per-second",
          {[](Config& c) { c.history_per_second = 3600s; },
           [](DaemonComponents& d) {
-              return d.daemon().history()->limits().seconds_kept == 3600s;
+              return d.daemon().history_writer()->limits().seconds_kept == 3600s;
           }}},
         {"[history] keep",
          {[](Config& c) { c.history_keep = 7200s; },
-          [](DaemonComponents& d) { return d.daemon().history()->limits().kept == 7200s; }}},
+          [](DaemonComponents& d) { return d.daemon().history_writer()->limits().kept == 7200s; }}},
         {"[history] max-size",
          {[](Config& c) { c.history_max_size = 5; },
           [](DaemonComponents& d) {
-              return d.daemon().history()->limits().max_bytes == std::uint64_t{5} << 20;
+              return d.daemon().history_writer()->limits().max_bytes == std::uint64_t{5} << 20;
           }}},
         {"[watchdog] on-stop",
          {[](Config& c) { c.watchdog_on_stop = monitor::watchdog::OnStop::KeepArmed; },
@@ -135,6 +142,8 @@ TEST(Daemon, EachTicksSecondGoesToTheHistory) {
         std::this_thread::sleep_for(5ms);
         d.write_stat({{0, {180, 1020}}, {1, {300, 900}}});  // 50 %, 10 %
         d.tick();
+        // Written on the history's own thread.
+        ASSERT_TRUE(d.daemon().history_writer()->flush(10s));
         std::vector<double> machine;
         std::vector<double> cpu1;
         auto r = d.on_loop([&] {
@@ -160,6 +169,181 @@ TEST(Daemon, EachTicksSecondGoesToTheHistory) {
     ASSERT_EQ(runs->size(), 1u);
     EXPECT_TRUE((*runs)[0].stopped.has_value());
     EXPECT_TRUE((*runs)[0].last.has_value()) << "its last second, though none was synced";
+}
+
+// The history file held by another program (an operator's sqlite3 in a write transaction):
+// the ticks go on, their seconds wait, and are all written once it lets go; the failure and
+// the recovery are in the writer's state.
+TEST(Daemon, SecondsTheHistoryCannotTakeWaitAndAreWrittenLater) {
+    test_support::ScratchDir state;
+    ComponentOptions o;
+    o.manual_ticks = true;
+    o.config.state_directory = state.path();
+    DaemonComponents d{std::move(o)};
+    ASSERT_TRUE(d.ok()) << d.error();
+    auto* writer = d.daemon().history_writer();
+    ASSERT_NE(writer, nullptr);
+    ASSERT_TRUE(writer->flush(10s));  // the first prune
+    sqlite3* holder = nullptr;
+    ASSERT_EQ(sqlite3_open((state.path() / "history.db").c_str(), &holder), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(holder, "BEGIN EXCLUSIVE", nullptr, nullptr, nullptr), SQLITE_OK);
+    for (std::uint64_t i = 0; i < 3; ++i) {
+        d.write_stat({{0, {130 + 100 * i, 970}}, {1, {290, 810 + 100 * i}}});
+        d.tick();
+        std::this_thread::sleep_for(5ms);  // seconds are keyed by their millisecond
+    }
+    // The first write gives up after SQLite's busy timeout (1 s), and waits to try again.
+    auto held = writer->state();
+    for (int i = 0; i < 200 && held.error.empty(); ++i) {
+        std::this_thread::sleep_for(50ms);
+        held = writer->state();
+    }
+    EXPECT_FALSE(writer->flush(100ms)) << "written through another's exclusive lock";
+    EXPECT_NE(held.error.find("locked"), std::string::npos) << held.error;
+    EXPECT_GE(held.pending, 1u);
+    EXPECT_EQ(sqlite3_exec(holder, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(holder);
+    ASSERT_TRUE(writer->flush(20s)) << writer->state().error;
+    const auto after = writer->state();
+    EXPECT_TRUE(after.error.empty()) << after.error;
+    EXPECT_EQ(after.dropped, 0u);
+    EXPECT_EQ(after.written, 3u);
+    std::size_t rows = 0;
+    auto r = d.on_loop([&] {
+        return d.daemon().history()->read({}, std::chrono::system_clock::now() + 1h,
+                                          [&](auto, const auto&, auto*, auto*) { ++rows; });
+    });
+    ASSERT_TRUE(r.has_value()) << r.error().to_string();
+    EXPECT_EQ(rows, 3u);
+}
+
+// While the watchdog is armed and its pets are late (the probes starve), each second is synced
+// to the disk, so that the seconds before a reset survive it; while they come, not.
+TEST(Daemon, WhileTheWatchdogsPetsAreLateEachSecondIsSynced) {
+    test_support::SqliteSyncs::install();
+    test_support::ScratchDir state;
+    const auto fifo = state.path() / "watchdog";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+    monitor::UniqueFd reader(::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+    ASSERT_TRUE(reader);
+    ComponentOptions o;
+    o.manual_ticks = true;
+    o.probe = monitor::ProbeMode::Sleep;
+    o.watchdog =
+        std::make_shared<monitor::watchdog::Watchdog>(monitor::watchdog::PetPolicyKind::All);
+    o.config.state_directory = state.path() / "state";
+    DaemonComponents d{std::move(o)};
+    ASSERT_TRUE(d.ok()) << d.error();
+    auto* writer = d.daemon().history_writer();
+    ASSERT_TRUE(writer->flush(10s));
+    // A second's syncs. The CPUs busy all of it: no idle time, so no pet from its tick.
+    std::uint64_t busy = 100;
+    auto tick_syncs = [&] {
+        const int before = test_support::SqliteSyncs::sync_count();
+        busy += 100;
+        d.write_stat({{0, {busy, 900}}, {1, {busy + 100, 800}}});
+        d.tick();
+        EXPECT_TRUE(writer->flush(10s));
+        return test_support::SqliteSyncs::sync_count() - before;
+    };
+    EXPECT_EQ(tick_syncs(), 0) << "not armed";
+    d.on_loop([&] { ASSERT_TRUE(d.runtime().arm_watchdog(fifo.string(), 10s)); });
+    std::this_thread::sleep_for(5ms);
+    EXPECT_EQ(tick_syncs(), 0) << "armed, just petted (the arm is a pet)";
+    std::this_thread::sleep_for(2100ms);
+    EXPECT_GE(tick_syncs(), 1) << "armed, the last pet 2 s ago";
+    d.on_loop([&] { ASSERT_TRUE(d.runtime().watchdog()->disarm()); });
+}
+
+// GetHistoryRuns: the runs before this one, how each ended (the next run's boot, and what the
+// watchdog's driver said to it), and the last seconds before an end that was not a stop.
+TEST(Daemon, GetHistoryRunsSaysHowEachRunEnded) {
+    using namespace std::chrono;
+    test_support::ScratchDir state;
+    auto boot = monitor::read_text_file("/proc/sys/kernel/random/boot_id");
+    ASSERT_TRUE(boot.has_value());
+    std::string this_boot = *boot;
+    while (!this_boot.empty() && this_boot.back() == '\n') this_boot.pop_back();
+    const auto t0 = time_point_cast<milliseconds>(system_clock::now()) - 1h;
+    auto second = [](double load) {
+        monitor::HistorySecond s;
+        s.seconds = 1;
+        s.sources.push_back({.name = "procstat",
+                             .machine = load,
+                             .has_states = false,
+                             .machine_states = std::nullopt,
+                             .cpus = {}});
+        return s;
+    };
+    {
+        auto store = *HistoryStore::open(state.path(), {});
+        // An earlier boot's run that the machine's reset ended: 12 seconds, the load rising.
+        ASSERT_TRUE(store->start_run("boot-0", t0));
+        for (int i = 1; i <= 12; ++i) ASSERT_TRUE(store->append(t0 + seconds{i}, second(i * 8)));
+    }
+    {
+        auto store = *HistoryStore::open(state.path(), {});
+        ASSERT_TRUE(store->start_run("boot-1", t0 + 100s));
+        ASSERT_TRUE(store->note_watchdog(t0 + 101s, "/dev/watchdog", true));
+        ASSERT_TRUE(store->append(t0 + 102s, second(1)));
+        ASSERT_TRUE(store->stop_run(t0 + 103s));
+        // This boot's run, killed after 3 seconds.
+        ASSERT_TRUE(store->start_run(this_boot, t0 + 200s));
+        for (int i = 1; i <= 3; ++i) ASSERT_TRUE(store->append(t0 + 200s + seconds{i}, second(50)));
+    }
+    ComponentOptions o;
+    o.manual_ticks = true;
+    o.config.state_directory = state.path();
+    DaemonComponents d{std::move(o)};
+    ASSERT_TRUE(d.ok()) << d.error();
+    auto client = d.connect();
+    auto r = client.call(test_support::make_call("io.monitord.Monitor.GetHistoryRuns"));
+    ASSERT_TRUE(r) << r.error().message;
+    ASSERT_FALSE(r->error) << r->parameters.dump();
+    auto out =
+        monitor::protocol::output_from_json<monitor::protocol::HistoryRunsOut>(r->parameters);
+    EXPECT_EQ(out.file, (state.path() / "history.db").string());
+    ASSERT_EQ(out.runs.size(), 4u);
+    std::vector<std::string> ended;
+    for (const auto& run : out.runs) ended.push_back(run.ended);
+    EXPECT_EQ(ended,
+              (std::vector<std::string>{"watchdog_reset", "stopped", "daemon_ended", "running"}));
+    // The reset run's last 10 seconds, the newest last; none for the stop.
+    const auto& reset = out.runs[0].last_seconds;
+    ASSERT_EQ(reset.size(), 10u);
+    EXPECT_EQ(reset.back().at, duration_cast<microseconds>((t0 + 12s).time_since_epoch()).count());
+    ASSERT_EQ(reset.back().machine.size(), 1u);
+    EXPECT_EQ(reset.back().machine[0].source, "procstat");
+    EXPECT_EQ(reset.back().machine[0].load, 96);
+    EXPECT_EQ(reset.front().machine[0].load, 24);
+    EXPECT_TRUE(out.runs[1].last_seconds.empty());
+    EXPECT_EQ(out.runs[1].watchdog, "/dev/watchdog");
+    EXPECT_EQ(out.runs[2].last_seconds.size(), 3u);
+    EXPECT_EQ(out.runs[2].boot_id, this_boot);
+    // The newest two; a count out of range names what works.
+    auto two =
+        client.call(test_support::make_call("io.monitord.Monitor.GetHistoryRuns", {{"most", 2}}));
+    ASSERT_TRUE(two && !two->error);
+    EXPECT_EQ(two->parameters["runs"].size(), 2u);
+    EXPECT_EQ(two->parameters["runs"][1]["ended"], "running");
+    auto refused =
+        client.call(test_support::make_call("io.monitord.Monitor.GetHistoryRuns", {{"most", 0}}));
+    ASSERT_TRUE(refused && refused->error);
+    EXPECT_EQ(*refused->error, "io.monitord.Monitor.InvalidRequest");
+    EXPECT_NE(refused->parameters.dump().find("1 to 1000"), std::string::npos)
+        << refused->parameters.dump();
+}
+
+// Without a state directory, GetHistoryRuns says there is no history and why.
+TEST(Daemon, GetHistoryRunsWithoutAHistorySaysWhy) {
+    DaemonComponents d{ComponentOptions{}};
+    ASSERT_TRUE(d.ok()) << d.error();
+    auto client = d.connect();
+    auto r = client.call(test_support::make_call("io.monitord.Monitor.GetHistoryRuns"));
+    ASSERT_TRUE(r && r->error);
+    EXPECT_EQ(*r->error, "io.monitord.Monitor.NoHistory");
+    EXPECT_NE(r->parameters.dump().find("state-directory"), std::string::npos)
+        << r->parameters.dump();
 }
 
 // The [[counters]] tables: a reload starts the sessions added, and stops those removed.

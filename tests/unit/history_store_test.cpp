@@ -11,6 +11,7 @@
 #include <fstream>
 #include <vector>
 
+#include "sqlite_syncs.hpp"
 #include "test_support.hpp"
 
 namespace monitord {
@@ -246,6 +247,100 @@ TEST(HistoryStore, ALaterFormatIsRefused) {
     auto store = HistoryStore::open(dir.path(), {});
     ASSERT_FALSE(store.has_value());
     EXPECT_NE(store.error().message.find("format 7"), std::string::npos) << store.error().message;
+}
+
+// The watchdog a run armed, and what its driver said of the boot's start, come back with the
+// runs; a file written before the watchdog table had one is read as before.
+TEST(HistoryStore, TheWatchdogARunArmedIsKeptWithIt) {
+    ScratchDir dir;
+    {
+        auto store = *HistoryStore::open(dir.path(), {});
+        ASSERT_TRUE(store->start_run("boot-a", kStart));
+        ASSERT_TRUE(store->append(kStart + 1s, second_of(5)));
+    }
+    auto store = *HistoryStore::open(dir.path(), {});
+    ASSERT_TRUE(store->start_run("boot-b", kStart + 100s));
+    ASSERT_TRUE(store->note_watchdog(kStart + 101s, "/dev/watchdog0", true));
+    auto runs = store->runs();
+    ASSERT_TRUE(runs.has_value()) << runs.error().to_string();
+    ASSERT_EQ(runs->size(), 2u);
+    EXPECT_FALSE((*runs)[0].watchdog.has_value());
+    EXPECT_FALSE((*runs)[0].boot_reset_by_watchdog.has_value());
+    EXPECT_EQ((*runs)[1].watchdog, "/dev/watchdog0");
+    EXPECT_EQ((*runs)[1].boot_reset_by_watchdog, true);
+    // A run no longer kept takes its watchdog rows with it.
+    store->set_limits(HistoryLimits{.seconds_kept = 86400s, .kept = 60s});
+    ASSERT_TRUE(store->prune(kStart + 1000s));
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((dir / "history.db").c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* q = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT count(*) FROM watchdog", -1, &q, nullptr), SQLITE_OK);
+    ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
+    EXPECT_EQ(sqlite3_column_int(q, 0), 1) << "the running run's row stays";
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+}
+
+HistoryRun run_of(std::int64_t id, std::string boot, bool stopped = false,
+                  std::optional<bool> boot_reset = std::nullopt) {
+    HistoryRun r;
+    r.id = id;
+    r.boot_id = std::move(boot);
+    r.started = kStart + std::chrono::seconds{id * 100};
+    r.last = r.started + 50s;
+    if (stopped) r.stopped = r.started + 51s;
+    if (boot_reset) {
+        r.watchdog = "/dev/watchdog";
+        r.boot_reset_by_watchdog = boot_reset;
+    }
+    return r;
+}
+
+TEST(RunEnd, EachWayARunEndsIsToldFromTheRunsAfterIt) {
+    const std::vector<HistoryRun> runs{
+        run_of(1, "a", true),          // stopped
+        run_of(2, "a"),                // killed: the next run is of the same boot
+        run_of(3, "a"),                // the next is of boot b, which began with a reset
+        run_of(4, "b", false, true),   // boot c too, as its third run's driver says
+        run_of(5, "c"),                // killed
+        run_of(6, "c"),                // killed
+        run_of(7, "c", false, true),   // boot d's driver says it did not reset it
+        run_of(8, "d", false, false),  // boot e armed no watchdog: nothing says
+        run_of(9, "e"),                //
+        run_of(10, "f"),               // running
+        run_of(11, "f"),               // after the running one (another daemon's): unknown
+    };
+    auto end = [&](std::size_t i) { return run_end_name(run_end(runs, i, 10)); };
+    EXPECT_EQ(end(0), "stopped");
+    EXPECT_EQ(end(1), "daemon_ended");
+    EXPECT_EQ(end(2), "watchdog_reset");
+    EXPECT_EQ(end(3), "watchdog_reset") << "a later run of boot c says it";
+    EXPECT_EQ(end(4), "daemon_ended");
+    EXPECT_EQ(end(5), "daemon_ended");
+    EXPECT_EQ(end(6), "machine_down") << "boot d's driver said it did not reset it";
+    EXPECT_EQ(end(7), "machine_down") << "boot e armed no watchdog";
+    EXPECT_EQ(end(8), "machine_down");
+    EXPECT_EQ(end(9), "running");
+    EXPECT_EQ(end(10), "unknown");
+}
+
+// Every kSyncEvery-th second is synced, and one asked to be (a starving machine's, which a
+// watchdog's reset would otherwise lose); the others are not.
+TEST(HistoryStore, ASecondAskedToBeSyncedIsAndTheOthersEveryTenth) {
+    test_support::SqliteSyncs::install();
+    ScratchDir dir;
+    auto store = *HistoryStore::open(dir.path(), {});
+    ASSERT_TRUE(store->start_run("b", kStart));
+    auto append = [&](int i, bool sync) {
+        const int before = test_support::SqliteSyncs::sync_count();
+        EXPECT_TRUE(store->append(kStart + std::chrono::seconds{i}, second_of(i), sync));
+        return test_support::SqliteSyncs::sync_count() - before;
+    };
+    for (int i = 1; i <= 5; ++i) EXPECT_EQ(append(i, false), 0) << "second " << i;
+    EXPECT_GE(append(6, true), 1) << "asked to be synced";
+    for (int i = 7; i <= 9; ++i) EXPECT_EQ(append(i, false), 0) << "second " << i;
+    EXPECT_GE(append(10, false), 1) << "the tenth";
+    EXPECT_EQ(read_all(*store).size(), 10u);
 }
 
 TEST(HistoryStore, ASecondDaemonOnTheSameDirectoryIsRefused) {

@@ -572,7 +572,8 @@ TEST_F(LoadingServiceTest, ARangeIsReadFromTheHistoryOnDisk) {
                              .cpus = {{0, load, std::nullopt}, {1, load / 2, std::nullopt}}});
         ASSERT_TRUE((*store)->append(t0 + std::chrono::seconds{i}, s));
     }
-    components_->on_loop([&] { components_->loading().set_history(store->get()); });
+    components_->on_loop(
+        [&] { components_->loading().set_history(store->get(), (*store)->run()); });
     auto us = [](std::chrono::system_clock::time_point t) {
         return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
     };
@@ -603,7 +604,7 @@ TEST_F(LoadingServiceTest, ARangeIsReadFromTheHistoryOnDisk) {
     auto more = client_->call(loading_call(json{{"since", us(t0)}}, true));
     ASSERT_TRUE(more.has_value());
     EXPECT_EQ(more->error, "io.monitord.Monitor.InvalidRequest");
-    components_->on_loop([&] { components_->loading().set_history(nullptr); });
+    components_->on_loop([&] { components_->loading().set_history(nullptr, 0); });
 }
 
 }  // namespace

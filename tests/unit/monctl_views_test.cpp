@@ -1,6 +1,7 @@
 // monctl's human-readable views of the daemon's replies.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <sstream>
@@ -96,6 +97,56 @@ TEST(FormatRange, WithoutSinceItIsUpToUntilNotFrom1970) {
     const std::string none = format_range(report, std::chrono::system_clock::time_point{}, until);
     EXPECT_TRUE(starts_with(none, "History up to ")) << none;
     EXPECT_NE(none.find("nothing kept of it"), std::string::npos) << none;
+}
+
+// ---- format_history_runs ----
+
+TEST(FormatHistoryRuns, EachRunSaysHowItEndedAndAResetShowsItsLastSeconds) {
+    using monitor::protocol::HistoryRunInfo;
+    const std::int64_t t0 = 1'800'000'000'000'000;  // microseconds
+    monitor::protocol::HistoryRunsOut out;
+    out.file = "/var/lib/monitord/history.db";
+    out.runs.push_back(HistoryRunInfo{.id = 1,
+                                      .boot_id = "a",
+                                      .started = t0,
+                                      .last = t0 + 60'000'000,
+                                      .stopped = t0 + 61'000'000,
+                                      .ended = "stopped",
+                                      .watchdog = std::nullopt,
+                                      .boot_reset_by_watchdog = std::nullopt,
+                                      .last_seconds = {}});
+    out.runs.push_back(HistoryRunInfo{
+        .id = 2,
+        .boot_id = "a",
+        .started = t0 + 100'000'000,
+        .last = t0 + 200'000'000,
+        .stopped = std::nullopt,
+        .ended = "watchdog_reset",
+        .watchdog = "/dev/watchdog",
+        .boot_reset_by_watchdog = false,
+        .last_seconds = {
+            {.at = t0 + 199'000'000, .machine = {{"procstat", 99.5}, {"probe", std::nullopt}}},
+            {.at = t0 + 200'000'000, .machine = {{"procstat", 100.0}, {"probe", 100.0}}}}});
+    out.runs.push_back(HistoryRunInfo{.id = 3,
+                                      .boot_id = "b",
+                                      .started = t0 + 300'000'000,
+                                      .last = std::nullopt,
+                                      .stopped = std::nullopt,
+                                      .ended = "running",
+                                      .watchdog = std::nullopt,
+                                      .boot_reset_by_watchdog = std::nullopt,
+                                      .last_seconds = {}});
+    const std::string text = format_history_runs(out);
+    EXPECT_TRUE(starts_with(text, "Runs of monitord kept in /var/lib/monitord/history.db")) << text;
+    EXPECT_NE(text.find("  stopped\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("reset by the watchdog; armed /dev/watchdog\n"), std::string::npos) << text;
+    EXPECT_NE(text.find("procstat  99.5 %  probe     -"), std::string::npos) << text;
+    EXPECT_NE(text.find("procstat 100.0 %  probe 100.0 %"), std::string::npos) << text;
+    EXPECT_NE(text.find(" to now  running\n"), std::string::npos) << text;
+    // Stopped, reset with its two seconds, running: a line each.
+    EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 6) << text;
+    out.runs.clear();
+    EXPECT_EQ(format_history_runs(out), "No runs kept in /var/lib/monitord/history.db\n");
 }
 
 // ---- format_cpu_list ----

@@ -98,6 +98,7 @@ TEST(MethodInputs, EachMethodsParametersAreACallOfItAndReadBack) {
     expect_call_of(method::GetStatus, protocol::NoInput{});
     expect_call_of(method::GetLoading,
                    LoadingQuery{.per_cpu = true, .history = true, .states = true, .totals = true});
+    expect_call_of(method::GetHistoryRuns, protocol::HistoryRunsIn{.most = 5});
     expect_call_of(method::GetPmuInfo, protocol::NoInput{});
     expect_call_of(method::ListEvents, protocol::ListEventsIn{.pmu = "perf"});
     expect_call_of(method::PlanCounters, protocol::CounterRequestIn{counters});
@@ -255,6 +256,7 @@ TEST(MethodOutputs, EachMethodsRepliesReadIntoItsOutAndBack) {
     expect_reply_of(method::GetInterfaceDescription);
     expect_reply_of(method::GetStatus);
     expect_reply_of(method::GetLoading);
+    expect_reply_of(method::GetHistoryRuns);
     expect_reply_of(method::GetPmuInfo);
     expect_reply_of(method::ListEvents);
     expect_reply_of(method::PlanCounters);
@@ -277,7 +279,7 @@ TEST(MethodOutputs, EachMethodsRepliesReadIntoItsOutAndBack) {
             (*b)["count"] = (*b)["total"].get<std::int64_t>() * (*b)["period"].get<std::int64_t>();
         }
     });
-    EXPECT_EQ(protocol::method_descriptors().size(), 15u)
+    EXPECT_EQ(protocol::method_descriptors().size(), 16u)
         << "a method was added: give its replies a line above";
 }
 
@@ -304,11 +306,12 @@ TEST(VarlinkIdlBuiltin, MonitorInterface) {
     ASSERT_NO_THROW(iface = builtin_interface(kMonitorInterface));
     ASSERT_NE(iface, nullptr);
     EXPECT_EQ(iface->name(), "io.monitord.Monitor");
-    EXPECT_EQ(method_names(*iface),
-              (std::set<std::string>{"GetLoading", "GetStatus", "GetPmuInfo", "ListEvents",
-                                     "PlanCounters", "CollectCounters", "StartCounters",
-                                     "ResetCounters", "ReadCounters", "StopCounters",
-                                     "GetStandingCounters", "Profile", "WatchOverflows"}));
+    EXPECT_EQ(
+        method_names(*iface),
+        (std::set<std::string>{"GetLoading", "GetStatus", "GetHistoryRuns", "GetPmuInfo",
+                               "ListEvents", "PlanCounters", "CollectCounters", "StartCounters",
+                               "ResetCounters", "ReadCounters", "StopCounters",
+                               "GetStandingCounters", "Profile", "WatchOverflows"}));
     EXPECT_NE(iface->error("InvalidMessage"), nullptr);
     for (auto e : {"PerfRunning", "PerfNotRunning", "NoSuchEvent", "PermissionDenied", "NoPmu",
                    "NoSuchTarget", "InvalidRequest", "CounterFailure", "NoSuchSession",

@@ -268,13 +268,19 @@ if [ "$top_unit" != busy.service ] || ! awk -v p="$top_cpu" 'BEGIN { exit !(p >=
     say "ERROR the busiest unit is ${top_unit} with ${top_cpu} %, not busy.service with 90 % or more"
     monctl loading --units 5
 fi
-# And its shell is cpu1's busiest task, with its unit.
-tasks=$(monctl loading --tasks 3 --json | python3 -c '
+# And its shell is cpu1's busiest task, with its unit. A task's time is counted in clock
+# ticks, which this TCG guest loses when the host is busy (one reading in CI: 89 % where the
+# cgroup's nanoseconds said 98 %): the best of three seconds.
+for attempt in 1 2 3; do
+    tasks=$(monctl loading --tasks 3 --json | python3 -c '
 import json, sys
 t = [x for x in json.load(sys.stdin)["tasks"]["top"] if x["cpu"] == 1]
 top = t[0] if t else {"comm": "none", "load": 0}
 print(top["comm"].replace(" ", "_"), top.get("unit", "-"), top["load"])')
-read -r task_comm task_unit task_load <<<"$tasks"
+    read -r task_comm task_unit task_load <<<"$tasks"
+    [ "$task_unit" = busy.service ] && awk -v p="$task_load" 'BEGIN { exit !(p >= 90) }' && break
+    sleep 1
+done
 say "TASKS cpu1's busiest task: ${task_comm} of ${task_unit} with ${task_load} % of one CPU"
 if [ "$task_unit" != busy.service ] || ! awk -v p="$task_load" 'BEGIN { exit !(p >= 90) }'; then
     say "ERROR cpu1's busiest task is ${task_comm} of ${task_unit} with ${task_load} %," \

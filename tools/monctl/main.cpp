@@ -41,6 +41,7 @@ struct Options {
     std::int64_t tasks = 0;  // --tasks N
     std::string since;       // --since, --until: journalctl's times
     std::string until;
+    std::int64_t runs = 20;  // watchdog history -n
 };
 
 int report(const monitor::Error& e) {
@@ -78,6 +79,17 @@ int cmd_watchdog_status(const Options& o) {
                                    : nlohmann::json(nullptr));
     }
     std::cout << monctl::format_watchdog(watchdog);
+    return kExitOk;
+}
+
+int cmd_watchdog_history(const Options& o) {
+    auto c = connect(o);
+    if (!c) return report(c.error());
+    auto reply = c->call(monitor::protocol::method::GetHistoryRuns,
+                         monitor::protocol::HistoryRunsIn{.most = o.runs});
+    if (!reply) return report(reply.error());
+    if (o.json) return print_json(monitor::protocol::to_json(*reply));
+    std::cout << monctl::format_history_runs(*reply);
     return kExitOk;
 }
 
@@ -347,6 +359,14 @@ int run(int argc, char** argv) {
     watchdog->require_subcommand(1);
     auto* watchdog_status = watchdog->add_subcommand(
         "status", "Show the device, its timeout, time left, the last pet and the pets so far");
+    auto* watchdog_history = watchdog->add_subcommand(
+        "history",
+        "Show monitord's runs the history on disk keeps, how each ended (stopped, killed, the "
+        "machine down, reset by the watchdog), and the machine's last seconds before an end "
+        "that was not a stop");
+    watchdog_history->add_option("-n,--runs", o.runs, "The newest N runs, 1 to 1000 (default 20)")
+        ->check(CLI::Range(1, 1000))
+        ->type_name("N");
 
     monctl::TopOptions to;
     auto* top = app.add_subcommand(
@@ -522,6 +542,7 @@ int run(int argc, char** argv) {
         if (status->parsed()) return cmd_status(o);
         if (loading->parsed()) return cmd_loading(o);
         if (watchdog_status->parsed()) return cmd_watchdog_status(o);
+        if (watchdog_history->parsed()) return cmd_watchdog_history(o);
         if (top->parsed()) {
             if (o.json) {
                 std::fprintf(stderr,

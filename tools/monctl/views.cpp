@@ -288,15 +288,28 @@ std::string format_loading(const monitor::LoadingReport& r) {
     return out;
 }
 
+namespace {
+
+// A wall-clock time in local time: "03:00:00" today, "2026-12-01 03:00:00" another day.
+std::string wall_time(std::chrono::system_clock::time_point t) {
+    const auto today = fmt::localtime(std::time(nullptr));
+    const auto tm = fmt::localtime(std::chrono::system_clock::to_time_t(t));
+    const bool same_day = tm.tm_year == today.tm_year && tm.tm_yday == today.tm_yday;
+    return same_day ? fmt::format("{:%H:%M:%S}", tm) : fmt::format("{:%Y-%m-%d %H:%M:%S}", tm);
+}
+
+std::chrono::system_clock::time_point from_us(std::int64_t us) {
+    return std::chrono::system_clock::time_point{
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(
+            std::chrono::microseconds{us})};
+}
+
+}  // namespace
+
 std::string format_range(const monitor::LoadingReport& r,
                          std::chrono::system_clock::time_point since,
                          std::chrono::system_clock::time_point until) {
-    const auto today = fmt::localtime(std::time(nullptr));
-    auto when = [&](std::chrono::system_clock::time_point t) {
-        const auto tm = fmt::localtime(std::chrono::system_clock::to_time_t(t));
-        const bool same_day = tm.tm_year == today.tm_year && tm.tm_yday == today.tm_yday;
-        return same_day ? fmt::format("{:%H:%M:%S}", tm) : fmt::format("{:%Y-%m-%d %H:%M:%S}", tm);
-    };
+    const auto& when = wall_time;
     // No since (--until alone): from the oldest second kept, whenever that is.
     const bool from_start = since == std::chrono::system_clock::time_point{};
     const auto asked = std::chrono::duration_cast<std::chrono::seconds>(until - since).count();
@@ -315,6 +328,42 @@ std::string format_range(const monitor::LoadingReport& r,
                                                 std::max<std::int64_t>(asked, 0))));
     return fmt::format("{}{}: {} s kept, the last at {}\n", span, length, format_count(kept),
                        when(*r.timestamp));
+}
+
+std::string format_history_runs(const monitor::protocol::HistoryRunsOut& out) {
+    if (out.runs.empty()) return fmt::format("No runs kept in {}\n", out.file);
+    std::string text = fmt::format("Runs of monitord kept in {}, the newest last:\n", out.file);
+    for (const auto& r : out.runs) {
+        const std::string end = r.last ? wall_time(from_us(*r.last)) : std::string{"-"};
+        std::string how;
+        if (r.ended == "running") {
+            how = "running";
+        } else if (r.ended == "stopped") {
+            how = "stopped";
+        } else if (r.ended == "daemon_ended") {
+            how = "ended without a stop, the machine running on (killed, or a crash)";
+        } else if (r.ended == "machine_down") {
+            how =
+                "the machine went down (a power loss, a crash, a reset; the watchdog's driver "
+                "did not say it reset it)";
+        } else if (r.ended == "watchdog_reset") {
+            how = "the machine was reset by the watchdog";
+        } else {
+            how = "ended without a stop; nothing after it tells how";
+        }
+        if (r.watchdog) how += fmt::format("; armed {}", *r.watchdog);
+        text += fmt::format("  {} to {}  {}\n", wall_time(from_us(r.started)),
+                            r.ended == "running" ? std::string{"now"} : end, how);
+        for (const auto& s : r.last_seconds) {
+            text += fmt::format("      {}", wall_time(from_us(s.at)));
+            for (const auto& v : s.machine) {
+                text += v.load ? fmt::format("  {} {:5.1f} %", v.source, *v.load)
+                               : fmt::format("  {}     -  ", v.source);
+            }
+            text += '\n';
+        }
+    }
+    return text;
 }
 
 std::string format_history(const monitor::LoadingReport& r) {

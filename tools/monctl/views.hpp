@@ -5,6 +5,7 @@
 #include <string>
 
 #include "monitor/loading/loading_report.hpp"
+#include "monitor/protocol/method_outputs.hpp"
 #include "monitor/protocol/monitor_messages.hpp"
 
 namespace monctl {
@@ -29,6 +30,11 @@ std::string format_loading(const monitor::LoadingReport& report);
 std::string format_range(const monitor::LoadingReport& report,
                          std::chrono::system_clock::time_point since,
                          std::chrono::system_clock::time_point until);
+
+// The daemon's runs the history keeps (GetHistoryRuns), the newest last: when each ran, how it
+// ended, the watchdog it armed, and for an end that was not a stop the machine's load in its
+// last seconds, a line each.
+std::string format_history_runs(const monitor::protocol::HistoryRunsOut& out);
 
 // The per-second values, newest last: one row per second, one column per CPU and source.
 std::string format_history(const monitor::LoadingReport& report);

@@ -53,6 +53,7 @@ struct ResetCountersIn;
 struct StandingCountersIn;
 struct ProfileIn;
 struct WatchOverflowsIn;
+struct HistoryRunsIn;
 // The replies' types (method_outputs.hpp).
 struct ServiceInfo;
 struct InterfaceDescription;
@@ -66,6 +67,7 @@ struct ReportOut;
 struct StandingSessionsOut;
 struct ProfileOut;
 struct OverflowsOut;
+struct HistoryRunsOut;
 
 namespace detail {
 
@@ -94,6 +96,8 @@ inline constexpr Method<InterfaceNameIn, InterfaceDescription> GetInterfaceDescr
 inline constexpr Method<NoInput, DaemonStatus> GetStatus{{"io.monitord.Monitor.GetStatus", Read}};
 inline constexpr Method<LoadingQuery, LoadingReport> GetLoading{
     {"io.monitord.Monitor.GetLoading", Read}};
+inline constexpr Method<HistoryRunsIn, HistoryRunsOut> GetHistoryRuns{
+    {"io.monitord.Monitor.GetHistoryRuns", Read}};
 inline constexpr Method<NoInput, PmuInfoOut> GetPmuInfo{{"io.monitord.Monitor.GetPmuInfo", Read}};
 inline constexpr Method<ListEventsIn, EventsOut> ListEvents{
     {"io.monitord.Monitor.ListEvents", Read}};

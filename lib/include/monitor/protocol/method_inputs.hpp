@@ -29,6 +29,12 @@ struct InterfaceNameIn {
 
 // GetLoading: the LoadingQuery of monitor_messages.hpp.
 
+// GetHistoryRuns: the newest `most` runs.
+struct HistoryRunsIn {
+    std::optional<std::int64_t> most;
+    bool operator==(const HistoryRunsIn&) const = default;
+};
+
 // ListEvents: only the events of one PMU, or every PMU's.
 struct ListEventsIn {
     std::optional<std::string> pmu;
@@ -76,6 +82,7 @@ struct WatchOverflowsIn {
 
 nlohmann::json to_json(const NoInput& in);
 nlohmann::json to_json(const InterfaceNameIn& in);
+nlohmann::json to_json(const HistoryRunsIn& in);
 nlohmann::json to_json(const ListEventsIn& in);
 nlohmann::json to_json(const CounterRequestIn& in);
 nlohmann::json to_json(const CollectCountersIn& in);
@@ -89,6 +96,7 @@ nlohmann::json to_json(const WatchOverflowsIn& in);
 void read_input(const nlohmann::json& j, NoInput& in);
 void read_input(const nlohmann::json& j, InterfaceNameIn& in);
 void read_input(const nlohmann::json& j, LoadingQuery& in);
+void read_input(const nlohmann::json& j, HistoryRunsIn& in);
 void read_input(const nlohmann::json& j, ListEventsIn& in);
 void read_input(const nlohmann::json& j, CounterRequestIn& in);
 void read_input(const nlohmann::json& j, CollectCountersIn& in);

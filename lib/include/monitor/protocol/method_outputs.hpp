@@ -38,6 +38,32 @@ struct InterfaceDescription {
 // GetStatus: the DaemonStatus of monitor_messages.hpp. GetLoading: the LoadingReport of
 // loading/loading_report.hpp.
 
+// GetHistoryRuns.
+struct SourceLoadValue {
+    std::string source;
+    std::optional<double> load;  // percent
+};
+struct HistoryRunSecond {
+    std::int64_t at = 0;  // the second's end, microseconds since the epoch
+    std::vector<SourceLoadValue> machine;
+};
+struct HistoryRunInfo {
+    std::int64_t id = 0;
+    std::string boot_id;
+    std::int64_t started = 0;  // microseconds since the epoch, as the two below
+    std::optional<std::int64_t> last;
+    std::optional<std::int64_t> stopped;
+    // running, stopped, daemon_ended, machine_down, watchdog_reset, unknown
+    std::string ended;
+    std::optional<std::string> watchdog;
+    std::optional<bool> boot_reset_by_watchdog;
+    std::vector<HistoryRunSecond> last_seconds;
+};
+struct HistoryRunsOut {
+    std::string file;
+    std::vector<HistoryRunInfo> runs;
+};
+
 struct PmuInfoOut {
     std::vector<perf::PmuInfo> pmus;
     std::optional<int> paranoid;  // /proc/sys/kernel/perf_event_paranoid
@@ -87,6 +113,7 @@ struct OverflowsOut {
 
 nlohmann::json to_json(const ServiceInfo& out);
 nlohmann::json to_json(const InterfaceDescription& out);
+nlohmann::json to_json(const HistoryRunsOut& out);
 nlohmann::json to_json(const PmuInfoOut& out);
 nlohmann::json to_json(const EventsOut& out);
 nlohmann::json to_json(const PlanOut& out);
@@ -104,6 +131,7 @@ void read_output(const nlohmann::json& j, ServiceInfo& out);
 void read_output(const nlohmann::json& j, InterfaceDescription& out);
 void read_output(const nlohmann::json& j, DaemonStatus& out);
 void read_output(const nlohmann::json& j, LoadingReport& out);
+void read_output(const nlohmann::json& j, HistoryRunsOut& out);
 void read_output(const nlohmann::json& j, PmuInfoOut& out);
 void read_output(const nlohmann::json& j, EventsOut& out);
 void read_output(const nlohmann::json& j, PlanOut& out);
