@@ -37,6 +37,8 @@ monitor::Result<std::unique_ptr<Daemon>> Daemon::create(DaemonParts parts, const
 }
 
 Daemon::~Daemon() {
+    // Its reads' replies go to the server: the reads not done are dropped first.
+    history_reader_.reset();
     if (history_writer_) {
         if (auto r = history_writer_->stop(parts_.wall_clock()); !r) {
             spdlog::warn("History: {}", r.error().message);
@@ -134,11 +136,16 @@ void Daemon::open_history() {
         spdlog::warn("No history on disk: {}", reader.error().message);
         return;
     }
+    auto reading = HistoryReader::start(parts_.event, std::move(*reader));
+    if (!reading) {
+        spdlog::warn("No history on disk: {}", reading.error().message);
+        return;
+    }
     spdlog::info("History of every second in {}", (*store)->file().string());
     // Its first prune on the writer's thread, as the later ones.
     history_writer_ = std::make_unique<HistoryWriter>(std::move(*store), now, kHistoryPruneEvery);
-    history_ = std::move(*reader);
-    loading_->set_history(history_.get(), history_writer_->run());
+    history_reader_ = std::move(*reading);
+    loading_->set_history(history_reader_.get(), history_writer_->run());
 }
 
 // After each tick: its second to the history's writer. A failure that persists is logged
@@ -151,8 +158,8 @@ void Daemon::write_history() {
         // that led to it on disk, not the last kSyncEvery of them lost.
         bool sync = false;
         if (const auto* dog = runtime_->watchdog()) {
-            const auto s = dog->status();
-            sync = s.armed && s.since_last_pet && *s.since_last_pet >= kLatePet;
+            const auto since = dog->since_last_pet();
+            sync = since && *since >= kLatePet;
         }
         history_writer_->post(parts_.wall_clock(), *second, sync);
     }

@@ -17,6 +17,7 @@
 #include "access_rules.hpp"
 #include "config.hpp"
 #include "counter_service.hpp"
+#include "history_reader.hpp"
 #include "history_store.hpp"
 #include "history_writer.hpp"
 #include "loading_service.hpp"
@@ -102,9 +103,9 @@ class Daemon {
     LoadingService& loading() { return *loading_; }
     CounterService& counters() { return *counters_; }
     ProfileService& profiles() { return *profiles_; }
-    // The history on disk, its reading connection and its writer (a thread of its own);
-    // nullptr without one (no state directory, or it could not be opened: logged).
-    const HistoryStore* history() const { return history_.get(); }
+    // The history on disk: its reader and its writer (each a thread of its own); nullptr
+    // without one (no state directory, or it could not be opened: logged).
+    const HistoryReader* history_reader() const { return history_reader_.get(); }
     HistoryWriter* history_writer() { return history_writer_.get(); }
 
   private:
@@ -121,7 +122,7 @@ class Daemon {
     Config config_;
     std::unique_ptr<monitor::Runtime> runtime_;
     std::unique_ptr<HistoryWriter> history_writer_;
-    std::unique_ptr<HistoryStore> history_;  // to read: GetLoading's ranges
+    std::unique_ptr<HistoryReader> history_reader_;  // GetLoading's ranges, GetHistoryRuns
     std::string last_history_error_;
     std::uint64_t history_dropped_ = 0;  // as last logged
     AccessRules access_;  // before the server, which checks every call against it

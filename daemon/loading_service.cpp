@@ -21,12 +21,115 @@ using monitor::varlink::Call;
 
 namespace {
 
-// The most CPU-rows (a row's CPUs, summed over the rows) a range reads: about 2 s of the loop.
+// The most CPU-rows (a row's CPUs, summed over the rows) a range reads: about 2 s of reading,
+// on the history reader's thread, and a reply of a size that a client takes.
 constexpr std::uint64_t kMaxRangeCpuRows = std::uint64_t{1} << 22;
 // GetHistoryRuns: how many runs by default and at most, and the seconds before an end.
 constexpr std::int64_t kDefaultHistoryRuns = 20;
 constexpr std::int64_t kMaxHistoryRuns = 1000;
 constexpr std::chrono::seconds kHistoryRunLastSeconds{10};
+
+// The error of a call about the history when there is none to read.
+monitor::varlink::Reply no_history(std::string message) {
+    return monitor::varlink::make_error("io.monitord.Monitor.NoHistory",
+                                        nlohmann::json{{"message", std::move(message)}});
+}
+
+// GetLoading over [from, to] of `history` (on the reader's thread: the loop ticks on
+// meanwhile), for a machine of `cpus` CPUs.
+VarlinkServer::Response read_range(const HistoryStore& history, const monitor::LoadingQuery& query,
+                                   HistoryStore::Time from, HistoryStore::Time to,
+                                   std::uint64_t cpus) {
+    using Time = HistoryStore::Time;
+    // A range's cost (its rows, each holding every CPU) is bounded, and so is its reply.
+    auto rows = history.rows(from, to);
+    if (!rows) return no_history(rows.error().message);
+    if ((rows->first + rows->second) * cpus > kMaxRangeCpuRows) {
+        return perf_error_reply(
+            monitor::Error{monitor::Status::BadArg,
+                           fmt::format("since/until: the range holds {} rows of {} CPUs; a reply "
+                                       "reads at most {} CPU-seconds (an hour at 1,024 CPUs, a "
+                                       "day at 48): narrow the range",
+                                       rows->first + rows->second, cpus, kMaxRangeCpuRows)},
+            nullptr);
+    }
+    if (query.history) {
+        const auto most = query.per_cpu ? monitor::kMaxRangeValuesPerCpu : monitor::kMaxRangeValues;
+        // Against what the history holds: a range reaching beyond it is not that long.
+        auto span = history.span();
+        const Time first = span && *span ? std::max(from, (*span)->first) : from;
+        const Time last = span && *span ? std::min(to, (*span)->second) : to;
+        if (last - first > most) {
+            return perf_error_reply(
+                monitor::Error{
+                    monitor::Status::BadArg,
+                    fmt::format(
+                        "since/until: the per-second values (history) of {} s are asked "
+                        "for; a reply carries at most {} s of them{}: narrow the range, or "
+                        "ask without history",
+                        std::chrono::duration_cast<std::chrono::seconds>(last - first).count(),
+                        most.count(), query.per_cpu ? " per CPU" : "")},
+                nullptr);
+        }
+    }
+    monitor::HistoryRange range(query);
+    auto r = history.read(
+        from, to,
+        [&](Time at, const monitor::HistorySecond& s, const monitor::HistorySecond* low,
+            const monitor::HistorySecond* high) { range.add(at, s, low, high); });
+    if (!r) return no_history(r.error().message);
+    // Encoded here too: a long range's reply is the larger part of the work.
+    return VarlinkServer::EncodedReply{
+        std::make_shared<const std::string>(monitor::varlink::encode(monitor::protocol::reply_of(
+            monitor::protocol::method::GetLoading, range.report(), false)))};
+}
+
+// GetHistoryRuns: the `most` newest runs of `history`, this daemon's being `running` (on the
+// reader's thread, as a range).
+VarlinkServer::Response read_runs(const HistoryStore& history, std::int64_t most,
+                                  std::int64_t running) {
+    using Time = HistoryStore::Time;
+    auto runs = history.runs();
+    if (!runs) return no_history(runs.error().message);
+    auto us = [](Time t) {
+        return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+    };
+    monitor::protocol::HistoryRunsOut out;
+    out.file = history.file().string();
+    const std::size_t first = runs->size() > static_cast<std::size_t>(most)
+                                  ? runs->size() - static_cast<std::size_t>(most)
+                                  : 0;
+    for (std::size_t i = first; i < runs->size(); ++i) {
+        const HistoryRun& r = (*runs)[i];
+        monitor::protocol::HistoryRunInfo info;
+        info.id = r.id;
+        info.boot_id = r.boot_id;
+        info.started = us(r.started);
+        if (r.last) info.last = us(*r.last);
+        if (r.stopped) info.stopped = us(*r.stopped);
+        const RunEnd end = run_end(*runs, i, running);
+        info.ended = std::string(run_end_name(end));
+        info.watchdog = r.watchdog;
+        info.boot_reset_by_watchdog = r.boot_reset_by_watchdog;
+        // The evidence of an end that was not a stop: what the machine did before it.
+        if (end != RunEnd::Stopped && end != RunEnd::Running && r.last) {
+            const Time from = *r.last - kHistoryRunLastSeconds + std::chrono::milliseconds(1);
+            auto lasts = history.read(
+                from, *r.last,
+                [&](Time at, const monitor::HistorySecond& s, const monitor::HistorySecond*,
+                    const monitor::HistorySecond*) {
+                    monitor::protocol::HistoryRunSecond second{.at = us(at), .machine = {}};
+                    for (const auto& source : s.sources) {
+                        second.machine.push_back({source.name, source.machine});
+                    }
+                    info.last_seconds.push_back(std::move(second));
+                });
+            if (!lasts) return no_history(lasts.error().message);
+        }
+        out.runs.push_back(std::move(info));
+    }
+    return monitor::protocol::reply_of(monitor::protocol::method::GetHistoryRuns, out);
+}
 
 }  // namespace
 
@@ -55,14 +158,16 @@ void LoadingService::setup() {
                                                       "call without more"},
                                        nullptr);
                                }
-                               return range(query);
+                               return range(query, peer.connection);
                            }
                            if (call.more) watchers_.push_back({peer.connection, query});
                            return loading(query, call.more);
                        });
     server_.add_method(method::GetHistoryRuns,
                        [this](const monitor::protocol::HistoryRunsIn& in, const Call&,
-                              const Peer&) -> VarlinkServer::Response { return history_runs(in); });
+                              const Peer& peer) -> VarlinkServer::Response {
+                           return history_runs(in, peer.connection);
+                       });
 }
 
 VarlinkServer::Response LoadingService::status() const {
@@ -102,13 +207,10 @@ VarlinkServer::Response LoadingService::loading(const monitor::LoadingQuery& que
     return VarlinkServer::Response{cached, more};
 }
 
-VarlinkServer::Response LoadingService::range(const monitor::LoadingQuery& query) const {
+VarlinkServer::Response LoadingService::range(const monitor::LoadingQuery& query,
+                                              std::uint64_t connection) {
     using std::chrono::microseconds;
     using Time = HistoryStore::Time;
-    auto no_history = [](std::string message) {
-        return monitor::varlink::make_error("io.monitord.Monitor.NoHistory",
-                                            nlohmann::json{{"message", std::move(message)}});
-    };
     if (history_ == nullptr) {
         return no_history(
             "since/until: this monitord keeps no history on disk (it has no state directory: "
@@ -124,54 +226,30 @@ VarlinkServer::Response LoadingService::range(const monitor::LoadingQuery& query
         query.until
             ? time_of(*query.until)
             : std::chrono::time_point_cast<Time::duration>(std::chrono::system_clock::now());
-    // Reading runs on the daemon's loop: a range's cost (its rows, each holding every CPU) is
-    // bounded, so that no reply holds the loop for more than a second or two.
-    auto rows = history_->rows(from, to);
-    if (!rows) return no_history(rows.error().message);
     const auto cpus = std::max<std::uint64_t>(runtime_.engine().online_cpus().size(), 1);
-    if ((rows->first + rows->second) * cpus > kMaxRangeCpuRows) {
-        return perf_error_reply(
-            monitor::Error{monitor::Status::BadArg,
-                           fmt::format("since/until: the range holds {} rows of {} CPUs; a reply "
-                                       "reads at most {} CPU-seconds (an hour at 1,024 CPUs, a "
-                                       "day at 48): narrow the range",
-                                       rows->first + rows->second, cpus, kMaxRangeCpuRows)},
-            nullptr);
-    }
-    if (query.history) {
-        const auto most = query.per_cpu ? monitor::kMaxRangeValuesPerCpu : monitor::kMaxRangeValues;
-        // Against what the history holds: a range reaching beyond it is not that long.
-        auto span = history_->span();
-        const Time first = span && *span ? std::max(from, (*span)->first) : from;
-        const Time last = span && *span ? std::min(to, (*span)->second) : to;
-        if (last - first > most) {
-            return perf_error_reply(
-                monitor::Error{
-                    monitor::Status::BadArg,
-                    fmt::format(
-                        "since/until: the per-second values (history) of "
-                        "{} are asked for; a reply carries at most {} s of "
-                        "them{}: narrow the range, or ask without history",
-                        fmt::format(
-                            "{} s",
-                            std::chrono::duration_cast<std::chrono::seconds>(last - first).count()),
-                        most.count(), query.per_cpu ? " per CPU" : "")},
-                nullptr);
-        }
-    }
-    monitor::HistoryRange range(query);
-    auto r = history_->read(
-        from, to,
-        [&](Time at, const monitor::HistorySecond& s, const monitor::HistorySecond* low,
-            const monitor::HistorySecond* high) { range.add(at, s, low, high); });
-    if (!r) return no_history(r.error().message);
-    return monitor::protocol::reply_of(monitor::protocol::method::GetLoading, range.report(),
-                                       false);
+    return read_history(
+        [query, from, to, cpus](const HistoryStore& history) {
+            return read_range(history, query, from, to, cpus);
+        },
+        connection);
 }
 
-VarlinkServer::Response LoadingService::history_runs(
-    const monitor::protocol::HistoryRunsIn& in) const {
-    using Time = HistoryStore::Time;
+VarlinkServer::Response LoadingService::read_history(HistoryReader::Read read,
+                                                     std::uint64_t connection) {
+    const bool posted =
+        history_->post(std::move(read), [this, connection](VarlinkServer::Response reply) {
+            // A caller that left meanwhile is not there to send to: nothing more to do.
+            (void)server_.send(connection, reply);
+        });
+    if (!posted) {
+        return no_history(fmt::format(
+            "the history is busy: {} reads under way or waiting; try again", history_->pending()));
+    }
+    return VarlinkServer::Response::later();
+}
+
+VarlinkServer::Response LoadingService::history_runs(const monitor::protocol::HistoryRunsIn& in,
+                                                     std::uint64_t connection) {
     const std::int64_t most = in.most.value_or(kDefaultHistoryRuns);
     if (most < 1 || most > kMaxHistoryRuns) {
         return perf_error_reply(
@@ -179,55 +257,16 @@ VarlinkServer::Response LoadingService::history_runs(
                            fmt::format("most: {} runs; ask for 1 to {}", most, kMaxHistoryRuns)},
             nullptr);
     }
-    auto no_history = [](std::string message) {
-        return monitor::varlink::make_error("io.monitord.Monitor.NoHistory",
-                                            nlohmann::json{{"message", std::move(message)}});
-    };
     if (history_ == nullptr) {
         return no_history(
             "this monitord keeps no history on disk, so no record of its runs (it has no state "
             "directory: monitord.conf(5), [daemon] state-directory; see its log for why)");
     }
-    auto runs = history_->runs();
-    if (!runs) return no_history(runs.error().message);
-    auto us = [](Time t) {
-        return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
-    };
-    monitor::protocol::HistoryRunsOut out;
-    out.file = history_->file().string();
-    const std::size_t first = runs->size() > static_cast<std::size_t>(most)
-                                  ? runs->size() - static_cast<std::size_t>(most)
-                                  : 0;
-    for (std::size_t i = first; i < runs->size(); ++i) {
-        const HistoryRun& r = (*runs)[i];
-        monitor::protocol::HistoryRunInfo info;
-        info.id = r.id;
-        info.boot_id = r.boot_id;
-        info.started = us(r.started);
-        if (r.last) info.last = us(*r.last);
-        if (r.stopped) info.stopped = us(*r.stopped);
-        const RunEnd end = run_end(*runs, i, history_run_);
-        info.ended = std::string(run_end_name(end));
-        info.watchdog = r.watchdog;
-        info.boot_reset_by_watchdog = r.boot_reset_by_watchdog;
-        // The evidence of an end that was not a stop: what the machine did before it.
-        if (end != RunEnd::Stopped && end != RunEnd::Running && r.last) {
-            const Time from = *r.last - kHistoryRunLastSeconds + std::chrono::milliseconds(1);
-            auto read = history_->read(
-                from, *r.last,
-                [&](Time at, const monitor::HistorySecond& s, const monitor::HistorySecond*,
-                    const monitor::HistorySecond*) {
-                    monitor::protocol::HistoryRunSecond second{.at = us(at), .machine = {}};
-                    for (const auto& source : s.sources) {
-                        second.machine.push_back({source.name, source.machine});
-                    }
-                    info.last_seconds.push_back(std::move(second));
-                });
-            if (!read) return no_history(read.error().message);
-        }
-        out.runs.push_back(std::move(info));
-    }
-    return monitor::protocol::reply_of(monitor::protocol::method::GetHistoryRuns, out);
+    return read_history(
+        [most, running = history_run_](const HistoryStore& history) {
+            return read_runs(history, most, running);
+        },
+        connection);
 }
 
 void LoadingService::loading_changed() {

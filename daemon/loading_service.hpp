@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "history_reader.hpp"
 #include "history_store.hpp"
 #include "monitor/loading/loading_report.hpp"
 #include "monitor/loading/probe_group.hpp"
@@ -37,9 +38,10 @@ class LoadingService {
         probe_group_ = std::move(group);
     }
     void set_probe_fallback(std::optional<std::string> why) { probe_fallback_ = std::move(why); }
-    // Where GetLoading's ranges (since/until) and GetHistoryRuns read from, and this daemon's
-    // run in it; nullptr: none (they are refused, saying why).
-    void set_history(const HistoryStore* history, std::int64_t run) {
+    // Where GetLoading's ranges (since/until) and GetHistoryRuns read from (on the reader's
+    // thread: the loop goes on meanwhile), and this daemon's run in it; nullptr: none (they
+    // are refused, saying why).
+    void set_history(HistoryReader* history, std::int64_t run) {
         history_ = history;
         history_run_ = run;
     }
@@ -58,8 +60,13 @@ class LoadingService {
   private:
     VarlinkServer::Response status() const;
     VarlinkServer::Response loading(const monitor::LoadingQuery& query, bool more);
-    VarlinkServer::Response range(const monitor::LoadingQuery& query) const;
-    VarlinkServer::Response history_runs(const monitor::protocol::HistoryRunsIn& in) const;
+    // Read on the history reader's thread, and answered from there to `connection`.
+    VarlinkServer::Response range(const monitor::LoadingQuery& query, std::uint64_t connection);
+    VarlinkServer::Response history_runs(const monitor::protocol::HistoryRunsIn& in,
+                                         std::uint64_t connection);
+    // `read` posted to the reader, its reply sent to `connection` when done: a deferred reply,
+    // or the refusal when too many reads wait.
+    VarlinkServer::Response read_history(HistoryReader::Read read, std::uint64_t connection);
 
     VarlinkServer& server_;
     const monitor::Runtime& runtime_;
@@ -68,7 +75,7 @@ class LoadingService {
     monitor::watchdog::OnStop on_stop_ = monitor::watchdog::OnStop::Disarm;
     std::optional<monitor::ProbeGroup> probe_group_;
     std::optional<std::string> probe_fallback_;
-    const HistoryStore* history_ = nullptr;
+    HistoryReader* history_ = nullptr;
     std::int64_t history_run_ = 0;
     // Encoded GetLoading replies by query (per_cpu + 2 * history + 4 * states + 8 * totals +
     // 16 * more + 32 * context, and the units and tasks asked for), valid until the loading

@@ -63,20 +63,21 @@ std::string_view trim_space(std::string_view s) {
     return s.substr(first, s.find_last_not_of(kSpace) - first + 1);
 }
 
+std::optional<std::uint64_t> parse_unsigned(std::string_view s) {
+    std::uint64_t v = 0;
+    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (s.empty() || ec != std::errc{} || p != s.data() + s.size()) return std::nullopt;
+    return v;
+}
+
 std::optional<double> parse_decimal(std::string_view s) {
-    auto digits = [](std::string_view d) -> std::optional<std::uint64_t> {
-        std::uint64_t v = 0;
-        const auto [p, ec] = std::from_chars(d.data(), d.data() + d.size(), v);
-        if (d.empty() || ec != std::errc{} || p != d.data() + d.size()) return std::nullopt;
-        return v;
-    };
     const auto point = s.find('.');
-    const auto whole = digits(s.substr(0, point));
+    const auto whole = parse_unsigned(s.substr(0, point));
     if (!whole) return std::nullopt;
     const double v = static_cast<double>(*whole);
     if (point == std::string_view::npos) return v;
     const auto tail = s.substr(point + 1);
-    const auto fraction = digits(tail);
+    const auto fraction = parse_unsigned(tail);
     if (!fraction || tail.size() > 9) return std::nullopt;
     return v + static_cast<double>(*fraction) / std::pow(10.0, static_cast<double>(tail.size()));
 }

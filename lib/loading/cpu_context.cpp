@@ -21,13 +21,6 @@ namespace monitor {
 
 namespace {
 
-std::optional<std::uint64_t> unsigned_number(std::string_view s) {
-    std::uint64_t v = 0;
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc{} || p != s.data() + s.size() || s.empty()) return std::nullopt;
-    return v;
-}
-
 // The words of a line, split at spaces and tabs.
 std::vector<std::string_view> words(std::string_view line) {
     std::vector<std::string_view> out;
@@ -89,7 +82,7 @@ void parse_stat(std::string_view text, Parsed& out) {
                 line[std::string_view{key}.size()] != ' ') {
                 continue;
             }
-            auto v = unsigned_number(trim_space(line.substr(std::string_view{key}.size())));
+            auto v = parse_unsigned(trim_space(line.substr(std::string_view{key}.size())));
             if (!v) {
                 out.unavailable.push_back(bad_line("/proc/stat", number, line, "a count"));
                 return false;
@@ -119,7 +112,7 @@ void parse_schedstat(std::string_view text, Parsed& out) {
         int cpu = -1;
         auto [p, ec] = std::from_chars(w[0].data() + 3, w[0].data() + w[0].size(), cpu);
         // cpuN, then 9 fields (version 15 on): the eighth is the run-queue wait, in ns.
-        auto delay = w.size() >= 10 ? unsigned_number(w[8]) : std::nullopt;
+        auto delay = w.size() >= 10 ? parse_unsigned(w[8]) : std::nullopt;
         if (ec != std::errc{} || p != w[0].data() + w[0].size() || cpu < 0 || !delay) {
             out.unavailable.push_back(
                 bad_line("/proc/schedstat", number, line, "\"cpuN\" and 9 counts"));
@@ -165,7 +158,7 @@ std::optional<Table> parse_table(std::string_view text, std::string_view file,
         const auto w = words(line.substr(colon + 1));
         std::size_t i = 0;
         for (; i < w.size() && i < table.cpus.size(); ++i) {
-            auto v = unsigned_number(w[i]);
+            auto v = parse_unsigned(w[i]);
             if (!v) break;
             row.counts.push_back(*v);
         }
@@ -205,7 +198,7 @@ Parsed parse(const TextViews& text) {
     out.interrupts = parse_table(text.interrupts, "/proc/interrupts", out.unavailable);
     out.softirqs = parse_table(text.softirqs, "/proc/softirqs", out.unavailable);
     for (const auto& [cpu, khz] : text.frequency_khz) {
-        if (auto v = unsigned_number(trim_space(khz))) {
+        if (auto v = parse_unsigned(trim_space(khz))) {
             out.frequency_mhz[cpu] = static_cast<double>(*v) / 1000.0;
         }
     }
@@ -449,7 +442,7 @@ Result<CpuContextSample> CpuContext::sample(std::chrono::steady_clock::time_poin
             f.name = fmt::format("/sys/devices/system/cpu/cpu{}/cpufreq/scaling_cur_freq", cpu);
             f.fd = std::move(fd);
             if (pread_whole(f.fd.get(), f.text, f.name)) {
-                if (auto v = unsigned_number(trim_space(f.text))) {
+                if (auto v = parse_unsigned(trim_space(f.text))) {
                     parsed.frequency_mhz[cpu] = static_cast<double>(*v) / 1000.0;
                 }
             }

@@ -8,17 +8,10 @@
 #include <system_error>
 #include <tuple>
 
-#include "monitor/text_file.hpp"  // parse_decimal
+#include "monitor/text_file.hpp"  // parse_decimal, parse_unsigned
 
 namespace monitor {
 namespace {
-
-std::optional<std::uint64_t> unsigned_number(std::string_view s) {
-    std::uint64_t v = 0;
-    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc{} || p != s.data() + s.size() || s.empty()) return std::nullopt;
-    return v;
-}
 
 Error bad(std::string_view file, std::size_t number, std::string_view line) {
     return Error{Status::BadData,
@@ -48,7 +41,7 @@ Result<CpuPressureLine> parse_cpu_pressure(std::string_view text, std::string_vi
             const auto key = w.substr(0, eq);
             const auto value = w.substr(eq + 1);
             if (key == "total") {
-                auto v = unsigned_number(value);
+                auto v = parse_unsigned(value);
                 if (!v) return std::unexpected(bad(file, number, line));
                 out.total_us = *v;
                 found |= 8;

@@ -14,8 +14,6 @@
 namespace monitor::perf {
 namespace {
 
-constexpr std::string_view kSeparator = "::";
-
 std::string lowered(std::string_view s) {
     std::string out(s);
     for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -232,8 +230,8 @@ const EventCatalog::EventNames& EventCatalog::event_names() const {
         names_->names.reserve(all->size());
         for (auto& e : *all) {
             EventNames::Known k;
-            const auto separator = e.name.find(kSeparator);
-            k.event_part = separator == std::string::npos ? 0 : separator + kSeparator.size();
+            const auto separator = e.name.find(kPmuSeparator);
+            k.event_part = separator == std::string::npos ? 0 : separator + kPmuSeparator.size();
             k.lower = lowered(e.name);
             k.counts = char_counts(k.lower);
             k.event_counts = char_counts(std::string_view(k.lower).substr(k.event_part));
@@ -249,9 +247,9 @@ std::vector<std::string> EventCatalog::closest(std::string_view name, std::size_
     // caller's time in proportion (a client's megabyte of name: seconds of the daemon's loop).
     if (name.size() > kLongestSuggestedName) return {};
     // Compare like with like: a name without a PMU against the event part only.
-    const bool qualified = name.find(kSeparator) != std::string_view::npos;
+    const bool qualified = name.find(kPmuSeparator) != std::string_view::npos;
     std::string_view bare =
-        name.substr(0, name.find(':', qualified ? name.find(kSeparator) + 2 : 0));
+        name.substr(0, name.find(':', qualified ? name.find(kPmuSeparator) + 2 : 0));
     const std::string query = lowered(bare);
     const CharCounts query_counts = char_counts(query);
     // Names further than this are no suggestion.

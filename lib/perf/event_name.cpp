@@ -12,8 +12,6 @@
 namespace monitor::perf {
 namespace {
 
-constexpr std::string_view kSeparator = "::";
-
 // The part of `s` before its first ':' and the part after it (empty without one).
 std::pair<std::string_view, std::string_view> split_at_colon(std::string_view s) {
     const auto colon = s.find(':');
@@ -27,9 +25,9 @@ EventName split_event_name(std::string_view name) {
     EventName n;
     n.full = name;
     std::string_view rest = name;
-    if (const auto sep = name.find(kSeparator); sep != std::string_view::npos) {
+    if (const auto sep = name.find(kPmuSeparator); sep != std::string_view::npos) {
         n.pmu = name.substr(0, sep);
-        rest = name.substr(sep + kSeparator.size());
+        rest = name.substr(sep + kPmuSeparator.size());
     }
     std::tie(n.event, n.modifiers) = split_at_colon(rest);
     return n;

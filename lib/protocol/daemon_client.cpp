@@ -24,6 +24,7 @@ std::optional<Status> status_of_error(std::string_view error) {
         {"NoPmu", Status::NoPmu},           {"NoSuchTarget", Status::NoDev},
         {"InvalidRequest", Status::BadArg}, {"CounterFailure", Status::IoErr},
         {"NoSuchSession", Status::NoDev},   {"LimitExceeded", Status::Busy},
+        {"NoHistory", Status::NoDev},
     };
     const std::string prefix = std::string{monitor::varlink::kMonitorInterface} + ".";
     if (!error.starts_with(prefix)) return std::nullopt;

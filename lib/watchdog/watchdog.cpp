@@ -150,10 +150,14 @@ WatchdogStatus Watchdog::status() const {
     if (const Lease* lease = lease_.load()) {
         s.armed = true;
         s.time_left_s = lease->device->time_left();
-        const std::uint32_t since = ms_since_origin(now_()) - last_pet_ms_.load();
-        s.since_last_pet = std::chrono::milliseconds(since);
+        s.since_last_pet = since_last_pet();
     }
     return s;
+}
+
+std::optional<std::chrono::nanoseconds> Watchdog::since_last_pet() const noexcept {
+    if (lease_.load() == nullptr) return std::nullopt;
+    return std::chrono::milliseconds(ms_since_origin(now_()) - last_pet_ms_.load());
 }
 
 }  // namespace monitor::watchdog

@@ -1,7 +1,7 @@
 // monctl top against the real daemon: --once as text, and the live view in a real terminal,
 // tmux's, driven with send-keys and read with capture-pane: every CPU, the keys, a smaller
-// window, the daemon's restart, quitting, the terminal restored; 256 CPUs from a fixture
-// /proc/stat scrolled through in 80x24.
+// window, the daemon's restart, quitting, the terminal restored, stepping back in the history;
+// 256 CPUs from a fixture /proc/stat scrolled through in 80x24.
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -413,6 +413,65 @@ TEST_F(TopInTmux, CtrlCAndSigtermRestoreTheTerminal) {
 }
 
 // ---- 256 CPUs -----------------------------------------------------------------------------
+
+// ---- stepping back ------------------------------------------------------------------------
+
+// A moment of the past, from the history on disk: --once --at, then the keys of the live view
+// ([ or Left a minute back, before this daemon started: nothing kept; ] on to now; n now). A
+// daemon without a history says so on the last line, and the view stays live.
+TEST_F(TopInTmux, StepsBackInTheHistoryAndReturns) {
+    ScratchDir state;
+    auto d = Daemon::start({.args = {"--state-directory", state.path().string()}});
+    ASSERT_TRUE(d);
+    ASSERT_TRUE(d->wait_samples(4));
+    SpawnOptions ascii;
+    ascii.env = {"LC_ALL=C", "COLUMNS=140"};
+    auto r = run({monctl_bin(), "--socket", d->socket(), "top", "--once", "--at", "-1s"}, ascii);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find(", history at 20"), std::string::npos) << r.out;
+    EXPECT_TRUE(std::regex_search(r.out, kMachineFigures)) << "the seconds on disk\n" << r.out;
+    EXPECT_EQ(r.out.find("watchdog"), std::string::npos) << "the watchdog is live only\n" << r.out;
+    auto bad = run({monctl_bin(), "--socket", d->socket(), "top", "--once", "--at", "teatime"});
+    EXPECT_EQ(bad.exit_code, 2) << bad.err;
+    EXPECT_NE(bad.err.find("--at: "), std::string::npos) << bad.err;
+    EXPECT_NE(bad.err.find("teatime"), std::string::npos) << bad.err;
+
+    auto live = [](const std::string& s) {
+        return s.find("history at") == std::string::npos &&
+               s.find("q quit  h help") != std::string::npos &&
+               std::regex_search(s, kMachineFigures);
+    };
+    {
+        Tmux t(tmux_, top_command(*d), 140, 30);
+        std::string screen;
+        ASSERT_TRUE(t.wait_screen(live, screen)) << screen;
+        t.keys("[");
+        EXPECT_TRUE(t.wait_text("nothing kept", screen)) << screen;
+        EXPECT_NE(screen.find("the history on disk   [ ] a minute back or on"), std::string::npos)
+            << screen;
+        t.keys("]");
+        EXPECT_TRUE(t.wait_screen(live, screen)) << "a minute on is now\n" << screen;
+        t.keys("Left");
+        EXPECT_TRUE(t.wait_text("history at", screen)) << screen;
+        t.keys("n");
+        EXPECT_TRUE(t.wait_screen(live, screen)) << screen;
+        t.keys("q");
+        expect_clean_exit(t);
+    }
+    auto plain = Daemon::start();  // on a socket of its own: no history
+    ASSERT_TRUE(plain);
+    ASSERT_TRUE(plain->wait_samples(2));
+    Tmux t(tmux_, top_command(*plain), 140, 30);
+    std::string screen;
+    ASSERT_TRUE(t.wait_screen(live, screen)) << screen;
+    t.keys("[");
+    EXPECT_TRUE(
+        t.wait_text("no history there: since/until: this monitord keeps no history", screen))
+        << screen;
+    EXPECT_EQ(screen.find("history at"), std::string::npos) << "still live\n" << screen;
+    t.keys("q");
+    expect_clean_exit(t);
+}
 
 // A machine of 256 CPUs (SyntheticMachine): cpu200 busy all the time, cpu N N % 50 percent
 // of it.

@@ -127,6 +127,7 @@ class DaemonComponents {
     monitord::LoadingService& loading() { return daemon_->loading(); }
     monitord::CounterService& counters() { return daemon_->counters(); }
     monitord::ProfileService& profiles() { return daemon_->profiles(); }
+    sd_event* event() { return event_.get(); }
 
   private:
     monitor::Result<void> setup();

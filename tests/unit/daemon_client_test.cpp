@@ -80,6 +80,26 @@ TEST(DaemonClient, ATypedCallReadsTheReplyIntoItsOut) {
     EXPECT_EQ(out->plan.groups[0].members[0].event, "x");
 }
 
+// The daemon's own errors carry a message written for people: the error is that message,
+// with the status the error's name stands for (NoHistory: nothing there, NODEV); another's is
+// shown whole.
+TEST(DaemonClient, TheDaemonsOwnErrorsAreTheirMessage) {
+    StandInDaemon daemon;
+    daemon.serve({json{{"error", "io.monitord.Monitor.NoHistory"},
+                       {"parameters", {{"message", "this monitord keeps no history on disk"}}}}
+                      .dump(),
+                  json{{"error", "org.example.Other"}, {"parameters", {{"why", "x"}}}}.dump()});
+    auto c = DaemonClient::connect(daemon.path());
+    ASSERT_TRUE(c) << c.error().to_string();
+    auto none = c->call(method::GetHistoryRuns);
+    ASSERT_FALSE(none);
+    EXPECT_EQ(none.error().status, Status::NoDev);
+    EXPECT_EQ(none.error().message, "this monitord keeps no history on disk");
+    auto other = c->call(method::GetHistoryRuns);
+    ASSERT_FALSE(other);
+    EXPECT_EQ(other.error().message, R"(GetHistoryRuns failed: org.example.Other {"why":"x"})");
+}
+
 TEST(DaemonClient, AReplyWithoutAFieldItsMethodGivesIsBadData) {
     StandInDaemon daemon;
     daemon.serve({reply_text({{"threads", 4}})});

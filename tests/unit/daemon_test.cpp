@@ -98,7 +98,7 @@ TEST(Daemon, EveryKeyThatAppliesAtReloadTakesEffect) {
     o.config.state_directory = state.path();  // a history, whose limits a reload changes
     DaemonComponents d{std::move(o)};
     ASSERT_TRUE(d.ok()) << d.error();
-    ASSERT_NE(d.on_loop([&] { return d.daemon().history(); }), nullptr);
+    ASSERT_NE(d.on_loop([&] { return d.daemon().history_reader(); }), nullptr);
     int applies = 0;
     for (const auto& key : config_keys()) {
         if (key.reload != OnReload::Applies) continue;
@@ -146,14 +146,14 @@ TEST(Daemon, EachTicksSecondGoesToTheHistory) {
         ASSERT_TRUE(d.daemon().history_writer()->flush(10s));
         std::vector<double> machine;
         std::vector<double> cpu1;
-        auto r = d.on_loop([&] {
-            return d.daemon().history()->read(
-                {}, std::chrono::system_clock::now() + 1h,
-                [&](auto, const monitor::HistorySecond& s, auto*, auto*) {
-                    machine.push_back(s.sources.back().machine.value_or(-1));
-                    cpu1.push_back(s.sources.back().cpus.at(1).load.value_or(-1));
-                });
-        });
+        // Another reading connection: the daemon's is its reader thread's.
+        auto reader = HistoryStore::open_reader(state.path() / "history.db");
+        ASSERT_TRUE(reader) << reader.error().to_string();
+        auto r = (*reader)->read({}, std::chrono::system_clock::now() + 1h,
+                                 [&](auto, const monitor::HistorySecond& s, auto*, auto*) {
+                                     machine.push_back(s.sources.back().machine.value_or(-1));
+                                     cpu1.push_back(s.sources.back().cpus.at(1).load.value_or(-1));
+                                 });
         ASSERT_TRUE(r.has_value()) << r.error().to_string();
         ASSERT_EQ(machine.size(), 2u);
         EXPECT_NEAR(machine[0], 60, 0.01);
@@ -209,10 +209,10 @@ TEST(Daemon, SecondsTheHistoryCannotTakeWaitAndAreWrittenLater) {
     EXPECT_EQ(after.dropped, 0u);
     EXPECT_EQ(after.written, 3u);
     std::size_t rows = 0;
-    auto r = d.on_loop([&] {
-        return d.daemon().history()->read({}, std::chrono::system_clock::now() + 1h,
-                                          [&](auto, const auto&, auto*, auto*) { ++rows; });
-    });
+    auto reader = HistoryStore::open_reader(state.path() / "history.db");
+    ASSERT_TRUE(reader) << reader.error().to_string();
+    auto r = (*reader)->read({}, std::chrono::system_clock::now() + 1h,
+                             [&](auto, const auto&, auto*, auto*) { ++rows; });
     ASSERT_TRUE(r.has_value()) << r.error().to_string();
     EXPECT_EQ(rows, 3u);
 }

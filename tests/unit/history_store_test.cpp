@@ -11,6 +11,7 @@
 #include <fstream>
 #include <vector>
 
+#include "history_seconds.hpp"
 #include "sqlite_syncs.hpp"
 #include "test_support.hpp"
 
@@ -18,26 +19,12 @@ namespace monitord {
 namespace {
 
 using namespace std::chrono_literals;
-using monitor::HistoryCpu;
 using monitor::HistorySecond;
-using monitor::HistorySource;
 using Time = HistoryStore::Time;
 using test_support::ScratchDir;
 
-const Time kStart = Time{} + 1'800'000'000s;  // a whole minute: 30,000,000 of them
-
-HistorySecond second_of(double load, int cpus = 2) {
-    HistorySecond s;
-    s.seconds = 1;
-    HistorySource src{.name = "procstat",
-                      .machine = load,
-                      .has_states = false,
-                      .machine_states = std::nullopt,
-                      .cpus = {}};
-    for (int c = 0; c < cpus; ++c) src.cpus.push_back(HistoryCpu{c, load, std::nullopt});
-    s.sources.push_back(src);
-    return s;
-}
+const Time kStart = test_support::kHistoryStart;
+using test_support::history_second;
 
 struct Row {
     Time at;
@@ -66,7 +53,7 @@ TEST(HistoryStore, SecondsWrittenAreReadBackAfterAReopen) {
         ASSERT_TRUE(store.has_value()) << store.error().to_string();
         ASSERT_TRUE((*store)->start_run("boot-a", kStart));
         for (int i = 1; i <= 25; ++i) {
-            ASSERT_TRUE((*store)->append(kStart + std::chrono::seconds{i}, second_of(i)));
+            ASSERT_TRUE((*store)->append(kStart + std::chrono::seconds{i}, history_second(i)));
         }
         ASSERT_TRUE((*store)->stop_run(kStart + 26s));
     }
@@ -88,13 +75,13 @@ TEST(HistoryStore, ARunWithoutAStopEndedOtherwise) {
     {
         auto store = *HistoryStore::open(dir.path(), {});
         ASSERT_TRUE(store->start_run("boot-a", kStart));
-        ASSERT_TRUE(store->append(kStart + 1s, second_of(5)));
-        ASSERT_TRUE(store->append(kStart + 2s, second_of(6)));
+        ASSERT_TRUE(store->append(kStart + 1s, history_second(5)));
+        ASSERT_TRUE(store->append(kStart + 2s, history_second(6)));
         // No stop_run: killed.
     }
     auto store = *HistoryStore::open(dir.path(), {});
     ASSERT_TRUE(store->start_run("boot-b", kStart + 100s));
-    ASSERT_TRUE(store->append(kStart + 101s, second_of(7)));
+    ASSERT_TRUE(store->append(kStart + 101s, history_second(7)));
     ASSERT_TRUE(store->stop_run(kStart + 102s));
     auto runs = store->runs();
     ASSERT_TRUE(runs.has_value());
@@ -113,7 +100,7 @@ TEST(HistoryStore, SecondsOlderThanKeptFoldIntoMinutes) {
     // Minute 1: 1..60 (load 10, one 70), minute 2: 61..120 (20), minute 3: 121..150 (30).
     for (int i = 1; i <= 150; ++i) {
         const double load = i <= 60 ? (i == 30 ? 70 : 10) : i <= 120 ? 20 : 30;
-        ASSERT_TRUE(store->append(kStart + std::chrono::seconds{i}, second_of(load)));
+        ASSERT_TRUE(store->append(kStart + std::chrono::seconds{i}, history_second(load)));
     }
     // At 250 s: what ended by 130 s is older than 120 s; the minute 121..180 is cut, so kept.
     ASSERT_TRUE(store->prune(kStart + 250s));
@@ -138,11 +125,11 @@ TEST(HistoryStore, WhatIsOlderThanKeptGoesAndItsRuns) {
         *HistoryStore::open(dir.path(), HistoryLimits{.seconds_kept = 86400s, .kept = 60s});
     ASSERT_TRUE(store->start_run("old", kStart));
     for (int i = 1; i <= 10; ++i) {
-        ASSERT_TRUE(store->append(kStart + std::chrono::seconds{i}, second_of(1)));
+        ASSERT_TRUE(store->append(kStart + std::chrono::seconds{i}, history_second(1)));
     }
     ASSERT_TRUE(store->stop_run(kStart + 11s));
     ASSERT_TRUE(store->start_run("new", kStart + 100s));
-    ASSERT_TRUE(store->append(kStart + 101s, second_of(2)));
+    ASSERT_TRUE(store->append(kStart + 101s, history_second(2)));
     ASSERT_TRUE(store->prune(kStart + 120s));
     const auto rows = read_all(*store);
     ASSERT_EQ(rows.size(), 1u);
@@ -158,7 +145,7 @@ TEST(HistoryStore, TheOldestGoFirstBeyondTheSizeCap) {
     ASSERT_TRUE(store->start_run("b", kStart));
     // 256 CPUs: about 1 KB a second raw, 480 KB in all deflated.
     for (int i = 1; i <= 1000; ++i) {
-        ASSERT_TRUE(store->append(kStart + std::chrono::seconds{i}, second_of(i % 100, 256)));
+        ASSERT_TRUE(store->append(kStart + std::chrono::seconds{i}, history_second(i % 100, 256)));
     }
     ASSERT_GT(*store->bytes_used(), 400'000u);
     ASSERT_TRUE(store->prune(kStart + 1001s));
@@ -175,9 +162,9 @@ TEST(HistoryStore, ARowThatDoesNotDecodeIsSkippedAndCounted) {
     ScratchDir dir;
     auto store = *HistoryStore::open(dir.path(), {});
     ASSERT_TRUE(store->start_run("b", kStart));
-    ASSERT_TRUE(store->append(kStart + 1s, second_of(1)));
-    ASSERT_TRUE(store->append(kStart + 2s, second_of(2)));
-    ASSERT_TRUE(store->append(kStart + 3s, second_of(3)));
+    ASSERT_TRUE(store->append(kStart + 1s, history_second(1)));
+    ASSERT_TRUE(store->append(kStart + 2s, history_second(2)));
+    ASSERT_TRUE(store->append(kStart + 3s, history_second(3)));
     {
         sqlite3* db = nullptr;
         ASSERT_EQ(sqlite3_open(store->file().c_str(), &db), SQLITE_OK);
@@ -202,7 +189,8 @@ TEST(HistoryStore, AMinuteThatDoesNotDecodeIsSkippedAndCounted) {
     auto store = *HistoryStore::open(dir.path(), HistoryLimits{.seconds_kept = 60s});
     ASSERT_TRUE(store->start_run("b", kStart));
     for (int i = 1; i <= 120; ++i) {
-        ASSERT_TRUE(store->append(kStart + std::chrono::seconds{i}, second_of(i <= 60 ? 1 : 2)));
+        ASSERT_TRUE(
+            store->append(kStart + std::chrono::seconds{i}, history_second(i <= 60 ? 1 : 2)));
     }
     ASSERT_TRUE(store->prune(kStart + 240s));  // both minutes folded
     {
@@ -256,7 +244,7 @@ TEST(HistoryStore, TheWatchdogARunArmedIsKeptWithIt) {
     {
         auto store = *HistoryStore::open(dir.path(), {});
         ASSERT_TRUE(store->start_run("boot-a", kStart));
-        ASSERT_TRUE(store->append(kStart + 1s, second_of(5)));
+        ASSERT_TRUE(store->append(kStart + 1s, history_second(5)));
     }
     auto store = *HistoryStore::open(dir.path(), {});
     ASSERT_TRUE(store->start_run("boot-b", kStart + 100s));
@@ -333,7 +321,7 @@ TEST(HistoryStore, ASecondAskedToBeSyncedIsAndTheOthersEveryTenth) {
     ASSERT_TRUE(store->start_run("b", kStart));
     auto append = [&](int i, bool sync) {
         const int before = test_support::SqliteSyncs::sync_count();
-        EXPECT_TRUE(store->append(kStart + std::chrono::seconds{i}, second_of(i), sync));
+        EXPECT_TRUE(store->append(kStart + std::chrono::seconds{i}, history_second(i), sync));
         return test_support::SqliteSyncs::sync_count() - before;
     };
     for (int i = 1; i <= 5; ++i) EXPECT_EQ(append(i, false), 0) << "second " << i;

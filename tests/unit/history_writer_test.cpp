@@ -11,32 +11,19 @@
 #include <thread>
 #include <vector>
 
+#include "history_seconds.hpp"
 #include "test_support.hpp"
 
 namespace monitord {
 namespace {
 
 using namespace std::chrono_literals;
-using monitor::HistoryCpu;
 using monitor::HistorySecond;
-using monitor::HistorySource;
 using Time = HistoryStore::Time;
 using test_support::ScratchDir;
 
-const Time kStart = Time{} + 1'800'000'000s;
-
-HistorySecond second_of(double load) {
-    HistorySecond s;
-    s.seconds = 1;
-    HistorySource src{.name = "procstat",
-                      .machine = load,
-                      .has_states = false,
-                      .machine_states = std::nullopt,
-                      .cpus = {}};
-    for (int c = 0; c < 2; ++c) src.cpus.push_back(HistoryCpu{c, load, std::nullopt});
-    s.sources.push_back(src);
-    return s;
-}
+const Time kStart = test_support::kHistoryStart;
+using test_support::history_second;
 
 std::unique_ptr<HistoryStore> started_store(const std::filesystem::path& dir,
                                             HistoryLimits limits = {}) {
@@ -93,7 +80,7 @@ HistoryWriter::State failed_state(const HistoryWriter& writer) {
 TEST(HistoryWriter, WritesThePostedSecondsInOrderWhileAnotherConnectionReads) {
     ScratchDir dir;
     HistoryWriter writer(started_store(dir.path()), kStart, 1000);
-    for (int i = 1; i <= 20; ++i) writer.post(kStart + std::chrono::seconds{i}, second_of(i));
+    for (int i = 1; i <= 20; ++i) writer.post(kStart + std::chrono::seconds{i}, history_second(i));
     ASSERT_TRUE(writer.flush(20s)) << writer.state().error;
     const auto state = writer.state();
     EXPECT_EQ(state.written, 20u);
@@ -108,7 +95,7 @@ TEST(HistoryWriter, SecondsTheFileCannotTakeWaitAndAreWrittenWhenItCan) {
     HistoryWriter writer(started_store(dir.path()), kStart, 1000);
     ASSERT_TRUE(writer.flush(20s));  // the first prune
     WriteLock lock(dir.path() / "history.db");
-    for (int i = 1; i <= 5; ++i) writer.post(kStart + std::chrono::seconds{i}, second_of(i));
+    for (int i = 1; i <= 5; ++i) writer.post(kStart + std::chrono::seconds{i}, history_second(i));
     const auto held = failed_state(writer);
     EXPECT_NE(held.error.find("database is locked"), std::string::npos) << held.error;
     EXPECT_EQ(held.pending, 5u);
@@ -130,7 +117,7 @@ TEST(HistoryWriter, BeyondTheMostThatWaitTheOldestAreDroppedAndCounted) {
     WriteLock lock(dir.path() / "history.db");
     const int posted = static_cast<int>(kMaxPendingSeconds) + 7;
     for (int i = 1; i <= posted; ++i) {
-        writer.post(kStart + std::chrono::seconds{i}, second_of(i / 2.0));  // a load: <= 100
+        writer.post(kStart + std::chrono::seconds{i}, history_second(i / 2.0));  // a load: <= 100
     }
     const auto held = failed_state(writer);
     EXPECT_EQ(held.dropped, 7u);
@@ -150,13 +137,13 @@ TEST(HistoryWriter, StopWritesWhatWaitsAndTheOrderlyStop) {
         {
             WriteLock lock(dir.path() / "history.db");
             for (int i = 1; i <= 3; ++i)
-                writer.post(kStart + std::chrono::seconds{i}, second_of(i));
+                writer.post(kStart + std::chrono::seconds{i}, history_second(i));
             (void)failed_state(writer);
         }
         // The lock is gone, the thread waits a second to try again: stop() does.
         auto r = writer.stop(kStart + 4s);
         ASSERT_TRUE(r.has_value()) << r.error().to_string();
-        writer.post(kStart + 5s, second_of(5));  // after the stop: not written
+        writer.post(kStart + 5s, history_second(5));  // after the stop: not written
     }
     EXPECT_EQ(loads(dir.path()), (std::vector<double>{1, 2, 3}));
     auto store = HistoryStore::open(dir.path(), {});
@@ -173,7 +160,7 @@ TEST(HistoryWriter, PrunesOnItsThreadAtStartAndEveryFewSecondsWritten) {
     {
         auto store = started_store(dir.path(), HistoryLimits{.seconds_kept = 60s});
         for (int i = 1; i <= 120; ++i) {
-            ASSERT_TRUE(store->append(kStart + std::chrono::seconds{i}, second_of(10)));
+            ASSERT_TRUE(store->append(kStart + std::chrono::seconds{i}, history_second(10)));
         }
     }
     auto reader = HistoryStore::open_reader(dir.path() / "history.db");
@@ -188,7 +175,7 @@ TEST(HistoryWriter, PrunesOnItsThreadAtStartAndEveryFewSecondsWritten) {
     // Ten seconds written: a prune as of the tenth, with the limits set since.
     writer.set_limits(HistoryLimits{.seconds_kept = 60s, .kept = 30s});
     for (int i = 1; i <= 10; ++i) {
-        writer.post(kStart + 300s + std::chrono::seconds{i}, second_of(20));
+        writer.post(kStart + 300s + std::chrono::seconds{i}, history_second(20));
     }
     ASSERT_TRUE(writer.flush(20s)) << writer.state().error;
     rows = (*reader)->rows(Time{}, kStart + 100'000s);
@@ -202,7 +189,7 @@ TEST(HistoryWriter, AReaderIsRefusedWhatOnlyTheWriterDoes) {
     { auto store = started_store(dir.path()); }
     auto reader = HistoryStore::open_reader(dir.path() / "history.db");
     ASSERT_TRUE(reader.has_value()) << reader.error().to_string();
-    auto r = (*reader)->append(kStart + 1s, second_of(1));
+    auto r = (*reader)->append(kStart + 1s, history_second(1));
     ASSERT_FALSE(r.has_value());
     EXPECT_NE(r.error().message.find("opened to read"), std::string::npos) << r.error().message;
     auto missing = HistoryStore::open_reader(dir.path() / "none.db");

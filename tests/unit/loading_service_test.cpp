@@ -572,8 +572,14 @@ TEST_F(LoadingServiceTest, ARangeIsReadFromTheHistoryOnDisk) {
                              .cpus = {{0, load, std::nullopt}, {1, load / 2, std::nullopt}}});
         ASSERT_TRUE((*store)->append(t0 + std::chrono::seconds{i}, s));
     }
+    // Read on a thread of its own, as the daemon reads it.
+    auto opened = HistoryStore::open_reader((*store)->file());
+    ASSERT_TRUE(opened.has_value()) << opened.error().to_string();
+    auto reader = components_->on_loop(
+        [&] { return HistoryReader::start(components_->event(), std::move(*opened)); });
+    ASSERT_TRUE(reader.has_value()) << reader.error().to_string();
     components_->on_loop(
-        [&] { components_->loading().set_history(store->get(), (*store)->run()); });
+        [&] { components_->loading().set_history(reader->get(), (*store)->run()); });
     auto us = [](std::chrono::system_clock::time_point t) {
         return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
     };
@@ -604,7 +610,10 @@ TEST_F(LoadingServiceTest, ARangeIsReadFromTheHistoryOnDisk) {
     auto more = client_->call(loading_call(json{{"since", us(t0)}}, true));
     ASSERT_TRUE(more.has_value());
     EXPECT_EQ(more->error, "io.monitord.Monitor.InvalidRequest");
-    components_->on_loop([&] { components_->loading().set_history(nullptr, 0); });
+    components_->on_loop([&] {
+        components_->loading().set_history(nullptr, 0);
+        reader->reset();  // on the loop's thread, whose event source it holds
+    });
 }
 
 }  // namespace

@@ -1,5 +1,8 @@
 // monctl top's model and frame, from hand-made reports: the rows, scrolling, sorting, the
-// source switch, the bars' segments, the sparklines, the counter panel, a daemon gone.
+// source switch, the bars' segments, the sparklines, the counter panel, a daemon gone, a moment
+// of the past.
+#include <fmt/chrono.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -761,6 +764,76 @@ TEST(TopFrame, AGoneDaemonIsSaidAndItsReturnClearsIt) {
     f = build_frame(m, o);
     EXPECT_EQ(line_text(f.lines.back()).find("daemon gone"), std::string::npos);
     EXPECT_EQ(line_text(f.lines[0]).find("(stale)"), std::string::npos);
+}
+
+// Stepping back: a minute or an hour from now, on again up to now (the live view), n for now;
+// whole seconds; the moment shown in the title, the history's keys in place of the others,
+// the live-only lines gone.
+TEST(TopModel, StepsBackAndOnToTheLiveView) {
+    using namespace std::chrono_literals;
+    const WallTime now = WallTime{} + 1'800'000'000s + 500ms;
+    auto m = model_of(snapshot(2));
+    EXPECT_FALSE(m.at());
+    m.apply(Action::Later, 10, now);
+    EXPECT_FALSE(m.at()) << "nothing later than the live view";
+    m.apply(Action::Earlier, 10, now);
+    ASSERT_TRUE(m.at());
+    EXPECT_EQ(*m.at(), WallTime{} + 1'800'000'000s - 60s) << "a minute back, in whole seconds";
+    m.apply(Action::MuchEarlier, 10, now);
+    EXPECT_EQ(*m.at(), WallTime{} + 1'800'000'000s - 3660s);
+    m.apply(Action::Later, 10, now);
+    EXPECT_EQ(*m.at(), WallTime{} + 1'800'000'000s - 3600s);
+    m.apply(Action::MuchLater, 10, now);
+    EXPECT_FALSE(m.at()) << "an hour on reaches now: the live view";
+    m.apply(Action::MuchEarlier, 10, now);
+    m.apply(Action::MuchEarlier, 10, now);
+    m.apply(Action::Now, 10, now);
+    EXPECT_FALSE(m.at());
+}
+
+TEST(TopModel, AMomentTheDaemonCannotShowReturnsToTheLiveViewAndSaysWhy) {
+    auto m = model_of(snapshot(2));
+    m.apply(Action::Earlier, 10);
+    m.history_failed("since/until: this monitord keeps no history on disk");
+    EXPECT_FALSE(m.at());
+    auto f = build_frame(m, size(100, 30));
+    EXPECT_EQ(line_text(f.lines.back()),
+              "no history there: since/until: this monitord keeps no history on disk");
+    EXPECT_EQ(f.lines.back()[0].style, Style::Warning);
+    m.apply(Action::Down, 10);
+    EXPECT_TRUE(m.history_error().empty()) << "until the next key";
+    f = build_frame(m, size(100, 30));
+    EXPECT_EQ(line_text(f.lines.back()).find("no history"), std::string::npos);
+}
+
+TEST(TopFrame, AMomentOfThePast) {
+    using namespace std::chrono_literals;
+    auto s = snapshot(2);
+    monitor::protocol::WatchdogInfo w;
+    w.device = "/dev/watchdog0";
+    w.armed = true;
+    s.status.watchdog = w;
+    auto m = model_of(std::move(s));
+    const auto at =
+        std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now()) - 120s;
+    m.set_at(at + 300ms);
+    EXPECT_EQ(*m.at(), at);
+    const auto f = build_frame(m, size(120, 30));
+    const auto t = texts(f);
+    const auto expect = fmt::format("history at {:%Y-%m-%d %H:%M:%S}",
+                                    fmt::localtime(std::chrono::system_clock::to_time_t(at)));
+    EXPECT_NE(t[0].find(expect), std::string::npos) << t[0];
+    EXPECT_EQ(line_of(f, "watchdog"), -1) << "the watchdog is live, not of that moment";
+    EXPECT_NE(std::ranges::find(t, "units and tasks: live only (n returns to now)"), t.end());
+    EXPECT_EQ(cpu_labels(f), (std::vector<std::string>{"cpu0", "cpu1"}));
+    EXPECT_EQ(t.back(),
+              "the history on disk   [ ] a minute back or on   { } an hour   n now   q quit");
+    // A moment the history holds nothing of.
+    auto empty = snapshot(2);
+    empty.loading.timestamp.reset();
+    m.update(std::move(empty));
+    EXPECT_NE(line_text(build_frame(m, size(120, 30)).lines[0]).find(expect + ", nothing kept"),
+              std::string::npos);
 }
 
 TEST(TopFrame, NoSampleYet) {

@@ -226,6 +226,7 @@ TEST_F(FifoDevice, CreditsPetThroughThePolicy) {
     Watchdog w(PetPolicyKind::All, [&] { return now; });
     w.set_cpus({0, 1});
     w.credit(0);  // not armed yet: nothing to pet
+    EXPECT_FALSE(w.since_last_pet());
     ASSERT_TRUE(w.arm(path_, 10s));
     EXPECT_EQ(w.arm(path_, 10s).error().status, Status::BadState);
     now += 200ms;
@@ -243,8 +244,10 @@ TEST_F(FifoDevice, CreditsPetThroughThePolicy) {
     s = w.status();
     EXPECT_EQ(s.pets, 1u);
     EXPECT_EQ(*s.since_last_pet, 50ms);
+    EXPECT_EQ(w.since_last_pet(), s.since_last_pet) << "status()'s, without the rest";
     ASSERT_TRUE(w.disarm());
     EXPECT_EQ(Drain(), "V");
+    EXPECT_FALSE(w.since_last_pet()) << "disarmed";
     w.credit(0);
     w.credit(1);
     EXPECT_EQ(w.status().pets, 1u) << "no pets after the disarm";

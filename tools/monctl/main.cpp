@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "completion.hpp"
+#include "exit_status.hpp"
 #include "monitor/loading/cpu_list.hpp"
 #include "monitor/protocol/daemon_client.hpp"
 #include "monitor/protocol/monitor_messages.hpp"
@@ -24,9 +25,9 @@
 
 namespace {
 
-constexpr int kExitOk = 0;
-constexpr int kExitError = 1;
-constexpr int kExitUsage = 2;
+using monctl::kExitError;
+using monctl::kExitOk;
+using monctl::kExitUsage;
 
 struct Options {
     std::string socket;
@@ -377,9 +378,14 @@ int run(int argc, char** argv) {
     top->add_option("-i,--interval", to.interval,
                     "Seconds between updates, 0.1 to 60 (default 1; 500ms works too)")
         ->type_name("SECONDS");
+    top->add_option("--at", to.at,
+                    "Start at a moment of the past: the minute of the history on disk up to it "
+                    "(journalctl's times: 03:00, yesterday, -2h, @EPOCH)")
+        ->type_name("TIME");
     top->footer(
         "Keys: q quit (as do Ctrl-C and SIGTERM), s switch the source (procstat, probe), "
-        "o order by CPU or by load, Up/Down PgUp/PgDn Home/End scroll. See monctl(1).\n");
+        "o order by CPU or by load, Up/Down PgUp/PgDn Home/End scroll, [ ] a minute back or on "
+        "({ } an hour), n now. See monctl(1).\n");
 
     monctl::PerfOptions po;
     auto* perf = app.add_subcommand("perf", "Performance counters: list, plan, count");

@@ -25,6 +25,7 @@
 #include <utility>
 
 #include "duration.hpp"
+#include "exit_status.hpp"
 #include "monitor/loading/cpu_list.hpp"
 #include "monitor/perf/caller_rights.hpp"
 #include "monitor/perf/derived_metrics.hpp"
@@ -47,9 +48,6 @@ using nlohmann::json;
 namespace protocol = monitor::protocol;
 
 namespace {
-
-constexpr int kExitOk = 0;
-constexpr int kExitError = 1;
 
 int report_error(const monitor::Error& e) {
     std::fprintf(stderr, "monctl: %s\n", e.message.c_str());

@@ -11,8 +11,10 @@
 #include <iostream>
 
 #include "duration.hpp"
+#include "exit_status.hpp"
 #include "monitor/protocol/daemon_client.hpp"
 #include "perf_commands.hpp"
+#include "timestamp.hpp"
 #include "top_frame.hpp"
 #include "top_model.hpp"
 #include "top_screen.hpp"
@@ -21,13 +23,9 @@ namespace monctl {
 namespace {
 
 using namespace std::chrono_literals;
-using monitor::Result;
 namespace protocol = monitor::protocol;
 using protocol::DaemonClient;
 
-constexpr int kExitOk = 0;
-constexpr int kExitError = 1;
-constexpr int kExitUsage = 2;
 constexpr std::chrono::milliseconds kMinInterval{100};
 constexpr std::chrono::milliseconds kMaxInterval{60'000};
 // How long a call may take before the daemon counts as gone: it answers in milliseconds.
@@ -43,13 +41,41 @@ std::string first_line(const std::string& s) {
     return s.substr(0, s.find('\n'));
 }
 
+std::int64_t microseconds_of(top::WallTime t) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+}
+
+// What an interval could not fetch: the daemon's answer to a moment of the past (no history,
+// a range it will not read), after which the connection serves on; or anything else, after
+// which it is dropped.
+struct FetchError {
+    monitor::Error error;
+    bool history = false;
+};
+
 // Everything one interval shows, in three calls (the units and the CPUs' context asked for
 // whether shown or not: the daemon has them at hand, and the context's rates need a reading
 // a second before; the tasks only while their pane is shown, since they cost the daemon a
-// read of every process).
-Result<top::Snapshot> fetch(DaemonClient& c, bool tasks) {
+// read of every process). At a moment of the past (`at`), the history's minute up to it in
+// place of the window, and no counters (they are not kept).
+std::expected<top::Snapshot, FetchError> fetch(DaemonClient& c, bool tasks,
+                                               std::optional<top::WallTime> at) {
     auto status = c.call(monitor::protocol::method::GetStatus);
-    if (!status) return std::unexpected(status.error());
+    if (!status) return std::unexpected(FetchError{status.error()});
+    top::Snapshot s;
+    s.status = std::move(*status);
+    if (at) {
+        auto loading =
+            c.call(monitor::protocol::method::GetLoading,
+                   monitor::LoadingQuery{.per_cpu = true,
+                                         .history = true,
+                                         .states = true,
+                                         .since = microseconds_of(*at - top::kPastWindow),
+                                         .until = microseconds_of(*at)});
+        if (!loading) return std::unexpected(FetchError{loading.error(), true});
+        s.loading = std::move(*loading);
+        return s;
+    }
     auto loading = c.call(monitor::protocol::method::GetLoading,
                           monitor::LoadingQuery{.per_cpu = true,
                                                 .history = true,
@@ -57,11 +83,9 @@ Result<top::Snapshot> fetch(DaemonClient& c, bool tasks) {
                                                 .units = top::kTopUnits,
                                                 .context = true,
                                                 .tasks = tasks ? top::kTopTasksPerCpu : 0});
-    if (!loading) return std::unexpected(loading.error());
+    if (!loading) return std::unexpected(FetchError{loading.error()});
     auto counters = c.call_unless(monitor::protocol::method::ReadCounters, "PerfNotRunning");
-    if (!counters) return std::unexpected(counters.error());
-    top::Snapshot s;
-    s.status = std::move(*status);
+    if (!counters) return std::unexpected(FetchError{counters.error()});
     s.loading = std::move(*loading);
     if (*counters) s.counters = std::move((*counters)->report);
     return s;
@@ -105,10 +129,13 @@ int live(DaemonClient client, top::TopModel& model, top::FrameOptions fo,
     for (;;) {
         const auto in = s.wait(next);
         bool dirty = in.resized;
+        const auto was = model.at();
         for (auto a : in.actions) {
             if (!model.apply(a, page)) return kExitOk;
             dirty = true;
         }
+        // Another moment is fetched at once.
+        if (model.at() != was) next = std::chrono::steady_clock::now();
         const auto now = std::chrono::steady_clock::now();
         if (now >= next) {
             // A daemon that went away is looked for again every interval, where it was. A
@@ -121,13 +148,19 @@ int live(DaemonClient client, top::TopModel& model, top::FrameOptions fo,
                     c->set_timeout(kCallTimeout);
                     link.emplace(std::move(*c));
                 }
-                auto snapshot = fetch(*link, model.tasks());
+                auto snapshot = fetch(*link, model.tasks(), model.at());
                 if (snapshot) {
                     model.update(std::move(*snapshot));
                     break;
                 }
+                if (snapshot.error().history) {
+                    // The live view again, at once; the daemon's reason on the last line.
+                    model.history_failed(first_line(snapshot.error().error.message));
+                    attempt = 2;
+                    continue;
+                }
                 // The first reason stays: why it went, not that it is still away.
-                if (!model.stale()) model.lost(first_line(snapshot.error().message));
+                if (!model.stale()) model.lost(first_line(snapshot.error().error.message));
                 link.reset();
             }
             next += interval;
@@ -160,8 +193,16 @@ int run_top(const TopOptions& o) {
     if (!c) return report(c.error());
     c->set_timeout(kCallTimeout);
     top::TopModel model;
-    auto snapshot = fetch(*c, false);
-    if (!snapshot) return report(snapshot.error());
+    if (!o.at.empty()) {
+        auto at = parse_timestamp(o.at, std::chrono::system_clock::now());
+        if (!at) {
+            std::fprintf(stderr, "monctl: --at: %s\n", at.error().message.c_str());
+            return kExitUsage;
+        }
+        model.set_at(*at);
+    }
+    auto snapshot = fetch(*c, false, model.at());
+    if (!snapshot) return report(snapshot.error().error);
     model.update(std::move(*snapshot));
     if (o.once) {
         fo.width = text_width();

@@ -112,7 +112,13 @@ std::string title_left(const TopModel& m) {
     std::string out =
         fmt::format("monitord {}, up {}, {} CPU{}", st.version, format_duration(st.uptime),
                     st.cpus.size(), st.cpus.size() == 1 ? "" : "s");
-    if (s->loading.timestamp) {
+    if (m.at()) {
+        // A moment of the past: the history's minute up to it (its newest second may be
+        // earlier, where the daemon was not running).
+        const auto t = std::chrono::system_clock::to_time_t(*m.at());
+        out += fmt::format(", history at {:%Y-%m-%d %H:%M:%S}", fmt::localtime(t));
+        if (!s->loading.timestamp) out += ", nothing kept";
+    } else if (s->loading.timestamp) {
         const auto t = std::chrono::system_clock::to_time_t(*s->loading.timestamp);
         out += fmt::format(", {:%H:%M:%S}", fmt::localtime(t));
     } else {
@@ -521,6 +527,15 @@ Line footer_line(const TopModel& m, const Frame& f, const FrameOptions& o) {
                Style::Warning);
         return b.take();
     }
+    if (!m.history_error().empty()) {
+        b.text("no history there: " + m.history_error(), Style::Warning);
+        return b.take();
+    }
+    if (m.at()) {
+        b.text("the history on disk   [ ] a minute back or on   { } an hour   n now   q quit",
+               Style::Dim);
+        return b.take();
+    }
     const std::string where =
         f.rows == 0 ? std::string{"no CPUs"}
                     : fmt::format("cpu {}-{} of {}", f.rows > 0 && f.page > 0 ? f.first_row + 1 : 0,
@@ -547,6 +562,8 @@ void help_lines(const FrameOptions& o, std::vector<Line>& out) {
     line("  s                   the next source: procstat (/proc/stat, by state) or probe");
     line("  o                   order the CPUs by number, or by the last second's load");
     line("  u  t  c  < >        busiest units, or tasks (< > their order); CPU context");
+    line(o.utf8 ? "  [ ]  ← →  { }  n    a minute back or on, an hour back or on; n: now"
+                : "  [ ]  Left Right  { }  n   a minute back or on, an hour; n: now");
     line(o.utf8 ? "  ↑ ↓  k j            scroll a row" : "  Up Down  k j        scroll a row");
     line("  PgUp PgDn Space     scroll a page; Home End g G: the first or the last page");
     line("Columns", Style::Heading);
@@ -667,7 +684,8 @@ Frame build_frame(const TopModel& m, const FrameOptions& o) {
         f.lines.push_back(b.take());
         return f;
     }
-    f.lines.push_back(watchdog_line(m, o));
+    // The watchdog is shown as it is now: not at a moment of the past.
+    if (!m.at()) f.lines.push_back(watchdog_line(m, o));
     if (snapshot != nullptr && snapshot->loading.context) f.lines.push_back(context_line(m, o));
     if (snapshot != nullptr && snapshot->counters) {
         const std::size_t events = snapshot->counters->events.size();
@@ -677,7 +695,14 @@ Frame build_frame(const TopModel& m, const FrameOptions& o) {
                       o.height == 0 ? events + 1 : static_cast<std::size_t>(std::max(room, 0)),
                       f.lines);
     }
-    if (m.tasks()) {
+    if (m.at()) {
+        // The history keeps the CPUs' loads and states: nothing of the units, tasks, counters.
+        if (m.tasks() || m.units()) {
+            LineBuilder b(o.width, o.utf8);
+            b.text("units and tasks: live only (n returns to now)", Style::Dim);
+            f.lines.push_back(b.take());
+        }
+    } else if (m.tasks()) {
         // In the units' place, with as much room.
         const int room = o.height - static_cast<int>(f.lines.size()) - 2 - 1 - 5;
         const std::size_t all = snapshot != nullptr && snapshot->loading.tasks

@@ -182,9 +182,19 @@ void TopModel::clamp_scroll(int rows, int page) {
     scroll_ = std::clamp(scroll_, 0, std::max(0, rows - std::max(page, 0)));
 }
 
-bool TopModel::apply(Action a, int page) {
+void TopModel::set_at(std::optional<WallTime> at) {
+    at_ = at ? std::optional{std::chrono::floor<std::chrono::seconds>(*at)} : std::nullopt;
+}
+
+void TopModel::history_failed(std::string why) {
+    history_error_ = why.empty() ? std::string{"no reply"} : std::move(why);
+    at_.reset();
+}
+
+bool TopModel::apply(Action a, int page, WallTime now) {
     page = std::max(page, 1);
     if (a == Action::Quit) return false;
+    history_error_.clear();
     if (help_ || a == Action::Help) {
         help_ = !help_;
         return true;
@@ -235,6 +245,22 @@ bool TopModel::apply(Action a, int page) {
             break;
         case Action::End:
             scroll_ = INT_MAX;  // the frame brings it back to the last page
+            break;
+        case Action::Earlier:
+        case Action::MuchEarlier:
+            set_at(at_.value_or(now) - (a == Action::Earlier ? kStep : kLongStep));
+            break;
+        case Action::Later:
+        case Action::MuchLater:
+            if (at_) {
+                const auto later = *at_ + (a == Action::Later ? kStep : kLongStep);
+                // Within the current second is now.
+                set_at(later < std::chrono::floor<std::chrono::seconds>(now) ? std::optional{later}
+                                                                             : std::nullopt);
+            }
+            break;
+        case Action::Now:
+            at_.reset();
             break;
     }
     return true;

@@ -1,9 +1,11 @@
 // monctl top's model: what each interval fetched from the daemon (status, loading with the
 // history and the states, the counter session's report) and the choices of the view: which
-// loading source it shows, the order of the CPUs, how far it is scrolled. No terminal here:
+// loading source it shows, the order of the CPUs, how far it is scrolled, and the moment of the
+// past it shows instead of the live figures (from the history on disk). No terminal here:
 // top_frame lays the model out, top_screen draws it.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -21,11 +23,20 @@ namespace monctl::top {
 inline constexpr std::int64_t kTopUnits = 10;
 inline constexpr std::int64_t kTopTasksPerCpu = 3;
 
+// Stepping back: [ and ] move the moment shown by a minute, { and } by an hour; a moment of
+// the past shows the minute of the history that ends there, as the live view shows the
+// window's last minute.
+inline constexpr std::chrono::seconds kStep{60};
+inline constexpr std::chrono::seconds kLongStep{3600};
+inline constexpr std::chrono::seconds kPastWindow{60};
+using WallTime = std::chrono::system_clock::time_point;
+
 // What the daemon said in one interval.
 struct Snapshot {
     monitor::protocol::DaemonStatus status;
     // With per_cpu, history, states, the kTopUnits busiest units, the context, and each CPU's
-    // kTopTasksPerCpu busiest tasks while the task pane is shown.
+    // kTopTasksPerCpu busiest tasks while the task pane is shown. At a moment of the past, the
+    // history's minute up to it: per_cpu, history and states (the history keeps no more).
     monitor::LoadingReport loading;
     // nullopt when no counter session runs (ReadCounters said PerfNotRunning).
     std::optional<monitor::protocol::CounterReport> counters;
@@ -56,7 +67,12 @@ enum class Action {
     PageDown,
     Home,
     End,
-    Help,  // h, ?, F1: the help shows, and any key but those that quit takes it away
+    Help,         // h, ?, F1: the help shows, and any key but those that quit takes it away
+    Earlier,      // [ or Left: a minute back
+    Later,        // ] or Right: a minute on, up to the live view
+    MuchEarlier,  // {: an hour back
+    MuchLater,    // }: an hour on
+    Now,          // n: the live view
 };
 
 // A row of the view: the machine or a CPU, with the figures of the chosen source (nullptr
@@ -126,8 +142,17 @@ class TopModel {
     int scroll() const { return scroll_; }
     void clamp_scroll(int rows, int page);
     // Applies a key's action; false for Quit, which is the caller's. While the help is shown,
-    // any other key only takes it away, as in htop.
-    bool apply(Action a, int page);
+    // any other key only takes it away, as in htop. A step back from the live view starts at
+    // `now`; a step on that reaches it returns to the live view.
+    bool apply(Action a, int page, WallTime now = std::chrono::system_clock::now());
+
+    // The moment of the past shown (whole seconds); nullopt: the live view.
+    std::optional<WallTime> at() const { return at_; }
+    void set_at(std::optional<WallTime> at);
+    // A moment that could not be shown: the daemon's reason (it keeps no history, the range
+    // is too long); back to the live view, the reason shown until the next key.
+    void history_failed(std::string why);
+    const std::string& history_error() const { return history_error_; }
 
     // The counter session's events with their rates; empty without a session.
     const std::vector<EventRate>& rates() const { return rates_; }
@@ -143,6 +168,8 @@ class TopModel {
     TaskSort task_sort_ = TaskSort::Load;
     bool help_ = false;
     int scroll_ = 0;
+    std::optional<WallTime> at_;
+    std::string history_error_;
     std::vector<EventRate> rates_;
 };
 

@@ -107,6 +107,19 @@ std::optional<Action> action_of(int key) {
         case KEY_END:
         case 'G':
             return Action::End;
+        case '[':
+        case KEY_LEFT:
+            return Action::Earlier;
+        case ']':
+        case KEY_RIGHT:
+            return Action::Later;
+        case '{':
+            return Action::MuchEarlier;
+        case '}':
+            return Action::MuchLater;
+        case 'n':
+        case 'N':
+            return Action::Now;
         default:
             return std::nullopt;
     }

@@ -1,6 +1,7 @@
 // Reading small text files from procfs and sysfs, whose size stat() does not tell.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -21,6 +22,10 @@ Result<void> pread_whole(int fd, std::string& out, const std::filesystem::path& 
 
 // `s` without the spaces, tabs and line ends around it.
 std::string_view trim_space(std::string_view s);
+
+// An unsigned decimal number, the whole of `s` (digits only, no sign or space); nullopt for
+// anything else, and for a number beyond 64 bits.
+std::optional<std::uint64_t> parse_unsigned(std::string_view s);
 
 // A decimal number as the kernel prints one ("12.50": digits, and a point and at most 9
 // digits, or not), without the locale and without floating-point from_chars (libc++ 16, the

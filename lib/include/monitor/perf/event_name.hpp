@@ -13,6 +13,9 @@
 
 namespace monitor::perf {
 
+// Between a name's PMU and its event: "perf::TASK-CLOCK".
+inline constexpr std::string_view kPmuSeparator = "::";
+
 // "PMU::EVENT:MOD:MOD". The parts are views into the name, which must outlive them.
 struct EventName {
     std::string_view full;       // as written, modifiers included

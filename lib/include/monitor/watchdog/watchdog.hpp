@@ -78,6 +78,10 @@ class Watchdog final : public IdleCreditSink {
     // The CPUs whose probes must earn credits (see PetPolicy::set_cpus).
     void set_cpus(const std::vector<int>& cpus) noexcept { policy_.set_cpus(cpus); }
     WatchdogStatus status() const;
+    // While armed, the time since the last pet (or the arm); status() without the device's
+    // time left and the strings: cheap enough for every tick.
+    // NOLINTNEXTLINE(bugprone-exception-escape): now_ is never empty (see the constructor)
+    std::optional<std::chrono::nanoseconds> since_last_pet() const noexcept;
 
     // From a probe's thread. Lock-free, and allocates nothing.
     // NOLINTNEXTLINE(bugprone-exception-escape): now_ is never empty (see the constructor)
