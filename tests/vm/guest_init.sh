@@ -4,8 +4,9 @@
 # default, or spin), then the case named by case=: idle, default (monitord without a watchdog
 # setting: it must arm none), busy95, busy, fifo, session, cgroup, idlecgroup (a busy loop on
 # one CPU, in another session, cgroup, or cgroup with cpu.idle=1), sigterm, sigkill, nowayout
-# (softdog loaded with nowayout=1, then SIGTERM). Lines starting with "VMTEST:" are read by
-# the host (watchdog_vm.py). The VM ends by the watchdog (qemu exits: poweroff for the
+# (softdog loaded with nowayout=1, then SIGTERM), history (the history on the disk /dev/vda
+# across a watchdog reset and a power cut: three boots). Lines starting with "VMTEST:" are read
+# by the host (watchdog_vm.py). The VM ends by the watchdog (qemu exits: poweroff for the
 # i6300esb, a reboot with -no-reboot for softdog) or, when it survives, by "poweroff -f"
 # after printing "VMTEST: ALIVE".
 /bin/busybox --install -s /bin
@@ -37,6 +38,27 @@ else
 fi
 [ -c /dev/watchdog ] || die "no /dev/watchdog after loading $WD"
 
+# The history case: monitord's state directory on an ext4 disk that outlives the VM
+# (/dev/vda), which also counts the boots of the case.
+if [ "$CASE" = history ]; then
+    for m in $(cat /modules/disk.order); do
+        insmod "/modules/$m.ko" || die "insmod $m"
+    done
+    i=0
+    until [ -b /dev/vda ]; do
+        i=$((i + 1))
+        [ $i -lt 100 ] || die "no /dev/vda after loading virtio_blk"
+        sleep 0.1
+    done
+    mkdir -p /var/lib/monitord
+    mount -t ext4 /dev/vda /var/lib/monitord || die "mount /dev/vda"
+    BOOT=$(($(cat /var/lib/monitord/boots 2>/dev/null || echo 0) + 1))
+    echo $BOOT >/var/lib/monitord/boots
+    sync
+    say "BOOT $BOOT of the history case"
+    STATE="--state-directory /var/lib/monitord"
+fi
+
 # The CPUs' time in idle states so far, in microseconds (cpuidle; empty without a driver).
 residency() {
     cat /sys/devices/system/cpu/cpu[0-9]*/cpuidle/state*/time 2>/dev/null |
@@ -56,8 +78,9 @@ fi
 if [ "$CASE" = default ]; then
     monitord --socket /run/monitord.sock --history-seconds 20 &
 else
+    # shellcheck disable=SC2086  # $STATE is an option and its value, or nothing
     monitord --socket /run/monitord.sock --watchdog /dev/watchdog --watchdog-timeout "$TIMEOUT" \
-        --probe "$PROBE" --history-seconds 20 &
+        --probe "$PROBE" --history-seconds 20 ${STATE:-} &
 fi
 MONITORD=$!
 i=0
@@ -189,6 +212,38 @@ case $CASE in
         wait $MONITORD
         say "KILLED monitord stopped, exit=$?"
         sleep $((6 * TIMEOUT))
+        ;;
+    history)
+        # The runs the history keeps, as one line of JSON for the host.
+        runs() { say "RUNS $(monctl -s /run/monitord.sock watchdog history --json | tr -d ' \n')"; }
+        case $BOOT in
+            1)
+                # Seconds of an idle machine, then every CPU starved until the watchdog resets
+                # it: the seconds before the reset are the evidence, and must be on the disk.
+                sleep 5
+                say "LOAD normal priority on $(nproc) CPUs"
+                load
+                sleep $((6 * TIMEOUT))
+                ;;
+            2)
+                # After the reset (the same VM): how the first run ended. Then every CPU half
+                # busy, until the host cuts the power in the middle of the writes.
+                runs
+                bench-duty-cycle 50 600 100 &
+                sleep 12
+                say "WRITING $(date +%s)"
+                sleep 600
+                ;;
+            3)
+                # Another VM on the same disk: how the second run ended. The host reads the
+                # file itself once this VM is off.
+                runs
+                kill -TERM $MONITORD
+                wait $MONITORD
+                umount /var/lib/monitord || die "umount /dev/vda"
+                ;;
+            *) die "boot $BOOT of the history case: the disk was not new" ;;
+        esac
         ;;
     *) die "unknown case '$CASE'" ;;
 esac

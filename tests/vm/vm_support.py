@@ -40,6 +40,37 @@ def find_kernel(modules):
     return None, None
 
 
+def with_dependencies(vmlinuz, modules):
+    """The modules named and those they depend on (the kernel's modules.dep), each after what
+    it needs, as [(name, path)]: the order in which to insmod them. None when one is missing."""
+    version = vmlinuz[len("/boot/vmlinuz-"):]
+    base = f"/lib/modules/{version}"
+    deps = {}
+    try:
+        with open(os.path.join(base, "modules.dep")) as f:
+            for line in f:
+                module, _, needs = line.partition(":")
+                deps[module] = needs.split()
+    except OSError:
+        return None
+    by_name = {os.path.basename(m)[:-len(".ko")]: m for m in deps if m.endswith(".ko")}
+    order = []
+
+    def add(module):
+        if module in order:
+            return
+        for d in deps.get(module, []):
+            add(d)
+        order.append(module)
+
+    for name in modules:
+        if name not in by_name:
+            return None
+        add(by_name[name])
+    return [(os.path.basename(m)[:-len(".ko")].replace("-", "_"), os.path.join(base, m))
+            for m in order]
+
+
 def initramfs_root(work, init_script, modules, dirs=()):
     """A directory for the initramfs: busybox in /bin, the modules as /modules/NAME.ko, the
     script as /init, and the directories named. Returns its path."""
@@ -63,12 +94,14 @@ def pack_initramfs(root, image):
     return image
 
 
-def boot(cmd, log_path, budget_s, echo_marks=False):
-    """Runs qemu (cmd) until it exits or budget_s pass, the console going to log_path.
+def boot(cmd, log_path, budget_s, echo_marks=False, kill_after=None):
+    """Runs qemu (cmd) until it exits or budget_s pass, the console going to log_path; with
+    kill_after=(NAME, SECONDS), kills it (the machine's power cut) SECONDS after the mark NAME.
     Returns (marks, lines, wall): the seconds since the start at which each "VMTEST: NAME"
-    first appeared, the console's lines, and the VM's wall time."""
+    first appeared (and "KILL", when it was cut), the console's lines, and the VM's wall time."""
     start = time.monotonic()
     marks, lines = {}, []
+    cut = None
     with open(log_path, "w") as log:
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, text=True, errors="replace")
@@ -89,10 +122,20 @@ def boot(cmd, log_path, budget_s, echo_marks=False):
                     marks[m.group(1)] = time.monotonic() - start
                     if echo_marks:
                         print(f"  {marks[m.group(1)]:6.1f} s  {line.strip()}", flush=True)
+                    if kill_after and m.group(1) == kill_after[0]:
+
+                        def power_off():
+                            marks["KILL"] = time.monotonic() - start
+                            proc.kill()
+
+                        cut = threading.Timer(kill_after[1], power_off)
+                        cut.start()
             proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
         finally:
             timer.cancel()
+            if cut is not None:
+                cut.cancel()
     return marks, lines, time.monotonic() - start

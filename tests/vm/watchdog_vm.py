@@ -25,6 +25,12 @@ mode), the i6300esb running all and softdog those that concern the driver:
   sigkill    SIGKILL: no magic close; the VM ends
   nowayout   softdog loaded with nowayout=1: the status says it stays armed, and after SIGTERM
              the VM ends (the log says so, never "disarmed")
+  history    the history on an ext4 disk that outlives the VM (-watchdog-action reset): every
+             CPU starved until the watchdog resets the VM, whose next boot says that the run
+             ended by the watchdog's reset and shows it starved in its last seconds; then the
+             power cut (qemu killed) while every CPU is half busy, and another VM on the disk
+             says that the run ended with the machine down, at most kSyncEvery seconds before
+             the cut; the file then passes SQLite's integrity check on the host
 
   tests/vm/watchdog_vm.py --monitord build/daemon/monitord --monctl build/tools/monctl
       --duty-cycle build/bench/bench-duty-cycle [--case busy] [--watchdog softdog]
@@ -34,9 +40,11 @@ Exit status 0 when every case behaves, 1 otherwise, 77 (skip) when qemu, a kerne
 is missing. Prints, per case, the time from the load (or kill) to the end of the VM.
 """
 import argparse
+import json
 import os
 import re
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -46,14 +54,14 @@ import vm_support as vm
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASES = ["idle", "default", "busy95", "busy", "fifo", "session", "cgroup", "idlecgroup",
-         "sigterm", "sigkill", "nowayout"]
+         "sigterm", "sigkill", "nowayout", "history"]
 # The cases of each driver: the loads and their placement do not depend on the driver. The
 # softdog's: its pets and the magic close (sigterm), and its firing, with nowayout.
 DRIVER_CASES = {"i6300esb": [c for c in CASES if c != "nowayout"],
                 "softdog": ["sigterm", "nowayout"]}
 SURVIVES = {"idle": True, "default": True, "busy95": True, "busy": False, "fifo": False,
             "session": False, "cgroup": False, "idlecgroup": False, "sigterm": True,
-            "sigkill": False, "nowayout": False}
+            "sigkill": False, "nowayout": False, "history": True}
 # Room for the driver's rounding and a slow TCG guest, after the last pet.
 MARGIN_S = 5.0
 STARVED = ("busy", "fifo", "session", "cgroup", "idlecgroup")
@@ -82,9 +90,13 @@ def shared_libraries(binary):
     return libs
 
 
-def make_initramfs(work, args, modules):
-    root = vm.initramfs_root(work, os.path.join(HERE, "guest_init.sh"), modules,
+def make_initramfs(work, args, modules, disk_modules):
+    root = vm.initramfs_root(work, os.path.join(HERE, "guest_init.sh"),
+                             {**modules, **dict(disk_modules)},
                              dirs=("usr/bin", "run", "tmp", "etc"))
+    # What the history case loads to mount its disk, in order.
+    with open(os.path.join(root, "modules", "disk.order"), "w") as f:
+        f.write("\n".join(name for name, _ in disk_modules) + "\n")
     binaries = {"monitord": args.monitord, "monctl": args.monctl,
                 "bench-duty-cycle": args.duty_cycle, "chrt": shutil.which("chrt")}
     for name, path in binaries.items():
@@ -99,8 +111,140 @@ def make_initramfs(work, args, modules):
     return vm.pack_initramfs(root, os.path.join(work, "initramfs.cpio"))
 
 
+# The history's seconds are synced every kSyncEvery-th (daemon/history_store.hpp): a power cut
+# loses at most that many, and the time the kill takes to land.
+SYNC_EVERY_S = 10
+
+
+def machine_load(second):
+    """The /proc/stat source's machine load of a HistoryRunSecond, or None."""
+    return next((v.get("load") for v in second["machine"] if v["source"] == "procstat"), None)
+
+
+def runs_of(lines, boot):
+    """The runs the guest printed (VMTEST: RUNS) in its boot-th boot of the history case."""
+    current = 0
+    for line in lines:
+        m = re.search(r"VMTEST: BOOT (\d+)", line)
+        if m:
+            current = int(m.group(1))
+        m = re.search(r"VMTEST: RUNS (\{.*\}) uptime=", line)
+        if m and current == boot:
+            return json.loads(m.group(1))["runs"]
+    return None
+
+
+def run_history(wd, timeout, probe, kernel, initramfs, log_dir):
+    """The history across a watchdog reset and a power cut: two VMs on one disk, three boots.
+    Returns (passed, summary)."""
+    disk = os.path.join(log_dir, "history-disk.img")
+    with open(disk, "wb") as f:
+        f.truncate(64 << 20)
+    subprocess.run(["mkfs.ext4", "-q", "-F", disk], check=True)
+    base = [
+        "qemu-system-x86_64", "-accel", "tcg", "-m", "512", "-smp", "2",
+        "-kernel", kernel, "-initrd", initramfs,
+        "-append", f"console=ttyS0 panic=-1 quiet case=history wd={wd} timeout={timeout} "
+                   f"probe={probe}",
+        "-nographic", "-device", "i6300esb",
+        "-drive", f"file={disk},format=raw,if=virtio",
+    ]
+    problems = []
+    # The first VM: the watchdog resets it (qemu reboots the guest, and the i6300esb keeps the
+    # flag that says so), its second boot runs until the power is cut.
+    log1 = os.path.join(log_dir, f"vm-{wd}-history-1.log")
+    marks1, lines1, wall1 = vm.boot(base + ["-watchdog-action", "reset"], log1,
+                                    120 + 12 * timeout, kill_after=("WRITING", 5.0))
+    writing = next((int(m.group(1)) for l in lines1
+                    for m in [re.search(r"VMTEST: WRITING (\d+)", l)] if m), None)
+    if "KILL" not in marks1 or writing is None:
+        problems.append("the first VM never reached the writes of its second boot")
+    # The guest's clock at the cut: the mark's time plus what the host waited after it.
+    cut = writing + marks1["KILL"] - marks1["WRITING"] if "KILL" in marks1 and writing else None
+    # The second VM on the same disk: a new machine, whose i6300esb says nothing of a reset.
+    log2 = os.path.join(log_dir, f"vm-{wd}-history-2.log")
+    _, lines2, wall2 = vm.boot(base + ["-no-reboot", "-watchdog-action", "poweroff"], log2,
+                               60 + 6 * timeout)
+    for lines in (lines1, lines2):
+        problems += [l for l in lines if "VMTEST: ERROR" in l][:1]
+        problems += [l.strip() for l in lines if re.search(r"[Hh]istory.*(malformed|corrupt)", l)]
+
+    starved = half = None
+    after_reset = runs_of(lines1, 2)
+    if not after_reset or len(after_reset) < 2:
+        problems.append("the boot after the reset showed no run before its own")
+    else:
+        first = after_reset[-2]
+        loads = [machine_load(s) for s in first.get("last_seconds", [])]
+        starved = sum(1 for l in loads if l is not None and l >= 90)
+        if first["ended"] != "watchdog_reset":
+            problems.append(f"the run before the reset ended {first['ended']!r}, "
+                            "not 'watchdog_reset'")
+        # Its pets were late from the load on: every second synced, so the seconds of the
+        # starved machine are on the disk, not lost with the reset.
+        if starved < 5:
+            problems.append(f"{starved} of the last seconds before the reset were starved "
+                            f"(at least 5 of {len(loads)} expected): {loads}")
+    after_cut = runs_of(lines2, 3)
+    lost = None
+    if not after_cut or len(after_cut) < 3:
+        problems.append("the VM after the power cut did not show the three runs")
+    else:
+        second = after_cut[-2]
+        if second["ended"] != "machine_down":
+            problems.append(f"the run cut off ended {second['ended']!r}, not 'machine_down'")
+        loads = [machine_load(s) for s in second.get("last_seconds", [])]
+        half = [l for l in loads if l is not None]
+        if not half or not all(30 <= l <= 75 for l in half):
+            problems.append(f"the last seconds before the cut were not half busy: {loads}")
+        if cut is not None and second.get("last") is not None:
+            lost = cut - second["last"] / 1e6
+            if lost > SYNC_EVERY_S + 3:
+                problems.append(f"the cut lost {lost:.1f} s of the history, more than "
+                                f"{SYNC_EVERY_S} s and the kill's own")
+    # The file as SQLite itself finds it, read out of the disk image (debugfs) on the host.
+    integrity = history_integrity(disk, log_dir)
+    if integrity != "ok":
+        problems.append(f"the history file after the cut: {integrity}")
+    verdict = "ok" if not problems else "FAILED: " + "; ".join(problems)
+    what = (f"reset: {starved} starved seconds kept; cut: "
+            f"{'-' if lost is None else f'{lost:.1f} s'} lost, "
+            f"{len(half) if half else 0} half-busy seconds; integrity {integrity}")
+    summary = f"{wd:9} {'history':10} {what}  VM {wall1 + wall2:5.1f} s  {verdict}"
+    if problems:
+        summary += f"\n  logs: {log1}, {log2}\n  " + "\n  ".join(lines1[-15:] + lines2[-15:])
+    return not problems, summary
+
+
+def history_integrity(disk, work):
+    """SQLite's integrity check of the history file on the ext4 image `disk`, copied out with
+    debugfs (with its write-ahead log, when there is one): "ok", or what is wrong."""
+    out = os.path.join(work, "history-copy")
+    os.makedirs(out, exist_ok=True)
+    for name in ("history.db", "history.db-wal"):
+        subprocess.run(["debugfs", "-R", f"dump /{name} {os.path.join(out, name)}", disk],
+                       capture_output=True, check=False)
+    path = os.path.join(out, "history.db")
+    if not os.path.exists(path) or os.path.getsize(path) == 0:
+        return "no history.db on the disk"
+    if os.path.exists(path + "-wal") and os.path.getsize(path + "-wal") == 0:
+        os.remove(path + "-wal")
+    try:
+        db = sqlite3.connect(path)
+        result = db.execute("PRAGMA integrity_check").fetchone()[0]
+        runs = db.execute("SELECT count(*) FROM runs").fetchone()[0]
+        db.close()
+    except sqlite3.Error as e:
+        return f"SQLite: {e}"
+    if result != "ok":
+        return result
+    return "ok" if runs == 3 else f"{runs} runs in the file, not 3"
+
+
 def run_case(case, wd, timeout, probe, kernel, initramfs, log_dir):
     """Boots one VM; returns (passed, summary)."""
+    if case == "history":
+        return run_history(wd, timeout, probe, kernel, initramfs, log_dir)
     cmd = [
         "qemu-system-x86_64", "-accel", "tcg", "-m", "512", "-smp", "2",
         "-kernel", kernel, "-initrd", initramfs,
@@ -208,16 +352,22 @@ def main():
     args = p.parse_args()
     if not args.monitord or not args.monctl or not args.duty_cycle:
         p.error("--monitord, --monctl and --duty-cycle are needed")
-    vm.require_tools("qemu-system-x86_64", "busybox", "cpio", "chrt", "ldd")
+    vm.require_tools("qemu-system-x86_64", "busybox", "cpio", "chrt", "ldd", "mkfs.ext4",
+                     "debugfs")
     kernel, modules = vm.find_kernel(["watchdog", "i6300esb", "softdog"])
     if kernel is None:
         vm.skip("no readable /boot/vmlinuz-* with the watchdog, i6300esb and softdog modules "
                 "(scripts/bootstrap --test installs linux-image)")
+    # The history case's disk: virtio's block device and ext4 (with crc32c for its checksums).
+    disk_modules = vm.with_dependencies(kernel, ["virtio_pci", "virtio_blk", "crc32c_generic",
+                                                 "ext4"])
+    if disk_modules is None:
+        vm.skip(f"{kernel}'s modules lack virtio_pci, virtio_blk, crc32c_generic or ext4")
 
     work = tempfile.mkdtemp(prefix="monitord-vm-")
     t0 = time.monotonic()
     try:
-        initramfs = make_initramfs(work, args, modules)
+        initramfs = make_initramfs(work, args, modules, disk_modules)
         print(f"kernel {kernel}, initramfs {os.path.getsize(initramfs) // 1024} KiB, "
               f"timeout {args.timeout} s, probes {args.probe}", flush=True)
         ok = True
