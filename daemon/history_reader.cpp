@@ -1,17 +1,11 @@
 #include "history_reader.hpp"
 
 #include <pthread.h>
-#include <sys/epoll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstdint>
 #include <utility>
 
 namespace monitord {
 
-using monitor::fail_errno;
 using monitor::Result;
 
 HistoryReader::HistoryReader(std::unique_ptr<HistoryStore> store)
@@ -20,18 +14,10 @@ HistoryReader::HistoryReader(std::unique_ptr<HistoryStore> store)
 Result<std::unique_ptr<HistoryReader>> HistoryReader::start(sd_event* event,
                                                             std::unique_ptr<HistoryStore> store) {
     std::unique_ptr<HistoryReader> r{new HistoryReader(std::move(store))};
-    r->ready_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-    if (!r->ready_) return fail_errno(errno, "eventfd for the history's reads");
-    sd_event_source* source = nullptr;
-    const int rc = sd_event_add_io(
-        event, &source, r->ready_.get(), EPOLLIN,
-        [](sd_event_source*, int, uint32_t, void* self) {
-            static_cast<HistoryReader*>(self)->deliver();
-            return 0;
-        },
-        r.get());
-    if (rc < 0) return fail_errno(-rc, "watching the history reads' eventfd");
-    r->source_.reset(source);
+    auto ready = LoopWakeup::start(
+        event, [self = r.get()] { self->deliver(); }, "the history's reads");
+    if (!ready) return std::unexpected(ready.error());
+    r->ready_ = std::move(*ready);
     r->thread_ = std::thread([self = r.get()] { self->work(); });
     (void)::pthread_setname_np(r->thread_.native_handle(), "history-read");
     return r;
@@ -73,14 +59,11 @@ void HistoryReader::work() {
             std::lock_guard lock(mutex_);
             read_.push_back(std::move(job));
         }
-        const std::uint64_t one = 1;
-        (void)::write(ready_.get(), &one, sizeof one);
+        ready_->wake();
     }
 }
 
 void HistoryReader::deliver() {
-    std::uint64_t n = 0;
-    if (::read(ready_.get(), &n, sizeof n) != sizeof n) return;
     std::deque<Job> done;
     {
         std::lock_guard lock(mutex_);

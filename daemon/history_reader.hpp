@@ -2,7 +2,7 @@
 // and serves other calls while a read takes its time (a day of seconds on many CPUs is
 // seconds of reading and inflating): GetLoading's ranges and GetHistoryRuns. The reads run one
 // at a time, in the order posted; at most kMaxWaitingReads wait, and one more is refused. The
-// loop learns of a finished read through an eventfd, and hands its reply to the caller's `done`.
+// thread wakes the loop when a read is done, which hands its reply to the caller's `done`.
 #pragma once
 
 #include <systemd/sd-event.h>
@@ -18,9 +18,8 @@
 #include <thread>
 
 #include "history_store.hpp"
+#include "loop_wakeup.hpp"
 #include "monitor/status.hpp"
-#include "monitor/unique_fd.hpp"
-#include "sd_event_ptr.hpp"
 #include "varlink_server.hpp"
 
 namespace monitord {
@@ -55,7 +54,7 @@ class HistoryReader {
   private:
     explicit HistoryReader(std::unique_ptr<HistoryStore> store);
     void work();
-    void deliver();  // on the loop, when the eventfd is readable
+    void deliver();  // on the loop, woken by the thread
 
     struct Job {
         Read read;
@@ -65,8 +64,7 @@ class HistoryReader {
 
     std::unique_ptr<HistoryStore> store_;  // the thread's
     const std::filesystem::path file_;
-    monitor::UniqueFd ready_;  // eventfd: a read is done
-    SourcePtr source_;
+    std::unique_ptr<LoopWakeup> ready_;  // a read is done
     std::size_t pending_ = 0;  // the loop's
 
     std::mutex mutex_;

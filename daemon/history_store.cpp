@@ -8,6 +8,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <limits>
+#include <map>
+#include <string>
 #include <system_error>
 #include <utility>
 
@@ -54,6 +57,14 @@ CREATE TABLE IF NOT EXISTS minutes(
 std::int64_t ms_of(HistoryStore::Time t) {
     return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
 }
+
+// A run's last second: runs.last is written every kSyncEvery seconds, so the seconds after it,
+// up to the next run's start, say the rest (a walk of at most those seconds, by the key). For a
+// row `r` of runs.
+constexpr const char* kRunsLastSecond =
+    "coalesce((SELECT max(s.t) FROM seconds s WHERE s.run = r.id AND s.t >="
+    " coalesce(r.last, r.started) AND s.t <= coalesce((SELECT min(n.started) FROM"
+    " runs n WHERE n.id > r.id), 9223372036854775807)), r.last)";
 
 HistoryStore::Time time_of(std::int64_t ms) {
     return HistoryStore::Time{
@@ -389,40 +400,34 @@ Result<void> HistoryStore::append(Time at, const monitor::HistorySecond& second,
 }
 
 Result<void> HistoryStore::read(Time from, Time to, const Visit& visit) const {
-    // The minutes, then the seconds: a minute is older than every second kept.
-    {
-        Statement q(db_,
-                    "SELECT t, data, low, high FROM minutes WHERE t BETWEEN ? AND ? ORDER BY t");
-        if (!q.ok()) return std::unexpected(error("read the minutes"));
-        q.bind(1, ms_of(from));
-        q.bind(2, ms_of(to));
-        int rc = 0;
-        while ((rc = q.step()) == SQLITE_ROW) {
-            auto mean = decoded(q.blob(1));
-            auto low = decoded(q.blob(2));
-            auto high = decoded(q.blob(3));
-            if (!mean || !low || !high) {
-                ++skipped_;
-                continue;
-            }
-            visit(time_of(q.integer(0)), *mean, &*low, &*high);
-        }
-        if (rc != SQLITE_DONE) return std::unexpected(error("read the minutes"));
-    }
-    Statement q(db_, "SELECT t, data FROM seconds WHERE t BETWEEN ? AND ? ORDER BY t");
-    if (!q.ok()) return std::unexpected(error("read the seconds"));
+    // Minutes and seconds merged in time order: the seconds kept at the end of a run lie among
+    // the minutes.
+    Statement q(db_,
+                "SELECT t, data, low, high FROM minutes WHERE t BETWEEN ?1 AND ?2 UNION ALL "
+                "SELECT t, data, NULL, NULL FROM seconds WHERE t BETWEEN ?1 AND ?2 ORDER BY t");
+    if (!q.ok()) return std::unexpected(error("read the history"));
     q.bind(1, ms_of(from));
     q.bind(2, ms_of(to));
     int rc = 0;
     while ((rc = q.step()) == SQLITE_ROW) {
-        auto second = decoded(q.blob(1));
-        if (!second) {
+        auto row = decoded(q.blob(1));
+        if (!row) {
             ++skipped_;
             continue;
         }
-        visit(time_of(q.integer(0)), *second, nullptr, nullptr);
+        if (q.null(2)) {
+            visit(time_of(q.integer(0)), *row, nullptr, nullptr);
+            continue;
+        }
+        auto low = decoded(q.blob(2));
+        auto high = decoded(q.blob(3));
+        if (!low || !high) {
+            ++skipped_;
+            continue;
+        }
+        visit(time_of(q.integer(0)), *row, &*low, &*high);
     }
-    if (rc != SQLITE_DONE) return std::unexpected(error("read the seconds"));
+    if (rc != SQLITE_DONE) return std::unexpected(error("read the history"));
     return {};
 }
 
@@ -433,11 +438,28 @@ Result<void> HistoryStore::fold_minutes(Time before) {
     if (auto r = exec("BEGIN"); !r) return r;
     Result<void> status;
     {
+        // The runs that ended otherwise than by a stop, but the running one: their last seconds
+        // stay (ends: run, its last second).
+        std::map<std::int64_t, std::int64_t> ends;
+        Statement e(db_, (std::string{"SELECT r.id, "} + kRunsLastSecond +
+                          " FROM runs r WHERE r.stopped IS NULL AND r.id != ?")
+                             .c_str());
+        if (e.ok()) {
+            e.bind(1, run_);
+            while (e.step() == SQLITE_ROW) {
+                if (!e.null(1)) ends.emplace(e.integer(0), e.integer(1));
+            }
+        }
+        const std::int64_t keep = kRunEndSecondsKept.count() * 1000;
+        auto kept = [&](std::int64_t run, std::int64_t t) {
+            const auto end = ends.find(run);
+            return end != ends.end() && t > end->second - keep && t <= end->second;
+        };
         Statement q(db_, "SELECT t, run, data FROM seconds WHERE t <= ? ORDER BY t");
         Statement insert(
             db_, "INSERT OR REPLACE INTO minutes(t, run, data, low, high) VALUES(?, ?, ?, ?, ?)");
-        Statement drop(db_, "DELETE FROM seconds WHERE t <= ?");
-        if (!q.ok() || !insert.ok() || !drop.ok())
+        Statement drop(db_, "DELETE FROM seconds WHERE t >= ? AND t < ?");
+        if (!e.ok() || !q.ok() || !insert.ok() || !drop.ok())
             status = std::unexpected(error("fold the seconds"));
         std::int64_t minute_t = 0;
         std::int64_t minute_run = 0;
@@ -458,15 +480,31 @@ Result<void> HistoryStore::fold_minutes(Time before) {
             insert.bind(5, *high);
             if (insert.step() != SQLITE_DONE) status = std::unexpected(error("fold the seconds"));
         };
+        // The folded seconds go by ranges, [from, until), between the kept ones.
+        std::int64_t from = std::numeric_limits<std::int64_t>::min();
+        auto drop_to = [&](std::int64_t until) {
+            if (until <= from) return;
+            sqlite3_reset(drop.get());
+            drop.bind(1, from);
+            drop.bind(2, until);
+            if (drop.step() != SQLITE_DONE) status = std::unexpected(error("fold the seconds"));
+        };
         if (status) {
             q.bind(1, cut);
             int rc = 0;
             while (status && (rc = q.step()) == SQLITE_ROW) {
                 const std::int64_t t = q.integer(0);
+                const std::int64_t run = q.integer(1);
+                if (kept(run, t)) {
+                    flush();  // no minute spans them
+                    drop_to(t);
+                    from = t + 1;
+                    continue;
+                }
                 // A second belongs to the minute its end falls in, (m, m + 60 s].
                 if (!seconds.empty() && (t - 1) / 60'000 != (minute_t - 1) / 60'000) flush();
                 minute_t = t;
-                minute_run = q.integer(1);
+                minute_run = run;
                 if (auto second = decoded(q.blob(2))) {
                     seconds.push_back(std::move(*second));
                 } else {
@@ -475,10 +513,7 @@ Result<void> HistoryStore::fold_minutes(Time before) {
             }
             if (status && rc != SQLITE_DONE) status = std::unexpected(error("fold the seconds"));
             if (status) flush();
-        }
-        if (status) {
-            drop.bind(1, cut);
-            if (drop.step() != SQLITE_DONE) status = std::unexpected(error("fold the seconds"));
+            if (status) drop_to(cut + 1);
         }
     }
     if (auto r = exec(status ? "COMMIT" : "ROLLBACK"); !r && status) status = r;
@@ -524,9 +559,11 @@ Result<void> HistoryStore::cap_size() {
         if (!used) return std::unexpected(used.error());
         if (*used <= limits_.max_bytes) break;
         dropped = true;
+        // The seconds kept at the end of a run may be older than the minutes.
         Statement oldest(
             db_,
-            "SELECT coalesce((SELECT min(t) FROM minutes), (SELECT min(t) FROM seconds)),"
+            "SELECT min(coalesce((SELECT min(t) FROM minutes), (SELECT min(t) FROM seconds)),"
+            " coalesce((SELECT min(t) FROM seconds), (SELECT min(t) FROM minutes))),"
             " (SELECT max(t) FROM seconds), (SELECT max(t) FROM minutes)");
         if (!oldest.ok() || oldest.step() != SQLITE_ROW || oldest.null(0)) break;
         const std::int64_t first = oldest.integer(0);
@@ -560,17 +597,13 @@ Result<std::pair<std::uint64_t, std::uint64_t>> HistoryStore::rows(Time from, Ti
 }
 
 Result<std::vector<HistoryRun>> HistoryStore::runs() const {
-    // A run's last second is recorded every kSyncEvery seconds: the seconds after it, up to
-    // the next run's start, say the rest (a walk of at most those seconds, by the key).
     Statement q(db_,
-                "SELECT id, boot_id, started,"
-                " coalesce((SELECT max(s.t) FROM seconds s WHERE s.run = r.id AND s.t >="
-                "  coalesce(r.last, r.started) AND s.t <= coalesce((SELECT min(n.started) FROM"
-                "  runs n WHERE n.id > r.id), 9223372036854775807)), r.last),"
-                " stopped,"
-                " (SELECT device FROM watchdog w WHERE w.run = r.id ORDER BY at DESC LIMIT 1),"
-                " (SELECT max(boot_reset) FROM watchdog w WHERE w.run = r.id)"
-                " FROM runs r ORDER BY id");
+                (std::string{"SELECT id, boot_id, started, "} + kRunsLastSecond +
+                 ", stopped,"
+                 " (SELECT device FROM watchdog w WHERE w.run = r.id ORDER BY at DESC LIMIT 1),"
+                 " (SELECT max(boot_reset) FROM watchdog w WHERE w.run = r.id)"
+                 " FROM runs r ORDER BY id")
+                    .c_str());
     if (!q.ok()) return std::unexpected(error("read the runs"));
     std::vector<HistoryRun> out;
     int rc = 0;

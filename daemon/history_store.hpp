@@ -38,6 +38,10 @@ inline constexpr std::uint64_t kDefaultHistoryMaxBytes = std::uint64_t{1} << 30;
 inline constexpr std::chrono::seconds kMinHistorySecondsKept{60};
 inline constexpr std::chrono::seconds kMaxHistoryKept{10LL * 366 * 86400};
 inline constexpr std::uint64_t kMaxHistoryMaxMiB = std::uint64_t{1} << 20;
+// The last seconds of a run that did not stop in order (killed, a crash, a power loss, a
+// watchdog's reset) stay seconds when those around them are folded into minutes: they are the
+// evidence of what the machine did before it went down, kept as long as the rest (kept).
+inline constexpr std::chrono::seconds kRunEndSecondsKept{300};
 
 struct HistoryLimits {
     // Seconds older than this are folded into minutes.
@@ -120,7 +124,8 @@ class HistoryStore {
     monitor::Result<void> read(Time from, Time to, const Visit& visit) const;
     std::uint64_t skipped() const { return skipped_; }
 
-    // Folds the seconds older than seconds_kept into minutes, drops what is older than kept,
+    // Folds the seconds older than seconds_kept into minutes (but the last kRunEndSecondsKept
+    // of each run that ended otherwise than by a stop), drops what is older than kept,
     // and the oldest rows while the data take more than max_bytes. A few hundred milliseconds
     // a day's seconds; the daemon calls it every few minutes.
     monitor::Result<void> prune(Time now);

@@ -1,31 +1,18 @@
 #include "scrape_worker.hpp"
 
-#include <sys/eventfd.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdint>
+#include <utility>
 
 namespace exporter {
 
-using monitor::fail_errno;
 using monitor::Result;
 
 Result<std::unique_ptr<ScrapeWorker>> ScrapeWorker::start(sd_event* event,
                                                           MonitordScraper scraper) {
     std::unique_ptr<ScrapeWorker> w{new ScrapeWorker(std::move(scraper))};
-    w->ready_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-    if (!w->ready_) return fail_errno(errno, "eventfd for the scrapes' results");
-    sd_event_source* source = nullptr;
-    const int r = sd_event_add_io(
-        event, &source, w->ready_.get(), EPOLLIN,
-        [](sd_event_source*, int, uint32_t, void* self) {
-            static_cast<ScrapeWorker*>(self)->deliver();
-            return 0;
-        },
-        w.get());
-    if (r < 0) return fail_errno(-r, "watching the scrapes' eventfd");
-    w->source_.reset(source);
+    auto ready = monitord::LoopWakeup::start(
+        event, [self = w.get()] { self->deliver(); }, "the scrapes' results");
+    if (!ready) return std::unexpected(ready.error());
+    w->ready_ = std::move(*ready);
     w->thread_ = std::thread([self = w.get()] { self->work(); });
     return w;
 }
@@ -65,14 +52,11 @@ void ScrapeWorker::work() {
             error_.reset();
             if (!result_.status) error_ = std::move(error);
         }
-        const std::uint64_t one = 1;
-        (void)::write(ready_.get(), &one, sizeof one);
+        ready_->wake();
     }
 }
 
 void ScrapeWorker::deliver() {
-    std::uint64_t n = 0;
-    if (::read(ready_.get(), &n, sizeof n) != sizeof n) return;
     Scrape s;
     std::optional<monitor::Error> error;
     {

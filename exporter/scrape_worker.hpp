@@ -1,7 +1,7 @@
 // Asks monitord on a thread of its own, so that the exporter's loop keeps serving while
 // monitord takes its time (up to --timeout, when it is stopped or busy): one scrape at a
 // time, and the requests that arrive while it runs get its result, as they would a cached
-// second. The loop learns of a result through an eventfd.
+// second. The thread wakes the loop when a result is there.
 #pragma once
 
 #include <systemd/sd-event.h>
@@ -15,11 +15,10 @@
 #include <thread>
 #include <vector>
 
+#include "loop_wakeup.hpp"
 #include "machine_metrics.hpp"
 #include "monitor/status.hpp"
-#include "monitor/unique_fd.hpp"
 #include "monitord_scraper.hpp"
-#include "sd_event_ptr.hpp"
 
 namespace exporter {
 
@@ -47,11 +46,10 @@ class ScrapeWorker {
   private:
     explicit ScrapeWorker(MonitordScraper scraper) : scraper_(std::move(scraper)) {}
     void work();
-    void deliver();  // on the loop, when the eventfd is readable
+    void deliver();  // on the loop, woken by the thread
 
     MonitordScraper scraper_;  // the thread's alone
-    monitor::UniqueFd ready_;  // eventfd: a result is there
-    monitord::SourcePtr source_;
+    std::unique_ptr<monitord::LoopWakeup> ready_;  // a result is there
     std::vector<Done> waiting_;  // the loop's: for the scrape under way (none: none runs)
     std::uint64_t scrapes_ = 0;  // the loop's
 

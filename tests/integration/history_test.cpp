@@ -1,11 +1,13 @@
 // The history on disk with the real daemon: read across a restart (monctl loading --since),
-// never corrupted by kill -9 in a loop, where a daemon keeps it when not told, a second
-// daemon on the same directory, and what monctl refuses.
+// by a member of the socket's group, never corrupted by kill -9 in a loop, where a daemon
+// keeps it when not told, a second daemon on the same directory, and what monctl refuses.
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sqlite3.h>
 
 #include <chrono>
+#include <fstream>
 #include <random>
 #include <thread>
 
@@ -140,6 +142,41 @@ TEST(History, ReadAcrossARestart) {
     EXPECT_EQ(file.integrity, "ok");
     EXPECT_EQ(file.runs, 2);
     EXPECT_EQ(file.stopped, 1) << "the first stopped in order, the second runs";
+}
+
+// A member of the socket's group, not root, reads the history as root does: a range, the
+// runs, and a moment of the past in monctl top.
+TEST(History, TheSocketsGroupReadsIt) {
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root to run monctl as nobody";
+    if (::getgrnam("nogroup") == nullptr) GTEST_SKIP() << "no group nogroup here";
+    ScratchDir conf{ScratchDir::Everyone};
+    std::ofstream(conf / "monitord.conf") << "[access]\nsocket-group = \"nogroup\"\n";
+    ScratchDir dir;
+    const std::string state = (dir.path() / "state").string();
+    const std::string config = (conf / "monitord.conf").string();
+    Daemon::Options o;
+    o.args = {"--state-directory", state, "--probe", "off", "--config", config};
+    auto d = Daemon::start(o);
+    ASSERT_TRUE(d);
+    std::filesystem::permissions(d->dir().path(), std::filesystem::perms::others_exec,
+                                 std::filesystem::perm_options::add);
+    ASSERT_TRUE(d->wait_samples(3));
+    auto as_nobody = [&](std::vector<std::string> args) {
+        args.insert(args.begin(), {monctl_bin(), "--socket", d->socket()});
+        return run(args, SpawnOptions{.uid = nobody_uid()});
+    };
+    auto r = as_nobody({"loading", "--since", "-1min", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_GE(nlohmann::json::parse(r.out)["machine"]["procstat"]["samples"], 2) << r.out;
+    r = as_nobody({"watchdog", "history", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto runs = nlohmann::json::parse(r.out)["runs"];
+    ASSERT_EQ(runs.size(), 1u) << r.out;
+    EXPECT_EQ(runs[0]["ended"], "running") << r.out;
+    r = as_nobody({"top", "--once", "--at", "-1s"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("history at"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("cpu0"), std::string::npos) << r.out;
 }
 
 TEST(History, KillNineInALoopLosesAtMostTheLastSecondsAndNeverCorrupts) {

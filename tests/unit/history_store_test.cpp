@@ -7,6 +7,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <vector>
@@ -117,6 +118,59 @@ TEST(HistoryStore, SecondsOlderThanKeptFoldIntoMinutes) {
     // Folding again changes nothing.
     ASSERT_TRUE(store->prune(kStart + 250s));
     EXPECT_EQ(read_all(*store).size(), 32u);
+}
+
+// The evidence of a run that went down: its last kRunEndSecondsKept stay seconds when the rest
+// is folded; a run stopped in order and the running one are folded whole.
+TEST(HistoryStore, TheLastSecondsOfARunThatWentDownStaySeconds) {
+    ScratchDir dir;
+    {
+        auto store = *HistoryStore::open(dir.path(), {});
+        ASSERT_TRUE(store->start_run("boot-a", kStart));
+        for (int i = 1; i <= 1005; ++i) {
+            ASSERT_TRUE(store->append(kStart + std::chrono::seconds{i},
+                                      history_second(i >= 950 ? 100 : 5)));
+        }
+        // No stop: the machine went down.
+    }
+    auto store = *HistoryStore::open(dir.path(), HistoryLimits{.seconds_kept = 120s});
+    ASSERT_TRUE(store->start_run("boot-b", kStart + 2000s));
+    for (int i = 2001; i <= 2100; ++i) {
+        ASSERT_TRUE(store->append(kStart + std::chrono::seconds{i}, history_second(1)));
+    }
+    ASSERT_TRUE(store->stop_run(kStart + 2101s));
+    ASSERT_TRUE(store->start_run("boot-b", kStart + 3000s));
+    for (int i = 3001; i <= 3100; ++i) {
+        ASSERT_TRUE(store->append(kStart + std::chrono::seconds{i}, history_second(2)));
+    }
+    ASSERT_TRUE(store->prune(kStart + 5000s));
+    const auto rows = read_all(*store);
+    ASSERT_FALSE(rows.empty());
+    for (std::size_t i = 1; i < rows.size(); ++i) {
+        ASSERT_LT(rows[i - 1].at, rows[i].at) << "in time order, row " << i;
+    }
+    const auto kept = kRunEndSecondsKept.count();
+    std::size_t seconds = 0;
+    for (const auto& r : rows) {
+        const auto at = std::chrono::duration_cast<std::chrono::seconds>(r.at - kStart).count();
+        if (r.high.has_value()) continue;  // a minute
+        ++seconds;
+        EXPECT_GT(at, 1005 - kept) << "a second not of the last ones of the run that went down";
+        EXPECT_LE(at, 1005);
+    }
+    EXPECT_EQ(seconds, static_cast<std::size_t>(kept));
+    // The minute cut by the kept seconds ends before them, with the seconds it holds.
+    const auto cut = std::ranges::find(rows, kStart + std::chrono::seconds{1005 - kept}, &Row::at);
+    ASSERT_NE(cut, rows.end());
+    EXPECT_TRUE(cut->high.has_value());
+    EXPECT_DOUBLE_EQ(cut->seconds, static_cast<double>((1005 - kept) % 60));
+    // The run's last second is still told, though runs.last is written every tenth.
+    auto runs = *store->runs();
+    ASSERT_EQ(runs.size(), 3u);
+    EXPECT_EQ(runs[0].last, kStart + 1005s);
+    // Pruned again: nothing changes.
+    ASSERT_TRUE(store->prune(kStart + 5000s));
+    EXPECT_EQ(read_all(*store).size(), rows.size());
 }
 
 TEST(HistoryStore, WhatIsOlderThanKeptGoesAndItsRuns) {

@@ -156,12 +156,14 @@ TEST(HistoryWriter, StopWritesWhatWaitsAndTheOrderlyStop) {
 
 TEST(HistoryWriter, PrunesOnItsThreadAtStartAndEveryFewSecondsWritten) {
     ScratchDir dir;
-    // Seconds from before seconds_kept, written by an earlier run.
+    // Seconds from before seconds_kept, written by an earlier run that stopped in order (the
+    // last seconds of one that did not would stay seconds).
     {
         auto store = started_store(dir.path(), HistoryLimits{.seconds_kept = 60s});
         for (int i = 1; i <= 120; ++i) {
             ASSERT_TRUE(store->append(kStart + std::chrono::seconds{i}, history_second(10)));
         }
+        ASSERT_TRUE(store->stop_run(kStart + 121s));
     }
     auto reader = HistoryStore::open_reader(dir.path() / "history.db");
     ASSERT_TRUE(reader.has_value());

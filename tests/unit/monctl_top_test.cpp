@@ -826,14 +826,39 @@ TEST(TopFrame, AMomentOfThePast) {
     EXPECT_EQ(line_of(f, "watchdog"), -1) << "the watchdog is live, not of that moment";
     EXPECT_NE(std::ranges::find(t, "units and tasks: live only (n returns to now)"), t.end());
     EXPECT_EQ(cpu_labels(f), (std::vector<std::string>{"cpu0", "cpu1"}));
-    EXPECT_EQ(t.back(),
-              "the history on disk   [ ] a minute back or on   { } an hour   n now   q quit");
+    EXPECT_EQ(t.back().rfind("cpu 1-2 of 2   history on disk: [ ] a minute back or on  { } an "
+                             "hour  n now  q quit",
+                             0),
+              0u)
+        << t.back();
     // A moment the history holds nothing of.
     auto empty = snapshot(2);
     empty.loading.timestamp.reset();
     m.update(std::move(empty));
     EXPECT_NE(line_text(build_frame(m, size(120, 30)).lines[0]).find(expect + ", nothing kept"),
               std::string::npos);
+}
+
+// In the history the CPUs scroll as they do now, and the last line still says which are shown.
+TEST(TopFrame, TheHistoryScrollsAsNowDoes) {
+    using namespace std::chrono_literals;
+    auto m = model_of(snapshot(256));
+    m.set_at(std::chrono::system_clock::now() - 1h);
+    auto f = build_frame(m, size(100, 24));
+    ASSERT_GT(f.page, 0);
+    EXPECT_EQ(line_text(f.lines.back())
+                  .rfind(fmt::format("cpu 1-{} of 256   history on disk:", f.page), 0),
+              0u)
+        << line_text(f.lines.back());
+    m.apply(Action::PageDown, f.page);
+    f = build_frame(m, size(100, 24));
+    EXPECT_EQ(f.first_row, f.page);
+    EXPECT_EQ(cpu_labels(f).front(), fmt::format("cpu{}", f.page));
+    EXPECT_EQ(
+        line_text(f.lines.back())
+            .rfind(fmt::format("cpu {}-{} of 256   history on disk:", f.page + 1, 2 * f.page), 0),
+        0u)
+        << line_text(f.lines.back());
 }
 
 TEST(TopFrame, NoSampleYet) {

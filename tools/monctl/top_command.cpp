@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <optional>
+#include <string>
 
 #include "duration.hpp"
 #include "exit_status.hpp"
@@ -107,6 +109,38 @@ int text_width() {
     return 80;
 }
 
+// What `model` shows: a moment of the past the daemon will not show (no history, a range it
+// will not read) gives way to now at once, with the daemon's reason on the last line.
+std::expected<top::Snapshot, FetchError> fetch_shown(DaemonClient& c, top::TopModel& model) {
+    auto snapshot = fetch(c, model.tasks(), model.at());
+    if (snapshot || !snapshot.error().history) return snapshot;
+    model.history_failed(first_line(snapshot.error().error.message));
+    return fetch(c, model.tasks(), std::nullopt);
+}
+
+// One interval's fetch into `model`, through `link` (connected to `path` again when it is
+// not). A daemon that went away is looked for again every interval, where it was; a connection
+// that fails is tried once more at once: a daemon restarted since the last interval is there
+// already.
+void refresh(std::optional<DaemonClient>& link, const std::string& path, top::TopModel& model) {
+    for (int attempt = link ? 2 : 1; attempt > 0; --attempt) {
+        if (!link) {
+            auto c = DaemonClient::connect(path);
+            if (!c) return;
+            c->set_timeout(kCallTimeout);
+            link.emplace(std::move(*c));
+        }
+        auto snapshot = fetch_shown(*link, model);
+        if (snapshot) {
+            model.update(std::move(*snapshot));
+            return;
+        }
+        // The first reason stays: why it went, not that it is still away.
+        if (!model.stale()) model.lost(first_line(snapshot.error().error.message));
+        link.reset();
+    }
+}
+
 int live(DaemonClient client, top::TopModel& model, top::FrameOptions fo,
          std::chrono::milliseconds interval) {
     auto screen = top::TopScreen::open();
@@ -138,31 +172,7 @@ int live(DaemonClient client, top::TopModel& model, top::FrameOptions fo,
         if (model.at() != was) next = std::chrono::steady_clock::now();
         const auto now = std::chrono::steady_clock::now();
         if (now >= next) {
-            // A daemon that went away is looked for again every interval, where it was. A
-            // connection that fails is tried once more at once: a daemon restarted since the
-            // last interval is there already.
-            for (int attempt = link ? 2 : 1; attempt > 0; --attempt) {
-                if (!link) {
-                    auto c = DaemonClient::connect(path);
-                    if (!c) break;
-                    c->set_timeout(kCallTimeout);
-                    link.emplace(std::move(*c));
-                }
-                auto snapshot = fetch(*link, model.tasks(), model.at());
-                if (snapshot) {
-                    model.update(std::move(*snapshot));
-                    break;
-                }
-                if (snapshot.error().history) {
-                    // The live view again, at once; the daemon's reason on the last line.
-                    model.history_failed(first_line(snapshot.error().error.message));
-                    attempt = 2;
-                    continue;
-                }
-                // The first reason stays: why it went, not that it is still away.
-                if (!model.stale()) model.lost(first_line(snapshot.error().error.message));
-                link.reset();
-            }
+            refresh(link, path, model);
             next += interval;
             if (next <= now) next = now + interval;
             dirty = true;

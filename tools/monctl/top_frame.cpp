@@ -133,7 +133,10 @@ Line title_line(const TopModel& m, const FrameOptions& o) {
     const std::string left = title_left(m);
     const std::string right = fmt::format("source {}, by {}", m.source(), sort_name(m.sort()));
     const int right_cells = text_cells(right);
-    if (o.width >= right_cells + 2 + 20) {
+    // A moment of the past is said whole: the source and the order give way to it.
+    if (m.at() && text_cells(left) + 2 + right_cells > o.width) {
+        b.text(left, Style::Title);
+    } else if (o.width >= right_cells + 2 + 20) {
         // The choices at the right end, the rest cut to make room.
         b.text(left.substr(0, static_cast<std::size_t>(o.width - right_cells - 2)), Style::Title);
         b.pad_to(o.width - right_cells, Style::Title);
@@ -531,16 +534,19 @@ Line footer_line(const TopModel& m, const Frame& f, const FrameOptions& o) {
         b.text("no history there: " + m.history_error(), Style::Warning);
         return b.take();
     }
-    if (m.at()) {
-        b.text("the history on disk   [ ] a minute back or on   { } an hour   n now   q quit",
-               Style::Dim);
-        return b.take();
-    }
     const std::string where =
         f.rows == 0 ? std::string{"no CPUs"}
                     : fmt::format("cpu {}-{} of {}", f.rows > 0 && f.page > 0 ? f.first_row + 1 : 0,
                                   f.first_row + std::min(f.page, f.rows), f.rows);
     b.text(where, Style::Dim);
+    // In the history, the keys that move in time come first: the scroll keys still work.
+    if (m.at()) {
+        b.text(fmt::format("   history on disk: [ ] a minute back or on  {{ }} an hour  n now  "
+                           "q quit  {} PgUp PgDn Home End",
+                           o.utf8 ? "↑↓" : "Up Down"),
+               Style::Dim);
+        return b.take();
+    }
     b.text(fmt::format("   q quit  h help  s source  o order  u units  t tasks  c context  {} "
                        "PgUp PgDn Home End",
                        o.utf8 ? "↑↓" : "Up Down"),
