@@ -115,8 +115,8 @@ CounterService::Response CounterService::reset(const std::optional<std::string>&
     auto before = r.reset();
     if (!before) return error_reply(before.error());
     spdlog::info("Counter session reset to zero ({})", active_->started_by);
-    auto message = protocol::make_report(r.session().plan(), *before, active_->per_cpu,
-                                         std::nullopt, false, online());
+    auto message = protocol::make_report(r.session().plan(), *before, active_->shape, std::nullopt,
+                                         false, online());
     put_sampled_addresses(message, true, perf_rights(peer).kernel_addresses());
     // The sampled addresses start again too.
     for (auto& a : active_->last_address_ever) a.reset();
@@ -294,7 +294,9 @@ std::optional<Reply> CounterService::begin(const protocol::CounterRequest& reque
     if (auto ok = opened_on_checked(pinned, *options); !ok) {
         return error_reply(ok.error(), request.events);
     }
-    s.per_cpu = (*session)->options().target.kind == perf::TargetKind::EachCpu;
+    auto shape = protocol::report_shape(request.target, (*session)->instances(), options_.sys_root);
+    if (!shape) return error_reply(shape.error(), request.events);
+    s.shape = std::move(*shape);
     std::vector<std::unique_ptr<perf::ProfileSession>> sampling;
     if (request.sample_every) {
         if (auto refused = start_sampling(request, *options, **session, sampling)) {
@@ -331,7 +333,7 @@ CounterService::Response CounterService::read(const Peer& peer) {
     auto& session = run().session();
     auto report = session.read();
     if (!report) return error_reply(report.error());
-    auto message = protocol::make_report(session.plan(), *report, active_->per_cpu, std::nullopt,
+    auto message = protocol::make_report(session.plan(), *report, active_->shape, std::nullopt,
                                          false, online());
     put_sampled_addresses(message, true, perf_rights(peer).kernel_addresses());
     return protocol::reply_of(method::ReadCounters, {.report = std::move(message)});
@@ -349,7 +351,7 @@ CounterService::Response CounterService::stop(const Peer& peer) {
     if (auto finished = r.finish(); !finished) {
         reply = error_reply(finished.error());
     } else {
-        auto message = protocol::make_report(r.session().plan(), r.totals(), active_->per_cpu,
+        auto message = protocol::make_report(r.session().plan(), r.totals(), active_->shape,
                                              std::nullopt, true, online());
         put_sampled_addresses(message, true, perf_rights(peer).kernel_addresses());
         reply = protocol::reply_of(method::StopCounters, {.report = std::move(message)});
@@ -378,7 +380,7 @@ void CounterService::run_stepped(const monitor::Runtime::Due::RunStep& step,
     }
     if (!step.step->finished) return;
     auto& r = run();
-    auto message = protocol::make_report(r.session().plan(), r.totals(), active_->per_cpu,
+    auto message = protocol::make_report(r.session().plan(), r.totals(), active_->shape,
                                          std::nullopt, true, online());
     put_sampled_addresses(message, true, active_->owner_kernel_addresses);
     auto reply = protocol::reply_of(
@@ -495,7 +497,7 @@ bool CounterService::send_period() {
     const auto& r = run();
     // Every period writes the same record, so that a stream's records allocate (almost)
     // nothing: only their numbers change.
-    protocol::make_report(r.session().plan(), r.period(), s.per_cpu, r.periods(), false, online(),
+    protocol::make_report(r.session().plan(), r.period(), s.shape, r.periods(), false, online(),
                           s.record.report);
     put_sampled_addresses(s.record.report, false, s.owner_kernel_addresses);
     // The plan does not change: the first record and the totals carry it.

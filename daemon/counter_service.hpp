@@ -86,7 +86,8 @@ class CounterService {
         monitor::Runtime::RunId run = 0;
         std::optional<std::uint64_t> owner;  // the connection of a collect
         bool stream = false;                 // collect with "more": a reply per period
-        bool per_cpu = false;
+        // Its reports' counts per CPU, or per core, die, socket or node, besides the totals.
+        monitor::protocol::ReportShape shape;
         // Kept from period to period, to be filled again: the record of the last period, and
         // its encoder.
         monitor::protocol::CollectOut record;

@@ -80,7 +80,7 @@ void StandingCounters::open(Session& s, Clock::time_point now) {
         return;
     }
     const auto& options = (*session)->options();
-    s.per_cpu = options.target.kind == perf::TargetKind::EachCpu;
+    s.shape.per_cpu = options.target.kind == perf::TargetKind::EachCpu;
     s.cgroup.clear();
     s.retry = Clock::time_point::max();
     if (options.target.kind == perf::TargetKind::Cgroup) {
@@ -169,10 +169,10 @@ std::vector<protocol::StandingSession> StandingCounters::report(
             // Before the first tick there are no readings yet.
             if (run->periods() > 0) {
                 const auto& online = runtime_.engine().online_cpus();
-                m.totals = protocol::make_report(plan, run->totals(), s.per_cpu, std::nullopt,
-                                                 false, online);
-                m.last = protocol::make_report(plan, run->period(), s.per_cpu, run->periods(),
-                                               false, online);
+                m.totals = protocol::make_report(plan, run->totals(), s.shape, std::nullopt, false,
+                                                 online);
+                m.last = protocol::make_report(plan, run->period(), s.shape, run->periods(), false,
+                                               online);
             }
         }
         out.push_back(std::move(m));
@@ -206,7 +206,7 @@ monitor::Result<protocol::CounterReport> StandingCounters::reset(const std::stri
     }
     auto before = run->reset();
     if (!before) return std::unexpected(before.error());
-    return protocol::make_report(run->session().plan(), *before, it->per_cpu, std::nullopt, false,
+    return protocol::make_report(run->session().plan(), *before, it->shape, std::nullopt, false,
                                  runtime_.engine().online_cpus());
 }
 

@@ -69,7 +69,7 @@ class StandingCounters {
         std::string error;                // why not
         // When to try again (not counting), or to look at the cgroup (counting one).
         Clock::time_point retry = Clock::time_point::max();
-        bool per_cpu = false;
+        monitor::protocol::ReportShape shape;  // per CPU for a target of each CPU
         std::string cgroup;  // the directory of a cgroup or unit target, as opened
         ino_t cgroup_ino = 0;
     };

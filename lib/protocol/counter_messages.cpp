@@ -82,6 +82,7 @@ json to_json(const TargetRequest& r) {
     if (!r.unit.empty()) t["unit"] = r.unit;
     if (!r.cpus.empty()) t["cpus"] = r.cpus;
     if (!r.pids.empty()) t["pids"] = r.pids;
+    if (r.per != CpuLevel::Cpu) t["per"] = name_of(kCpuLevelNames, r.per);
     return t;
 }
 
@@ -102,15 +103,28 @@ TargetRequest target_request_from_json(const json& j) {
     if (auto v = j.find("pids"); v != j.end() && !v->is_null()) {
         r.pids = v->get<std::vector<std::int64_t>>();
     }
+    if (auto v = j.find("per"); v != j.end() && !v->is_null()) {
+        const auto per = v->get<std::string>();
+        const auto level = value_named(kCpuLevelNames, per);
+        if (!level) {
+            throw std::invalid_argument("unknown per '" + per + "' (" + names_list(kCpuLevelNames) +
+                                        ")");
+        }
+        r.per = *level;
+    }
     return r;
 }
 
 std::string target_text(const TargetRequest& r) {
     using enum TargetRequest::Kind;
     switch (r.kind) {
-        case Each:
-            return r.cpus.empty() ? "each CPU"
-                                  : fmt::format("each of cpu{}", fmt::join(r.cpus, ", cpu"));
+        case Each: {
+            // "each CPU", "each of cpu0, cpu2"; "each core", "each core of cpu0, cpu2".
+            const std::string level{r.per == CpuLevel::Cpu ? "" : name_of(kCpuLevelNames, r.per)};
+            if (r.cpus.empty()) return "each " + (level.empty() ? std::string{"CPU"} : level);
+            return fmt::format("each {}of cpu{}", level.empty() ? "" : level + " ",
+                               fmt::join(r.cpus, ", cpu"));
+        }
         case Cpu:
             return r.cpu ? fmt::format("cpu{}", *r.cpu) : "a cpu";
         case Cgroup:
@@ -218,6 +232,11 @@ Result<perf::CountTarget> count_target(const TargetRequest& r,
     for (int cpu : r.cpus) {
         if (cpu < 0) return fail(Status::BadArg, fmt::format("no cpu {}", cpu));
     }
+    if (r.per != CpuLevel::Cpu && r.kind != Each) {
+        return fail(Status::BadArg,
+                    fmt::format("target '{}' is not counted per {} (kind each is)",
+                                name_of(kTargetKindNames, r.kind), name_of(kCpuLevelNames, r.per)));
+    }
     if (!r.pids.empty() && r.kind != Process) {
         return fail(Status::BadArg, fmt::format("target '{}' takes no list of processes (kind "
                                                 "process does)",
@@ -295,15 +314,25 @@ Result<perf::SessionOptions> session_options(const CounterRequest& r,
     return o;
 }
 
-CounterReport make_report(const perf::Plan& plan, const perf::PerfReport& report, bool per_cpu,
-                          std::optional<std::int64_t> period, bool final,
+Result<ReportShape> report_shape(const TargetRequest& target, std::span<const int> cpus,
+                                 const std::filesystem::path& sys_root) {
+    ReportShape shape{.per_cpu = target.kind == TargetRequest::Kind::Each, .groups = {}};
+    if (!shape.per_cpu || target.per == CpuLevel::Cpu) return shape;
+    auto topology = CpuTopology::read(sys_root, cpus);
+    if (!topology) return std::unexpected(topology.error());
+    shape.groups = group_cpus(*topology, cpus, target.per);
+    return shape;
+}
+
+CounterReport make_report(const perf::Plan& plan, const perf::PerfReport& report,
+                          const ReportShape& shape, std::optional<std::int64_t> period, bool final,
                           std::span<const int> online) {
     CounterReport r;
-    make_report(plan, report, per_cpu, period, final, online, r);
+    make_report(plan, report, shape, period, final, online, r);
     return r;
 }
 
-void make_report(const perf::Plan& plan, const perf::PerfReport& report, bool per_cpu,
+void make_report(const perf::Plan& plan, const perf::PerfReport& report, const ReportShape& shape,
                  std::optional<std::int64_t> period, bool final, std::span<const int> online,
                  CounterReport& r) {
     r.elapsed = std::chrono::duration<double>(report.elapsed).count();
@@ -333,12 +362,28 @@ void make_report(const perf::Plan& plan, const perf::PerfReport& report, bool pe
         }
         ec.value = count_of(e.total);
         ec.cpus.clear();
-        if (per_cpu) {
+        // Assigned in place: a stream's records keep their strings.
+        ec.groups.resize(shape.groups.size());
+        if (!shape.groups.empty()) {
+            // A group's CPUs that the report lacks (none counted there) add nothing.
+            for (std::size_t g = 0; g < shape.groups.size(); ++g) {
+                perf::CountValue sum;
+                for (std::size_t i = 0; i < e.per_instance.size() && i < report.instances.size();
+                     ++i) {
+                    if (std::ranges::binary_search(shape.groups[g].cpus, report.instances[i])) {
+                        sum += e.per_instance[i];
+                    }
+                }
+                ec.groups[g].first = shape.groups[g].id;
+                ec.groups[g].second = count_of(sum);
+            }
+        } else if (shape.per_cpu) {
             for (std::size_t i = 0; i < e.per_instance.size() && i < report.instances.size(); ++i) {
                 ec.cpus.emplace_back(report.instances[i], count_of(e.per_instance[i]));
             }
         }
     }
+    if (r.groups != shape.groups) r.groups = shape.groups;
     perf::derive_metrics(plan, report, r.metrics);
 }
 
@@ -365,6 +410,18 @@ json to_json(const CounterReport& r) {
                 jc["value"] = to_json(v);
             }
         }
+        if (!e.groups.empty()) {
+            json& groups = je["groups"] = json::array();
+            for (const auto& [id, v] : e.groups) {
+                json& jg = groups.emplace_back(json::value_t::object);
+                jg["id"] = id;
+                jg["value"] = to_json(v);
+            }
+        }
+    }
+    if (!r.groups.empty()) {
+        json& groups = j["groups"] = json::array();
+        for (const auto& g : r.groups) groups.push_back({{"id", g.id}, {"cpus", g.cpus}});
     }
     json& metrics = j["metrics"] = json::array();
     for (const auto& m : r.metrics) {
@@ -395,6 +452,12 @@ bool update_json(json& j, const CounterReport& r) {
         offline == j.end() ? !r.offline_cpus.empty() : !same_cpus(*offline, r.offline_cpus)) {
         return false;
     }
+    // The groups are the session's: the same in every record, or another shape.
+    if (auto groups = j.find("groups");
+        groups == j.end() ? !r.groups.empty()
+                          : !groups->is_array() || groups->size() != r.groups.size()) {
+        return false;
+    }
     for (std::size_t i = 0; i < r.events.size(); ++i) {
         const ReportedEvent& e = r.events[i];
         json& je = (*events)[i];
@@ -406,6 +469,19 @@ bool update_json(json& j, const CounterReport& r) {
         assign_count(je["value"], e.value);
         if (je.contains("sampled_address") != e.sampled_address.has_value()) return false;
         if (e.sampled_address) je["sampled_address"] = fmt::format("{:#x}", *e.sampled_address);
+        auto groups = je.find("groups");
+        if ((groups == je.end()) != e.groups.empty()) return false;
+        if (groups != je.end()) {
+            if (!groups->is_array() || groups->size() != e.groups.size()) return false;
+            for (std::size_t k = 0; k < e.groups.size(); ++k) {
+                json& jg = (*groups)[k];
+                if (!jg.is_object() || !same_string(jg["id"], e.groups[k].first) ||
+                    !jg["value"].is_object()) {
+                    return false;
+                }
+                assign_count(jg["value"], e.groups[k].second);
+            }
+        }
         auto cpus = je.find("cpus");
         if ((cpus == je.end()) != e.cpus.empty()) return false;
         if (cpus == je.end()) continue;
@@ -448,6 +524,12 @@ CounterReport counter_report_from_json(const json& j) {
     if (auto it = j.find("offline_cpus"); it != j.end() && !it->is_null()) {
         r.offline_cpus = it->get<std::vector<int>>();
     }
+    if (auto it = j.find("groups"); it != j.end() && !it->is_null()) {
+        for (const auto& g : *it) {
+            r.groups.push_back(
+                {g.at("id").get<std::string>(), g.at("cpus").get<std::vector<int>>()});
+        }
+    }
     r.slots = j.at("slots").get<int>();
     r.rotations = j.at("rotations").get<int>();
     for (const auto& je : j.at("events")) {
@@ -465,6 +547,12 @@ CounterReport counter_report_from_json(const json& j) {
         if (auto it = je.find("cpus"); it != je.end() && !it->is_null()) {
             for (const auto& c : *it) {
                 e.cpus.emplace_back(c.at("cpu").get<int>(), count_from_json(c.at("value")));
+            }
+        }
+        if (auto it = je.find("groups"); it != je.end() && !it->is_null()) {
+            for (const auto& g : *it) {
+                e.groups.emplace_back(g.at("id").get<std::string>(),
+                                      count_from_json(g.at("value")));
             }
         }
         r.events.push_back(std::move(e));

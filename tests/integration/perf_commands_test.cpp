@@ -1324,6 +1324,66 @@ TEST_F(PerfCgroups, CollectFindsTheCgroupOfAUnit) {
     expect_counts_the_spinner(s, 300e6);
 }
 
+// perf stat's --per-core and its kin, on this machine's CPUs counted for real and a topology
+// the test describes (--sys-root): every online CPU a thread of one core of socket 0, node 0.
+TEST(PerfTopology, PerCorePerSocketPerNodeAddTheirCpusUp) {
+    if (::geteuid() != 0) GTEST_SKIP() << "counting every CPU needs root or CAP_PERFMON";
+    auto online = monitor::read_online_cpus("/sys");
+    ASSERT_TRUE(online);
+    test_support::ScratchDir sys;
+    std::string list;
+    for (int cpu : *online) {
+        const auto topology = sys / ("devices/system/cpu/cpu" + std::to_string(cpu)) / "topology";
+        test_support::write_file(topology / "physical_package_id", "0\n");
+        test_support::write_file(topology / "die_id", "0\n");
+        test_support::write_file(topology / "core_id", "0\n");
+        list += (list.empty() ? "" : ",") + std::to_string(cpu);
+    }
+    test_support::write_file(sys / "devices/system/cpu/online", list + "\n");
+    test_support::write_file(sys / "devices/system/node/node0/cpulist", list + "\n");
+    auto d = Daemon::start({.args = {"--sys-root", sys.path().string(), "--probe", "off"}});
+    ASSERT_TRUE(d);
+    const auto n = static_cast<double>(online->size());
+
+    auto core = d->monctl({"perf", "collect", "-a", "--per-core", "-e", "perf::TASK-CLOCK",
+                           "--duration", "200ms", "--json"});
+    ASSERT_EQ(core.exit_code, 0) << core.err;
+    const auto r = nlohmann::json::parse(core.out)["report"];
+    ASSERT_EQ(r["groups"].size(), 1u) << r.dump();
+    EXPECT_EQ(r["groups"][0]["id"], "S0-D0-C0");
+    EXPECT_EQ(r["groups"][0]["cpus"].get<std::vector<int>>(), *online);
+    const auto& e = r["events"][0];
+    EXPECT_FALSE(e.contains("cpus")) << e.dump();
+    ASSERT_EQ(e["groups"].size(), 1u) << e.dump();
+    // Every CPU's clock over 200 ms, added up, as the total is.
+    EXPECT_NEAR(e["groups"][0]["value"]["count"].get<double>(), 0.2e9 * n, 0.05e9 * n);
+    EXPECT_EQ(e["groups"][0]["value"]["count"], e["value"]["count"]);
+
+    // In perf stat's words: the group, how many CPUs it has, the count.
+    auto text = d->monctl(
+        {"perf", "collect", "--per-socket", "-e", "perf::TASK-CLOCK", "--duration", "100ms"});
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_TRUE(std::regex_search(
+        text.out, std::regex{fmt::format(R"((^|\n)S0 +{} +[0-9.,]+ msec +perf::TASK-CLOCK)",
+                                         online->size())}))
+        << text.out;
+    auto node = d->monctl({"perf", "collect", "--per-node", "-x", ",", "-e", "perf::TASK-CLOCK",
+                           "--duration", "100ms"});
+    ASSERT_EQ(node.exit_code, 0) << node.err;
+    EXPECT_TRUE(
+        std::regex_search(node.out, std::regex{fmt::format(R"((^|\n)N0,{},)", online->size())}))
+        << node.out;
+
+    // One level at a time, and not for a process.
+    auto two = d->monctl({"perf", "collect", "--per-core", "--per-die", "-e", "perf::TASK-CLOCK"});
+    EXPECT_NE(two.exit_code, 0) << two.err;
+    EXPECT_NE(two.err.find("excludes"), std::string::npos) << two.err;
+    auto process = d->monctl({"perf", "collect", "--per-core", "-p", std::to_string(::getpid()),
+                              "-e", "perf::TASK-CLOCK"});
+    EXPECT_NE(process.exit_code, 0) << process.err;
+    EXPECT_NE(process.err.find("excludes"), std::string::npos) << process.err;
+}
+
 TEST_F(PerfCommands, CollectNamesAMissingUnitOrCgroup) {
     const std::string absent = "monitord-test-" + std::to_string(::getpid()) + "-absent";
     auto unit = daemon_->monctl({"perf", "collect", "-e", "perf::TASK-CLOCK", "--duration", "100ms",

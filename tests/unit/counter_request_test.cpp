@@ -22,6 +22,7 @@ namespace monitor::protocol {
 namespace {
 
 namespace fs = std::filesystem;
+using nlohmann::json;
 
 CounterRequest request(std::string_view target) {
     CounterRequest r;
@@ -317,6 +318,58 @@ TEST_F(CounterRequestTest, AProcessTargetTakesAListOfProcesses) {
 }
 
 // The CPUs a target opens on: a CPU or a list that is not online is named with those that are.
+// Per core, die, socket or node: only with kind each, by the interface's names, in the
+// target's text, and the groups of the topology under an injected /sys.
+TEST_F(CounterRequestTest, EachCpuPerCoreDieSocketOrNode) {
+    auto each = request("each");
+    each.target.per = CpuLevel::Core;
+    ASSERT_TRUE(session_options(each, root()));
+    EXPECT_EQ(target_text(each.target), "each core");
+    each.target.cpus = {0, 2};
+    EXPECT_EQ(target_text(each.target), "each core of cpu0, cpu2");
+    const json j = to_json(each.target);
+    EXPECT_EQ(j["per"], "core");
+    EXPECT_EQ(target_request_from_json(j), each.target);
+    EXPECT_FALSE(to_json(request("each").target).contains("per")) << "per CPU is the default";
+    EXPECT_THROW(target_request_from_json(json{{"kind", "each"}, {"per", "thread"}}),
+                 std::invalid_argument);
+
+    auto all = request("all");
+    all.target.per = CpuLevel::Socket;
+    EXPECT_EQ(error_of(session_options(all, root())),
+              "target 'all' is not counted per socket (kind each is)");
+
+    // Two cores of two threads (cpu0 and cpu2 one core), cpu3 offline.
+    const auto sys = dir_.path() / "sys";
+    const std::vector<std::pair<int, int>> cores = {{0, 0}, {1, 1}, {2, 0}};
+    for (const auto& [cpu, core] : cores) {
+        const auto topology = sys / ("devices/system/cpu/cpu" + std::to_string(cpu)) / "topology";
+        test_support::write_file(topology / "physical_package_id", "0\n");
+        test_support::write_file(topology / "core_id", std::to_string(core) + "\n");
+    }
+    const std::vector<int> cpus = {0, 1, 2, 3};
+    each.target.cpus.clear();
+    auto shape = report_shape(each.target, cpus, sys);
+    ASSERT_TRUE(shape) << shape.error().to_string();
+    EXPECT_TRUE(shape->per_cpu);
+    EXPECT_EQ(shape->groups,
+              (std::vector<CpuGroup>{{"S0-D0-C0", {0, 2}}, {"S0-D0-C1", {1}}, {"cpu3", {3}}}));
+    // Per CPU, and a target that is not each CPU: no groups, and sysfs is not read.
+    auto plain = report_shape(request("each").target, cpus, dir_.path() / "none");
+    ASSERT_TRUE(plain);
+    EXPECT_TRUE(plain->per_cpu);
+    EXPECT_TRUE(plain->groups.empty());
+    auto total = report_shape(request("all").target, cpus, dir_.path() / "none");
+    ASSERT_TRUE(total);
+    EXPECT_FALSE(total->per_cpu);
+    // A topology that is not one is refused, by its file.
+    test_support::write_file(sys / "devices/system/cpu/cpu1/topology/core_id", "one\n");
+    auto bad = report_shape(each.target, cpus, sys);
+    ASSERT_FALSE(bad);
+    EXPECT_NE(bad.error().message.find("cpu1/topology/core_id"), std::string::npos)
+        << bad.error().message;
+}
+
 TEST(TargetCpus, AreTheOnlineOnesOrThoseListed) {
     const std::vector<int> online{0, 1, 3};
     perf::CountTarget t;

@@ -791,11 +791,11 @@ TEST(CounterMessages, AProcessReportSaysHowManyThreads) {
     perf::PerfReport rep;
     rep.instances = {-1};
     rep.threads = 4;
-    EXPECT_EQ(make_report(perf::Plan{}, rep, false, std::nullopt, true, {}).threads, 4);
+    EXPECT_EQ(make_report(perf::Plan{}, rep, ReportShape{}, std::nullopt, true, {}).threads, 4);
     rep.threads = 0;
     rep.instances = {0, 1};
     const std::vector<int> online = {0, 1};
-    EXPECT_EQ(make_report(perf::Plan{}, rep, false, std::nullopt, true, online).threads,
+    EXPECT_EQ(make_report(perf::Plan{}, rep, ReportShape{}, std::nullopt, true, online).threads,
               std::nullopt);
 }
 
@@ -811,9 +811,10 @@ TEST(CounterMessages, AReportNamesItsOfflineCpus) {
                           std::vector<perf::CountValue>(4)});
     const std::vector<int> all = {0, 1, 2, 3, 4, 5};
     EXPECT_TRUE(
-        make_report(perf::Plan{}, rep, true, std::nullopt, false, all).offline_cpus.empty());
+        make_report(perf::Plan{}, rep, ReportShape{.per_cpu = true}, std::nullopt, false, all)
+            .offline_cpus.empty());
     const std::vector<int> some = {5, 0, 3};  // in any order
-    CounterReport r = make_report(perf::Plan{}, rep, true, 1, false, some);
+    CounterReport r = make_report(perf::Plan{}, rep, ReportShape{.per_cpu = true}, 1, false, some);
     EXPECT_EQ(r.offline_cpus, (std::vector<int>{1, 2}));
     EXPECT_EQ(r.events[0].cpus.size(), 4u);  // their counts stay in the report
 
@@ -822,13 +823,14 @@ TEST(CounterMessages, AReportNamesItsOfflineCpus) {
     expect_conforms("ReadCounters", json{{"report", j}});
     EXPECT_EQ(counter_report_from_json(j).offline_cpus, (std::vector<int>{1, 2}));
     EXPECT_FALSE(
-        to_json(make_report(perf::Plan{}, rep, true, 1, false, all)).contains("offline_cpus"));
+        to_json(make_report(perf::Plan{}, rep, ReportShape{.per_cpu = true}, 1, false, all))
+            .contains("offline_cpus"));
 
     // A process total is on no one CPU: none is offline.
     perf::PerfReport total;
     total.instances = {-1};
-    EXPECT_TRUE(
-        make_report(perf::Plan{}, total, false, std::nullopt, false, {}).offline_cpus.empty());
+    EXPECT_TRUE(make_report(perf::Plan{}, total, ReportShape{}, std::nullopt, false, {})
+                    .offline_cpus.empty());
 
     // Stream records: the same offline CPUs update in place; others do not.
     CounterReport next = r;
@@ -842,8 +844,59 @@ TEST(CounterMessages, AReportNamesItsOfflineCpus) {
         next.offline_cpus = other;
         EXPECT_FALSE(update_json(k, next)) << json(other).dump();
     }
-    json none = to_json(make_report(perf::Plan{}, rep, true, 1, false, all));
+    json none =
+        to_json(make_report(perf::Plan{}, rep, ReportShape{.per_cpu = true}, 1, false, all));
     EXPECT_FALSE(update_json(none, r));
+}
+
+// Per group of CPUs: each group's counts, enabled and running times are its CPUs' added up
+// (then scaled, as perf stat --per-core does), in place of the CPUs'; in the interface's
+// shape, read back, updated in place by the next record of the same groups.
+TEST(CounterMessages, AReportPerCoreAddsItsCpusUp) {
+    perf::PerfReport rep;
+    rep.instances = {0, 1, 2, 3};
+    std::vector<perf::CountValue> per_cpu = {
+        {100, 1000, 1000}, {200, 1000, 500}, {300, 1000, 1000}, {7, 1000, 1000}};
+    perf::CountValue total;
+    for (const auto& v : per_cpu) total += v;
+    rep.events.push_back({"cycles", "cycles", "cpu", total, per_cpu});
+    ReportShape shape{.per_cpu = true,
+                      .groups = {{"S0-D0-C0", {0, 2}}, {"S0-D0-C1", {1, 5}}, {"cpu3", {3}}}};
+    const std::vector<int> online = {0, 1, 2, 3};
+    CounterReport r = make_report(perf::Plan{}, rep, shape, 1, false, online);
+    EXPECT_TRUE(r.events[0].cpus.empty()) << "the groups instead";
+    ASSERT_EQ(r.events[0].groups.size(), 3u);
+    EXPECT_EQ(r.events[0].groups[0].first, "S0-D0-C0");
+    EXPECT_EQ(r.events[0].groups[0].second.count, 400u);
+    EXPECT_EQ(r.events[0].groups[0].second.enabled_ns, 2000u);
+    EXPECT_DOUBLE_EQ(r.events[0].groups[0].second.scaled, 400);
+    // cpu5 was not counted: the group holds cpu1's alone, scaled by its running time.
+    EXPECT_EQ(r.events[0].groups[1].second.count, 200u);
+    EXPECT_DOUBLE_EQ(r.events[0].groups[1].second.scaled, 400);
+    EXPECT_DOUBLE_EQ(r.events[0].groups[1].second.running, 0.5);
+    EXPECT_EQ(r.events[0].groups[2].second.count, 7u);
+    EXPECT_EQ(r.groups, shape.groups);
+
+    json j = to_json(r);
+    expect_conforms("ReadCounters", json{{"report", j}});
+    EXPECT_EQ(j["groups"][0], (json{{"id", "S0-D0-C0"}, {"cpus", {0, 2}}}));
+    EXPECT_EQ(j["events"][0]["groups"][1]["id"], "S0-D0-C1");
+    EXPECT_FALSE(j["events"][0].contains("cpus"));
+    const CounterReport back = counter_report_from_json(j);
+    EXPECT_EQ(back.groups, shape.groups);
+    ASSERT_EQ(back.events[0].groups.size(), 3u);
+    EXPECT_EQ(back.events[0].groups[0].second.count, 400u);
+
+    // The next record: updated in place; one of other groups is rebuilt.
+    rep.events[0].per_instance[0].count += 50;
+    CounterReport next = make_report(perf::Plan{}, rep, shape, 2, false, online);
+    json same = j;
+    ASSERT_TRUE(update_json(same, next));
+    EXPECT_EQ(same, to_json(next));
+    EXPECT_EQ(same["events"][0]["groups"][0]["value"]["count"], 450);
+    ReportShape other = shape;
+    other.groups.pop_back();
+    EXPECT_FALSE(update_json(j, make_report(perf::Plan{}, rep, other, 2, false, online)));
 }
 
 }  // namespace

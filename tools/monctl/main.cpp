@@ -15,6 +15,7 @@
 #include "completion.hpp"
 #include "exit_status.hpp"
 #include "monitor/loading/cpu_list.hpp"
+#include "monitor/loading/cpu_topology.hpp"
 #include "monitor/protocol/daemon_client.hpp"
 #include "monitor/protocol/monitor_messages.hpp"
 #include "monitord-config.h"
@@ -452,6 +453,25 @@ int run(int argc, char** argv) {
                 const bool cpus_each = (a == cpu && b == each) || (a == each && b == cpu);
                 if (a != b && !cpus_each) a->excludes(b);
             }
+        }
+        // perf stat's --per-core and its kin: every CPU (or those of -C), added up by level.
+        std::vector<CLI::Option*> levels;
+        for (const auto& n : monitor::kCpuLevelNames) {
+            if (n.value == monitor::CpuLevel::Cpu) continue;
+            const monitor::CpuLevel level = n.value;
+            levels.push_back(sub->add_flag_callback(
+                fmt::format("--per-{}", n.name),
+                [&po, level] {
+                    po.per_cpu = true;
+                    po.per = level;
+                },
+                fmt::format("Count each CPU, added up by {} (the topology in sysfs)", n.name)));
+        }
+        for (auto* l : levels) {
+            for (auto* other : levels) {
+                if (other != l) l->excludes(other);
+            }
+            for (auto* b : {each, pid, cgroup, unit}) l->excludes(b);
         }
     }
     for (auto* sub : {perf_collect, perf_start}) {

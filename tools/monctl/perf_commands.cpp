@@ -60,6 +60,7 @@ protocol::CounterRequest request_of(const PerfOptions& o) {
     using enum protocol::TargetRequest::Kind;
     auto& t = r.target;
     if (o.per_cpu) t.kind = Each;
+    t.per = o.per;
     if (o.cpus.size() == 1 && !o.per_cpu) {
         t.kind = Cpu;
         t.cpu = o.cpus.front();
@@ -103,8 +104,13 @@ ProcessWords process_words(const PerfOptions& o) {
 // `threads`: how many threads of a process the daemon counts from the start (`perf read` and
 // `perf stop` are not told the pid of the session they show).
 std::string target_text(const PerfOptions& o, std::optional<int> threads = std::nullopt) {
+    // "each of cpu0, cpu2", "each core of cpu0, cpu2"; "each CPU", "each core".
+    const std::string level{
+        o.per == monitor::CpuLevel::Cpu ? "" : name_of(monitor::kCpuLevelNames, o.per)};
     if (!o.cpus.empty()) {
-        return fmt::format("{}cpu{}", o.per_cpu ? "each of " : "", fmt::join(o.cpus, ", cpu"));
+        return fmt::format("{}cpu{}",
+                           o.per_cpu ? "each " + (level.empty() ? "" : level + " ") + "of " : "",
+                           fmt::join(o.cpus, ", cpu"));
     }
     const std::string processes =
         o.pids.empty()
@@ -121,7 +127,7 @@ std::string target_text(const PerfOptions& o, std::optional<int> threads = std::
     }
     if (!o.cgroup.empty()) return fmt::format("cgroup {}", o.cgroup);
     if (!o.unit.empty()) return fmt::format("unit {}", o.unit);
-    return o.per_cpu ? "each CPU" : "all CPUs";
+    return o.per_cpu ? "each " + (level.empty() ? std::string{"CPU"} : level) : "all CPUs";
 }
 
 // The file execvp() runs for `name`: `name` itself when it has a '/', else the first
@@ -602,7 +608,7 @@ Result<CommandRun> run_counted(const PerfOptions& o, monitor::perf::EventCatalog
     protocol::CounterReport shown;
     auto show_period = [&](const monitor::perf::PerfReport& counts, std::int64_t number) {
         // A process target: counted on no one CPU, so none is offline.
-        protocol::make_report(run.session().plan(), counts, false, number, false, {}, shown);
+        protocol::make_report(run.session().plan(), counts, {}, number, false, {}, shown);
         shown.threads.reset();  // a command is counted from its exec: all its threads
         period(shown);
     };
@@ -619,7 +625,7 @@ Result<CommandRun> run_counted(const PerfOptions& o, monitor::perf::EventCatalog
         show_period(rest, run.periods() + 1);
     }
     done.report =
-        protocol::make_report(run.session().plan(), run.totals(), false, std::nullopt, true, {});
+        protocol::make_report(run.session().plan(), run.totals(), {}, std::nullopt, true, {});
     done.report.threads.reset();
     done.user_seconds = seconds_of(usage.ru_utime);
     done.system_seconds = seconds_of(usage.ru_stime);

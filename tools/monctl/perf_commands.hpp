@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "monitor/loading/cpu_topology.hpp"
 #include "monitor/status.hpp"
 
 namespace monctl {
@@ -23,6 +24,9 @@ struct PerfOptions {
     std::string output;                    // -o FILE: the counts there, with perf's header
     int repeat = 1;                        // perf stat -r N: the command N times, mean and spread
     bool per_cpu = false;
+    // --per-core, --per-die, --per-socket, --per-node (with per_cpu: each CPU's counts added up
+    // by that level).
+    monitor::CpuLevel per = monitor::CpuLevel::Cpu;
     std::vector<int> cpus;   // -C 0,2-3: these CPUs (one: that CPU)
     std::vector<long> pids;  // -p 42,43: these processes (one: that process)
     std::string cgroup;

@@ -113,6 +113,17 @@ bool per_cpu(const CounterReport& r) {
     return !r.events.empty() && !r.events[0].cpus.empty();
 }
 
+// Per core, die, socket or node: the events' counts by group.
+bool per_group(const CounterReport& r) {
+    return !r.events.empty() && !r.events[0].groups.empty();
+}
+
+// The CPUs of the report's group `id` (perf stat --per-core's second column).
+std::size_t cpus_of(const CounterReport& r, const std::string& id) {
+    auto it = std::ranges::find(r.groups, id, &monitor::CpuGroup::id);
+    return it == r.groups.end() ? 0 : it->cpus.size();
+}
+
 bool offline(const CounterReport& r, int cpu) {
     return std::ranges::find(r.offline_cpus, cpu) != r.offline_cpus.end();
 }
@@ -208,13 +219,22 @@ std::string format_counter_report(const CounterReport& r, const std::string& wha
                                ? fmt::format(" ({} runs)", layout.spread->runs)
                                : std::string{});
     }
-    const bool cpus = per_cpu(r);
+    const bool cpus = per_cpu(r) || per_group(r);
     for (std::size_t k = 0; k < r.events.size(); ++k) {
         const auto& e = r.events[k];
         const std::string_view unit = in_ns(e) ? "msec" : "";
         std::optional<double> spread;
         if (layout.spread && k < layout.spread->events.size() && layout.spread->runs > 1) {
             spread = layout.spread->events[k];
+        }
+        if (!e.groups.empty()) {
+            // As perf stat --per-core: a line per group, with the number of its CPUs.
+            for (const auto& [id, v] : e.groups) {
+                line(out, layout, fmt::format("{:<12}{:>4} ", id, cpus_of(r, id)),
+                     shown_count(e, v, true), unit, e.name, std::nullopt, std::nullopt,
+                     running_share(v));
+            }
+            continue;
         }
         if (cpus) {
             // As perf stat -A: a line per CPU, its metrics with the others below.
@@ -286,6 +306,13 @@ std::string format_counter_separated(const CounterReport& r, std::string_view se
     };
     for (std::size_t k = 0; k < r.events.size(); ++k) {
         const auto& e = r.events[k];
+        if (!e.groups.empty()) {
+            for (const auto& [id, v] : e.groups) {
+                put(e, v, fmt::format("{}{}{}{}", id, sep, cpus_of(r, id), sep), std::nullopt,
+                    std::nullopt);
+            }
+            continue;
+        }
         if (!e.cpus.empty()) {
             for (const auto& [cpu, v] : e.cpus) {
                 put(e, v, fmt::format("CPU{}{}", cpu, sep), std::nullopt, std::nullopt);

@@ -46,6 +46,7 @@ std::string format_counter_csv(const monitor::protocol::CounterReport& r, bool h
     for (const auto& e : r.events) {
         line(e.name, "all", e.value);
         for (const auto& [cpu, v] : e.cpus) line(e.name, std::to_string(cpu), v);
+        for (const auto& [id, v] : e.groups) line(e.name, id, v);  // per core, die, ...
     }
     return out;
 }

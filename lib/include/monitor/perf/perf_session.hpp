@@ -41,6 +41,8 @@ class PerfSession {
 
     const Plan& plan() const { return plan_; }
     const SessionOptions& options() const { return options_; }
+    // What its reports' counts are of (PerfReport::instances): the CPUs, or {-1} for a task.
+    const std::vector<int>& instances() const { return report_instances_; }
     // True when the counter sets take turns and rotate() must be called every slice.
     bool rotates() const { return options_.mux == MuxMode::Daemon && plan_.slots > 1; }
     // True when a counter is narrower than 64 bits (a raw PMU counter; the kernel's counts

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "monitor/enum_names.hpp"
+#include "monitor/loading/cpu_topology.hpp"
 #include "monitor/perf/derived_metrics.hpp"
 #include "monitor/perf/event_catalog.hpp"
 #include "monitor/perf/perf_session.hpp"
@@ -33,6 +34,9 @@ struct TargetRequest {
     // Kind process: several processes (perf stat -p 1,2), counted as one; beside or instead of
     // `pid`.
     std::vector<std::int64_t> pids;
+    // Kind each: the counts of each CPU, or of each core, die, socket or node (perf stat
+    // --per-core ...).
+    CpuLevel per = CpuLevel::Cpu;
 
     bool operator==(const TargetRequest&) const = default;
 };
@@ -55,8 +59,8 @@ nlohmann::json to_json(const TargetRequest& t);
 // std::invalid_argument for a kind the interface does not name (a call checked against the
 // interface file has none).
 TargetRequest target_request_from_json(const nlohmann::json& j);
-// What a target is, for people: "all CPUs", "each CPU", "cpu3", "cgroup X", "unit X",
-// "process 42", "processes 42, 43".
+// What a target is, for people: "all CPUs", "each CPU", "each core", "cpu3", "cgroup X",
+// "unit X", "process 42", "processes 42, 43".
 std::string target_text(const TargetRequest& t);
 // The one mapping of a Target onto what a session opens: numbers in range, a cgroup path
 // checked to stay inside the tree at `cgroup_root`, a unit's cgroup found in it (NODEV when
@@ -106,6 +110,8 @@ struct ReportedEvent {
     std::string pmu;
     Count value;
     std::vector<std::pair<int, Count>> cpus;  // per CPU, with target "each"
+    // Per group of CPUs (target "each" per core, die, socket or node), as CounterReport::groups.
+    std::vector<std::pair<std::string, Count>> groups;
     // With sample_every: the instruction address of the last sample the record covers.
     std::optional<std::uint64_t> sampled_address;
     std::string unit;  // "ns" for an event that counts nanoseconds, else empty
@@ -118,19 +124,34 @@ struct CounterReport {
     std::optional<int> threads;  // a process target: the threads counted from the start
     // The report's CPUs that were offline when it was read, ascending.
     std::vector<int> offline_cpus;
+    // Target "each" per core, die, socket or node: the groups, in the events' order.
+    std::vector<CpuGroup> groups;
     int slots = 0;
     int rotations = 0;
     std::vector<ReportedEvent> events;
     std::vector<perf::Metric> metrics;
 };
 
-// From a session's report: `per_cpu` keeps the per-CPU counts; the report's CPUs not in
-// `online` (the CPUs online now) are its offline_cpus.
-CounterReport make_report(const perf::Plan& plan, const perf::PerfReport& report, bool per_cpu,
-                          std::optional<std::int64_t> period, bool final,
+// What a report says of the CPUs besides the totals: each CPU's counts (target "each"), or
+// those of each group of CPUs, its CPUs' counts, enabled and running times added up before
+// the scaling, as perf stat's --per-core does.
+struct ReportShape {
+    bool per_cpu = false;
+    std::vector<CpuGroup> groups;  // not empty: per group, in place of per CPU
+};
+
+// The shape of the reports of a session on `target` whose CPUs are `cpus`: per group of the
+// topology under `sys_root` when the target asks for it (BADDATA when sysfs tells nonsense).
+Result<ReportShape> report_shape(const TargetRequest& target, std::span<const int> cpus,
+                                 const std::filesystem::path& sys_root);
+
+// From a session's report, shaped as `shape` says; the report's CPUs not in `online` (the CPUs
+// online now) are its offline_cpus.
+CounterReport make_report(const perf::Plan& plan, const perf::PerfReport& report,
+                          const ReportShape& shape, std::optional<std::int64_t> period, bool final,
                           std::span<const int> online);
 // The same into `into`, reusing its vectors and strings (a stream's records, every period).
-void make_report(const perf::Plan& plan, const perf::PerfReport& report, bool per_cpu,
+void make_report(const perf::Plan& plan, const perf::PerfReport& report, const ReportShape& shape,
                  std::optional<std::int64_t> period, bool final, std::span<const int> online,
                  CounterReport& into);
 
