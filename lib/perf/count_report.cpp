@@ -35,6 +35,7 @@ PerfReport PerfReport::since(const PerfReport& earlier) const {
 
 void PerfReport::subtract(const PerfReport& earlier) {
     elapsed -= earlier.elapsed;
+    paused -= earlier.paused;
     rotations -= earlier.rotations;
     if (earlier.events.size() != events.size() || earlier.groups.size() != groups.size()) {
         return;

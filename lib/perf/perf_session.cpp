@@ -343,7 +343,7 @@ Result<void> PerfSession::poll_instance(Instance& inst) {
 }
 
 Result<void> PerfSession::rotate() {
-    if (stopped_ || !rotates()) return {};
+    if (stopped_ || paused_ || !rotates()) return {};
     if (options_.target.enable_on_exec && !exec_seen_) {
         // Until the exec the first set waits for the kernel to start it; switching sets now
         // would count the process before its exec and leave two sets on after it.
@@ -367,6 +367,48 @@ Result<void> PerfSession::rotate() {
     return r;
 }
 
+Result<void> PerfSession::pause() {
+    if (stopped_ || paused_) return {};
+    if (options_.target.enable_on_exec) {
+        return fail(Status::BadState,
+                    "a session started at an exec is not paused (the kernel enables it then)");
+    }
+    // Every leader off (disabling one that is off already does nothing), then what each
+    // counted up to now.
+    auto r = for_each_instance([this](Instance& inst) -> Result<void> {
+        for (auto& gh : inst.groups) {
+            if (!gh.handles.empty()) {
+                if (auto d = device_->disable(gh.handles.front()); !d) return d;
+            }
+        }
+        return poll_instance(inst);
+    });
+    paused_at_ = Clock::now();
+    paused_ = true;
+    return r;
+}
+
+Result<void> PerfSession::resume() {
+    if (!paused_ || stopped_) return {};
+    const bool daemon_mux = options_.mux == MuxMode::Daemon;
+    auto r = for_each_instance([&](Instance& inst) -> Result<void> {
+        for (std::size_t g = 0; g < plan_.kernel_groups.size(); ++g) {
+            const auto& pg = plan_.kernel_groups[g];
+            // What counted before the pause: the set whose turn it is, and a PMU's only set.
+            const bool on = !daemon_mux || pg.free_running() || pg.pmu_sets == 1 ||
+                            slot_ % pg.pmu_sets == pg.set;
+            const auto& gh = inst.groups[g];
+            if (!on || gh.handles.empty()) continue;
+            if (auto e = device_->enable(gh.handles.front()); !e) return e;
+        }
+        return {};
+    });
+    paused_before_ +=
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - paused_at_);
+    paused_ = false;
+    return r;
+}
+
 Result<void> PerfSession::stop() {
     if (stopped_) return {};
     auto r = for_each_instance([this](Instance& inst) -> Result<void> {
@@ -378,6 +420,11 @@ Result<void> PerfSession::stop() {
     // After the last counter stopped: the session's time covers all of their counting, also
     // when stopping them took long (moving to a busy CPU).
     stopped_at_ = Clock::now();
+    if (paused_) {
+        paused_before_ +=
+            std::chrono::duration_cast<std::chrono::nanoseconds>(stopped_at_ - paused_at_);
+        paused_ = false;
+    }
     stopped_ = true;
     return r;
 }
@@ -409,7 +456,11 @@ Result<void> PerfSession::read_raw(PerfReport& rep) {
     // Every field is assigned; the vectors and strings keep their capacity, so reading into
     // the same report again allocates nothing.
     const bool daemon_mux = options_.mux == MuxMode::Daemon;
-    rep.elapsed = (stopped_ ? stopped_at_ : Clock::now()) - started_;
+    const auto now = stopped_ ? stopped_at_ : Clock::now();
+    rep.elapsed = now - started_;
+    rep.paused = paused_before_ +
+                 (paused_ ? std::chrono::duration_cast<std::chrono::nanoseconds>(now - paused_at_)
+                          : std::chrono::nanoseconds{0});
     rep.slots = plan_.slots;
     rep.rotations = rotations_;
     rep.instances.assign(report_instances_.begin(), report_instances_.end());

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -399,6 +400,116 @@ TEST(PerfCounting, IntervalReportsAddUpToTheTotal) {
     EXPECT_EQ(first->events[0].total.count + second.events[0].total.count,
               total->events[0].total.count);
     EXPECT_GT(second.events[0].total.count, 40'000'000u);  // ~50 ms of CPU time
+}
+
+// A paused session counts nothing and its times stand still, and its reports say how long it
+// was paused; resumed, it counts on from there (alone, and when its sets take turns: no
+// rotation while paused, and the estimates still match a full-time count paused alike).
+TEST(PerfCounting, PausedCountsAndTimesStandStillAndResumeCountsOn) {
+    SKIP_WITHOUT_PERF_EVENTS();
+    auto c = catalog();
+    auto muxed_options = this_thread("perf::TASK-CLOCK,perf::TASK-CLOCK,perf::TASK-CLOCK");
+    muxed_options.counter_budget = 1;
+    auto muxed = start(c, muxed_options);
+    if (!muxed) GTEST_SKIP() << "perf_event_open refused: kernel.perf_event_paranoid too high";
+    ASSERT_TRUE(muxed->rotates());
+    auto kernel_options = muxed_options;
+    kernel_options.mux = MuxMode::Kernel;
+    auto kernel = start(c, kernel_options);
+    auto full = start(c, this_thread("perf::TASK-CLOCK"));
+    ASSERT_TRUE(kernel && full);
+    auto rotate = [&] { ASSERT_TRUE(muxed->rotate()); };
+
+    spin_for(300ms, 20ms, rotate);
+    for (auto* s : {muxed.get(), kernel.get(), full.get()}) {
+        ASSERT_TRUE(s->pause());
+        ASSERT_TRUE(s->pause()) << "twice is once";
+        EXPECT_TRUE(s->paused());
+    }
+    auto before = full->read();
+    auto muxed_before = muxed->read();
+    ASSERT_TRUE(before && muxed_before);
+    spin_for(200ms, 20ms, rotate);
+    auto during = full->read();
+    auto muxed_during = muxed->read();
+    ASSERT_TRUE(during && muxed_during);
+    EXPECT_EQ(during->events[0].total.count, before->events[0].total.count);
+    EXPECT_EQ(during->events[0].total.enabled_ns, before->events[0].total.enabled_ns);
+    EXPECT_EQ(muxed_during->rotations, muxed_before->rotations) << "no turns while paused";
+    for (std::size_t e = 0; e < 3; ++e) {
+        EXPECT_EQ(muxed_during->events[e].total.count, muxed_before->events[e].total.count);
+    }
+    EXPECT_GE(during->paused, 200ms);
+    EXPECT_LE(during->paused, during->elapsed);
+
+    for (auto* s : {muxed.get(), kernel.get(), full.get()}) {
+        ASSERT_TRUE(s->resume());
+        EXPECT_FALSE(s->paused());
+    }
+    spin_for(300ms, 20ms, rotate);
+    for (auto* s : {muxed.get(), kernel.get(), full.get()}) ASSERT_TRUE(s->stop());
+    auto f = full->read();
+    auto m = muxed->read();
+    auto k = kernel->read();
+    ASSERT_TRUE(f && m && k);
+    // About 600 ms of CPU time counted, the 200 ms paused not.
+    const double reference = static_cast<double>(f->events[0].total.count);
+    EXPECT_GT(reference, 0.5e9);
+    EXPECT_LT(reference, 0.75e9);
+    EXPECT_GE(f->paused, 200ms);
+    // A thread's counter is enabled while the thread runs (the kernel's task time): here the
+    // 600 ms it spun unpaused, within the time not paused (without the pause, the 200 ms spun
+    // paused would be in it too).
+    const double counted_ns =
+        std::chrono::duration<double, std::nano>(f->elapsed - f->paused).count();
+    EXPECT_LE(static_cast<double>(f->events[0].total.enabled_ns), counted_ns + 1e6);
+    EXPECT_GE(static_cast<double>(f->events[0].total.enabled_ns), 0.55e9);
+    EXPECT_GT(m->rotations, muxed_during->rotations);
+    for (const auto* r : {&*m, &*k}) {
+        for (const auto& e : r->events) {
+            EXPECT_NEAR(e.total.scaled(), reference, 0.1 * reference)
+                << e.name << ": scaled " << e.total.scaled() << " (running "
+                << e.total.running_ratio() << ") against " << reference;
+        }
+    }
+    // The period that held the pause says how long it was paused.
+    EXPECT_GE(f->since(*before).paused, 200ms);
+    EXPECT_EQ(before->since(*before).paused, 0ns);
+}
+
+// A session that the kernel starts at an exec is not paused: the exec would start it again.
+TEST(PerfCounting, ASessionStartedAtAnExecIsNotPaused) {
+    SKIP_WITHOUT_PERF_EVENTS();
+    auto c = catalog();
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        ::pause();
+        ::_exit(0);
+    }
+    // Gone whatever the test finds.
+    struct Reap {
+        pid_t pid;
+        ~Reap() {
+            ::kill(pid, SIGKILL);
+            ::waitpid(pid, nullptr, 0);
+        }
+    } reap{child};
+    SessionOptions o;
+    o.events = *parse_event_list("perf::TASK-CLOCK");
+    o.target.kind = TargetKind::Process;
+    o.target.pid = child;
+    o.target.enable_on_exec = true;
+    auto s = start(c, o);
+    if (s) {
+        auto r = s->pause();
+        ASSERT_FALSE(r);
+        EXPECT_EQ(r.error().status, Status::BadState);
+        EXPECT_NE(r.error().message.find("started at an exec"), std::string::npos)
+            << r.error().message;
+        EXPECT_FALSE(s->paused());
+    }
+    if (!s) GTEST_SKIP() << "perf_event_open refused: kernel.perf_event_paranoid too high";
 }
 
 // Reading into a kept report (what the daemon does every period) gives what read() gives,

@@ -44,6 +44,9 @@ struct GroupCount {
 
 struct PerfReport {
     std::chrono::nanoseconds elapsed{0};  // wall time since the session started
+    // The part of elapsed the session spent paused (PerfSession::pause): its counts, enabled
+    // and running times did not grow then.
+    std::chrono::nanoseconds paused{0};
     std::vector<int> instances;           // CPU numbers (a cgroup's too), or {-1} for a process
     // Process and Thread targets: the threads counted from the start (the threads and
     // children started later are counted too, by inheritance, but not in this number); 0 for

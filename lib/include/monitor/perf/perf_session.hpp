@@ -67,6 +67,17 @@ class PerfSession {
     // or the last reset), and later reads count from here, their elapsed time too. The
     // counters keep counting: nothing falls between the counts returned and the next read.
     Result<PerfReport> reset();
+    // Pauses counting (pfm's PCNTRDISABLE, the AmigaOS FreezeCounters): every counter is
+    // disabled until resume(), and with it the counts, enabled and running times; the counter
+    // sets do not rotate meanwhile. Reports say how long it was paused (PerfReport::paused).
+    // BADSTATE for a session started at an exec (the kernel enables it then). A no-op when
+    // paused or stopped.
+    Result<void> pause();
+    // Counting again what pause() stopped: the free-running groups, every group under the
+    // kernel's multiplexing, the counter set whose turn it is under the daemon's. A no-op when
+    // not paused.
+    Result<void> resume();
+    bool paused() const { return paused_; }
     // Stops counting: later reads return the final totals.
     Result<void> stop();
     bool stopped() const { return stopped_; }
@@ -125,6 +136,9 @@ class PerfSession {
     int slot_ = 0;  // the slot counting now (daemon multiplexing)
     int rotations_ = 0;
     bool stopped_ = false;
+    bool paused_ = false;
+    std::chrono::steady_clock::time_point paused_at_;  // the pause under way began
+    std::chrono::nanoseconds paused_before_{0};        // the pauses that ended
     bool exec_seen_ = false;  // enable_on_exec: the kernel has started the first set
     bool narrow_ = false;
     std::vector<CounterReading> readings_;  // scratch for group reads
