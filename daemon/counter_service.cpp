@@ -123,6 +123,38 @@ CounterService::Response CounterService::reset(const std::optional<std::string>&
     return protocol::reply_of(method::ResetCounters, {.report = std::move(message)});
 }
 
+CounterService::Response CounterService::set_paused(const std::optional<std::string>& session,
+                                                    bool paused, const Peer& peer) {
+    const auto& which = paused ? method::PauseCounters : method::ResumeCounters;
+    const char* done = paused ? "paused" : "resumed";
+    if (session) {
+        const auto& name = *session;
+        if (!standing_.has(name)) return no_such_session(name);
+        auto now = standing_.set_paused(name, paused);
+        if (!now) return error_reply(now.error());
+        spdlog::info("Standing counter session '{}' {}", name, done);
+        return protocol::reply_of(which, {.report = std::move(*now)});
+    }
+    if (!active_) return error_reply({Status::NotRdy, "no counter session is running"});
+    auto& r = run();
+    auto now = paused ? r.pause() : r.resume();
+    if (!now) return error_reply(now.error());
+    // Its sampling with it: no sample while its counters count nothing.
+    for (auto id : active_->sampling) {
+        auto* sampling = runtime_.sampling(id);
+        if (sampling == nullptr) continue;
+        if (auto s = paused ? sampling->pause() : sampling->resume(); !s) {
+            spdlog::warn("Counter session {}, its sampling not: {} ({})", done, s.error().message,
+                         active_->started_by);
+        }
+    }
+    spdlog::info("Counter session {} ({})", done, active_->started_by);
+    auto message = protocol::make_report(r.session().plan(), *now, active_->shape, std::nullopt,
+                                         false, online());
+    put_sampled_addresses(message, true, perf_rights(peer).kernel_addresses());
+    return protocol::reply_of(which, {.report = std::move(message)});
+}
+
 void CounterService::setup() {
     auto catalog = perf::EventCatalog::create(options_.proc_root, options_.sys_root);
     if (catalog) {
@@ -157,8 +189,16 @@ void CounterService::setup() {
         return stop(peer);
     });
     server_.add_method(method::ResetCounters,
-                       [this](const protocol::ResetCountersIn& in, const Call&, const Peer& peer) {
+                       [this](const protocol::CounterSessionIn& in, const Call&, const Peer& peer) {
                            return reset(in.session, peer);
+                       });
+    server_.add_method(method::PauseCounters,
+                       [this](const protocol::CounterSessionIn& in, const Call&, const Peer& peer) {
+                           return set_paused(in.session, true, peer);
+                       });
+    server_.add_method(method::ResumeCounters,
+                       [this](const protocol::CounterSessionIn& in, const Call&, const Peer& peer) {
+                           return set_paused(in.session, false, peer);
                        });
     server_.add_method(method::GetStandingCounters,
                        [this](const protocol::StandingCountersIn& in, const Call&, const Peer&) {

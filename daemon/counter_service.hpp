@@ -117,6 +117,9 @@ class CounterService {
     Response get_standing(const std::optional<std::string>& name) const;
     // The standing session `session`, or the running one.
     Response reset(const std::optional<std::string>& session, const Peer& peer);
+    // Pauses (`paused`) or resumes the standing session `session`, or the running one and its
+    // sampling.
+    Response set_paused(const std::optional<std::string>& session, bool paused, const Peer& peer);
     // NoSuchSession for `name`, listing the sessions there are.
     monitor::varlink::Reply no_such_session(const std::string& name) const;
     // The plan as a reply carries it, with the standing sessions it shares counters with.

@@ -93,6 +93,13 @@ void StandingCounters::open(Session& s, Clock::time_point now) {
         }
     }
     s.run = runtime_.add_run(std::move(*session), kEverySecond, now);
+    if (s.paused) {
+        if (auto r = runtime_.run(s.run)->pause(); !r) {
+            spdlog::warn("{}: counting, not paused as it was: {}", label(s.config),
+                         r.error().message);
+            s.paused = false;
+        }
+    }
     spdlog::info("{}: counting {} on {}{}", label(s.config), s.config.request.events,
                  protocol::target_text(s.config.request),
                  s.error.empty() ? "" : " (it could not before)");
@@ -191,7 +198,8 @@ bool StandingCounters::has(const std::string& name) const {
     return std::ranges::any_of(sessions_, [&](const Session& s) { return s.config.name == name; });
 }
 
-monitor::Result<protocol::CounterReport> StandingCounters::reset(const std::string& name) {
+monitor::Result<std::pair<StandingCounters::Session*, monitor::CounterRun*>>
+StandingCounters::counting(const std::string& name) {
     auto it =
         std::ranges::find_if(sessions_, [&](const Session& s) { return s.config.name == name; });
     if (it == sessions_.end()) {
@@ -204,9 +212,28 @@ monitor::Result<protocol::CounterReport> StandingCounters::reset(const std::stri
             monitor::Status::NotRdy,
             fmt::format("standing session '{}' is not counting: {}", name, it->error));
     }
+    return std::pair{&*it, run};
+}
+
+monitor::Result<protocol::CounterReport> StandingCounters::reset(const std::string& name) {
+    auto found = counting(name);
+    if (!found) return std::unexpected(found.error());
+    auto [s, run] = *found;
     auto before = run->reset();
     if (!before) return std::unexpected(before.error());
-    return protocol::make_report(run->session().plan(), *before, it->shape, std::nullopt, false,
+    return protocol::make_report(run->session().plan(), *before, s->shape, std::nullopt, false,
+                                 runtime_.engine().online_cpus());
+}
+
+monitor::Result<protocol::CounterReport> StandingCounters::set_paused(const std::string& name,
+                                                                      bool paused) {
+    auto found = counting(name);
+    if (!found) return std::unexpected(found.error());
+    auto [s, run] = *found;
+    auto now = paused ? run->pause() : run->resume();
+    if (!now) return std::unexpected(now.error());
+    s->paused = paused;
+    return protocol::make_report(run->session().plan(), *now, s->shape, std::nullopt, false,
                                  runtime_.engine().online_cpus());
 }
 

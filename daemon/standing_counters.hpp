@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config.hpp"
@@ -59,6 +60,12 @@ class StandingCounters {
     // Counts the named session from zero again (monitor::CounterRun::reset): returns its
     // counts up to now, since it started or was last reset. NOTRDY for one not counting.
     monitor::Result<monitor::protocol::CounterReport> reset(const std::string& name);
+    // Pauses or resumes the named session (monitor::CounterRun::pause, resume): returns its
+    // counts so far. A paused session stays paused when it is opened again (its cgroup
+    // replaced, a retry); a reload that changes its table starts it anew, counting. NOTRDY
+    // for one not counting.
+    monitor::Result<monitor::protocol::CounterReport> set_paused(const std::string& name,
+                                                                 bool paused);
     // The names of the counting sessions whose plans take counters of `plan`'s PMUs.
     std::vector<std::string> sharing(const monitor::perf::Plan& plan) const;
 
@@ -72,9 +79,12 @@ class StandingCounters {
         monitor::protocol::ReportShape shape;  // per CPU for a target of each CPU
         std::string cgroup;  // the directory of a cgroup or unit target, as opened
         ino_t cgroup_ino = 0;
+        bool paused = false;  // PauseCounters, until ResumeCounters
     };
 
     void open(Session& s, Clock::time_point now);
+    // The named session and its run; BADARG for none, NOTRDY for one not counting.
+    monitor::Result<std::pair<Session*, monitor::CounterRun*>> counting(const std::string& name);
     // Whether the cgroup the session counts is gone or another directory now.
     static bool cgroup_replaced(const Session& s);
     void close(Session& s);

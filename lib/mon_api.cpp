@@ -116,6 +116,7 @@ struct PerfState {
     monitor::mon::EventOfSet event_of_set{};             // the session's event per set, -1 for none
     std::optional<Collection> collection;
     std::optional<MON_perf_stats> last;  // the counts of the last session that ended
+    std::chrono::nanoseconds last_paused{0};  // the time the last session spent paused
     // Each set's event as the running or last session counts it (canonical); "" when unused.
     std::array<std::string, MON_PERF_SETS> counted;
     std::array<Overflow, MON_PERF_SETS> overflow{};  // the handlers, per set
@@ -226,6 +227,7 @@ Ending end_session(Mon& m, const monitor::Error* failure = nullptr) noexcept {
         }
         e.stats = monitor::mon::to_stats(run->totals(), p.event_of_set);
         p.last = e.stats;
+        p.last_paused = run->totals().paused;
         if (e.out != nullptr) *e.out = e.stats;
         return MON_SUCCESS;
     });
@@ -776,6 +778,59 @@ MON_status do_set_perf_overflow(int set, unsigned long long period,
     return MON_SUCCESS;
 }
 
+MON_status do_pause_perf_mon(bool pause) {
+    const std::string call = pause ? "MON_pause_perf_mon" : "MON_resume_perf_mon";
+    Mon& m = mon();
+    std::lock_guard lock(m.api);
+    if (m.state == State::Uninitialized) {
+        return bad_state(call.c_str(), m.state, kInitializedOrLater, "initialized");
+    }
+    std::lock_guard data(m.data);
+    if (!m.perf.run) {
+        return fail(MON_NOTRDY, call + ": nothing is counting (MON_start_perf_mon starts it)");
+    }
+    auto* run = m.runtime->run(*m.perf.run);
+    if (auto r = pause ? run->pause() : run->resume(); !r) {
+        return fail(r.error(), call + ": " + r.error().message);
+    }
+    // The overflow handlers' events with them: no overflow while nothing counts.
+    for (const auto& w : m.perf.watches) {
+        auto* sampling = m.runtime->sampling(w->run);
+        if (sampling == nullptr) continue;
+        if (auto r = pause ? sampling->pause() : sampling->resume(); !r) {
+            return fail(r.error(), call + ": the overflow handlers' events: " + r.error().message);
+        }
+    }
+    return MON_SUCCESS;
+}
+
+MON_status do_get_perf_paused(int* paused, unsigned long long* paused_ns) {
+    Mon& m = mon();
+    std::lock_guard lock(m.api);
+    if (m.state == State::Uninitialized) {
+        return bad_state("MON_get_perf_paused", m.state, kInitializedOrLater, "initialized");
+    }
+    std::lock_guard data(m.data);
+    bool now = false;
+    std::chrono::nanoseconds total{0};
+    if (m.perf.run) {
+        auto& session = m.runtime->run(*m.perf.run)->session();
+        auto report = session.read();
+        if (!report) {
+            return fail(report.error(), "MON_get_perf_paused: " + report.error().message);
+        }
+        now = session.paused();
+        total = report->paused;
+    } else if (m.perf.last) {
+        total = m.perf.last_paused;
+    } else {
+        return fail(MON_NOTRDY, "MON_get_perf_paused: nothing has been counted yet");
+    }
+    if (paused != nullptr) *paused = now ? 1 : 0;
+    if (paused_ns != nullptr) *paused_ns = static_cast<unsigned long long>(total.count());
+    return MON_SUCCESS;
+}
+
 MON_status do_get_perf_event(int set, char* name, unsigned int size) {
     if (name == nullptr) return fail(MON_NULLPTR, "MON_get_perf_event: name is NULL");
     Mon& m = mon();
@@ -885,6 +940,18 @@ MON_status MON_set_perf_overflow(int set, unsigned long long period,
 
 MON_status MON_stop_perf_mon(MON_perf_stats* stats) {
     return guarded("MON_stop_perf_mon", [&] { return do_stop_perf_mon(stats); });
+}
+
+MON_status MON_pause_perf_mon(void) {
+    return guarded("MON_pause_perf_mon", [] { return do_pause_perf_mon(true); });
+}
+
+MON_status MON_resume_perf_mon(void) {
+    return guarded("MON_resume_perf_mon", [] { return do_pause_perf_mon(false); });
+}
+
+MON_status MON_get_perf_paused(int* paused, unsigned long long* paused_ns) {
+    return guarded("MON_get_perf_paused", [&] { return do_get_perf_paused(paused, paused_ns); });
 }
 
 MON_status MON_get_perf_event(int set, char* name, unsigned int size) {

@@ -95,10 +95,12 @@ void derive_metrics(const Plan& plan, const PerfReport& report, std::vector<Metr
     for (const auto& p : kPti) {
         add(p.name, p.what, " per thousand instructions", p.measure, Measure::Instructions, 1000.0);
     }
-    if (auto t = find(Measure::TaskClock); t && report.elapsed.count() > 0) {
+    // Over the time the session counted: a paused session's task clock stood still.
+    const auto counted = report.elapsed - report.paused;
+    if (auto t = find(Measure::TaskClock); t && counted.count() > 0) {
         const auto& v = report.events[*t].total;
         put("cpus_utilized", "CPUs busy on average (task clock / elapsed time)", "",
-            v.scaled() / static_cast<double>(report.elapsed.count()), v.running_ratio() >= 1.0, *t);
+            v.scaled() / static_cast<double>(counted.count()), v.running_ratio() >= 1.0, *t);
     }
     out.resize(n);
 }

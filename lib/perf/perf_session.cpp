@@ -461,6 +461,7 @@ Result<void> PerfSession::read_raw(PerfReport& rep) {
     rep.paused = paused_before_ +
                  (paused_ ? std::chrono::duration_cast<std::chrono::nanoseconds>(now - paused_at_)
                           : std::chrono::nanoseconds{0});
+    rep.paused_at_read = paused_;
     rep.slots = plan_.slots;
     rep.rotations = rotations_;
     rep.instances.assign(report_instances_.begin(), report_instances_.end());

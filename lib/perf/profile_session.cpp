@@ -160,6 +160,23 @@ Result<void> ProfileSession::disable() {
     return result;
 }
 
+Result<void> ProfileSession::pause() {
+    Result<void> result;
+    if (stopped_) return result;
+    for (auto& ring : rings_) {
+        if (auto r = ring->disable(); !r && result) result = r;
+    }
+    return result;
+}
+
+Result<void> ProfileSession::resume() {
+    if (stopped_) return {};
+    for (auto& ring : rings_) {
+        if (auto r = ring->enable(); !r) return r;
+    }
+    return {};
+}
+
 Result<void> ProfileSession::stop(const std::function<void(const Sample&)>& observer) {
     auto result = disable();
     drain(observer);

@@ -336,6 +336,8 @@ void make_report(const perf::Plan& plan, const perf::PerfReport& report, const R
                  std::optional<std::int64_t> period, bool final, std::span<const int> online,
                  CounterReport& r) {
     r.elapsed = std::chrono::duration<double>(report.elapsed).count();
+    r.paused = report.paused_at_read;
+    r.paused_seconds = std::chrono::duration<double>(report.paused).count();
     r.period = period;
     r.final = final;
     r.threads = report.threads > 0 ? std::optional<int>(report.threads) : std::nullopt;
@@ -435,6 +437,8 @@ json to_json(const CounterReport& r) {
     put_optional(j, "period", r.period);
     put_optional(j, "threads", r.threads);
     if (!r.offline_cpus.empty()) j["offline_cpus"] = r.offline_cpus;
+    if (r.paused) j["paused"] = true;
+    if (r.paused_seconds > 0) j["paused_seconds"] = r.paused_seconds;
     return j;
 }
 
@@ -445,7 +449,8 @@ bool update_json(json& j, const CounterReport& r) {
     if (events == j.end() || !events->is_array() || events->size() != r.events.size() ||
         metrics == j.end() || !metrics->is_array() || metrics->size() != r.metrics.size() ||
         j.contains("period") != r.period.has_value() ||
-        j.contains("threads") != r.threads.has_value()) {
+        j.contains("threads") != r.threads.has_value() || j.contains("paused") != r.paused ||
+        j.contains("paused_seconds") != (r.paused_seconds > 0)) {
         return false;
     }
     if (auto offline = j.find("offline_cpus");
@@ -510,6 +515,7 @@ bool update_json(json& j, const CounterReport& r) {
     j["rotations"] = r.rotations;
     if (r.period) j["period"] = *r.period;
     if (r.threads) j["threads"] = *r.threads;
+    if (r.paused_seconds > 0) j["paused_seconds"] = r.paused_seconds;
     return true;
 }
 
@@ -521,6 +527,10 @@ CounterReport counter_report_from_json(const json& j) {
     }
     r.final = j.at("final").get<bool>();
     if (auto it = j.find("threads"); it != j.end() && !it->is_null()) r.threads = it->get<int>();
+    if (auto it = j.find("paused"); it != j.end() && !it->is_null()) r.paused = it->get<bool>();
+    if (auto it = j.find("paused_seconds"); it != j.end() && !it->is_null()) {
+        r.paused_seconds = it->get<double>();
+    }
     if (auto it = j.find("offline_cpus"); it != j.end() && !it->is_null()) {
         r.offline_cpus = it->get<std::vector<int>>();
     }

@@ -58,7 +58,7 @@ json to_json(const CollectCountersIn& in) {
     return j;
 }
 
-json to_json(const ResetCountersIn& in) {
+json to_json(const CounterSessionIn& in) {
     json j = json::object();
     put(j, "session", in.session);
     return j;
@@ -114,7 +114,7 @@ void read_input(const json& j, CollectCountersIn& in) {
     in.interval = optional_ms(j, "interval_ms");
 }
 
-void read_input(const json& j, ResetCountersIn& in) {
+void read_input(const json& j, CounterSessionIn& in) {
     in.session = optional_string(j, "session");
 }
 

@@ -115,6 +115,18 @@ Result<perf::PerfReport> CounterRun::reset() {
     return before;
 }
 
+Result<perf::PerfReport> CounterRun::pause() {
+    if (finished_) return fail(Status::NotRdy, "the session has ended");
+    if (auto r = session_->pause(); !r) return std::unexpected(r.error());
+    return session_->read();
+}
+
+Result<perf::PerfReport> CounterRun::resume() {
+    if (finished_) return fail(Status::NotRdy, "the session has ended");
+    if (auto r = session_->resume(); !r) return std::unexpected(r.error());
+    return session_->read();
+}
+
 Result<void> CounterRun::finish() {
     if (finished_) return {};
     finished_ = true;

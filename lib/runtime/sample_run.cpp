@@ -112,6 +112,14 @@ Result<SampleRun::Step> SampleRun::advance(Clock::time_point now) {
     return step;
 }
 
+Result<void> SampleRun::pause() {
+    return ended_ ? Result<void>{} : session_->pause();
+}
+
+Result<void> SampleRun::resume() {
+    return ended_ ? Result<void>{} : session_->resume();
+}
+
 Result<SampleRun::Step> SampleRun::finish(Clock::time_point now) {
     Step step;
     if (!ended_) {

@@ -94,7 +94,7 @@ TEST_F(Completion, BashOffersTheCommandsThenTheirSubcommands) {
     EXPECT_EQ(bash("pe"), (std::set<std::string>{"perf"}));
     const auto perf = bash("perf ");
     for (const char* sub : {"collect", "info", "list", "overflows", "plan", "profile", "read",
-                            "reset", "show", "start", "stat", "stop"}) {
+                            "pause", "reset", "resume", "show", "start", "stat", "stop"}) {
         EXPECT_TRUE(perf.contains(sub)) << sub;
     }
     EXPECT_EQ(bash("perf co"), (std::set<std::string>{"collect"}));

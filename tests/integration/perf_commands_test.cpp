@@ -360,6 +360,149 @@ TEST_F(PerfCommands, ResetCountsFromZeroAgain) {
     EXPECT_NE(unknown.err.find("no standing session 'nope'"), std::string::npos) << unknown.err;
 }
 
+// pfm's PCNTRDISABLE and PCNTRENABLE on a session started on `target` (monctl's options),
+// which `busy` keeps busy: paused, its counts and enabled times stand still (to the
+// nanosecond, on every CPU) and its reports say so; paused again, nothing changes; resumed,
+// it counts again, the time paused said in its reports and under perf stop's totals.
+void expect_pause_stands_still(Daemon& d, const std::vector<std::string>& target) {
+    std::vector<std::string> start = {"perf", "start", "-e", "perf::TASK-CLOCK"};
+    start.insert(start.end(), target.begin(), target.end());
+    auto started = d.monctl(start);
+    ASSERT_EQ(started.exit_code, 0) << started.err;
+    auto report = [&](const char* verb) {
+        auto r = d.monctl({"perf", verb, "--json"});
+        EXPECT_EQ(r.exit_code, 0) << verb << ": " << r.err;
+        return r.exit_code == 0 ? nlohmann::json::parse(r.out)["report"] : nlohmann::json{};
+    };
+    // Every count of the report (the total, each CPU's), and its enabled times.
+    auto counts = [](const nlohmann::json& rep) {
+        std::vector<std::uint64_t> out;
+        if (!rep.is_object()) return out;
+        const auto& e = rep["events"][0];
+        out.push_back(e["value"]["count"].get<std::uint64_t>());
+        out.push_back(e["value"]["enabled_ns"].get<std::uint64_t>());
+        for (const auto& c : e.value("cpus", nlohmann::json::array())) {
+            out.push_back(c["value"]["count"].get<std::uint64_t>());
+            out.push_back(c["value"]["enabled_ns"].get<std::uint64_t>());
+        }
+        return out;
+    };
+    std::this_thread::sleep_for(300ms);
+    const auto at_pause = report("pause");
+    std::this_thread::sleep_for(500ms);
+    const auto paused = report("read");
+    const auto paused_again = report("pause");
+    const auto at_resume = report("resume");
+    std::this_thread::sleep_for(300ms);
+    const auto resumed = report("read");
+    auto stop = d.monctl({"perf", "stop"});
+    ASSERT_EQ(stop.exit_code, 0) << stop.err;
+    ASSERT_FALSE(counts(at_pause).empty());
+    ASSERT_FALSE(counts(resumed).empty());
+
+    EXPECT_GT(counts(at_pause)[0], 0u) << at_pause.dump();
+    EXPECT_EQ(counts(paused), counts(at_pause)) << paused.dump() << "\n" << at_pause.dump();
+    EXPECT_EQ(counts(paused_again), counts(at_pause)) << paused_again.dump();
+    // Read just after the resume: what counted since, far from the half second paused.
+    EXPECT_GE(counts(at_resume)[0], counts(at_pause)[0]) << at_resume.dump();
+    EXPECT_LT(counts(at_resume)[0], counts(at_pause)[0] + 100'000'000u) << at_resume.dump();
+    EXPECT_EQ(at_pause.value("paused", false), true) << at_pause.dump();
+    EXPECT_EQ(paused.value("paused", false), true) << paused.dump();
+    EXPECT_GE(paused.value("paused_seconds", 0.0), 0.5) << paused.dump();
+    EXPECT_FALSE(resumed.contains("paused")) << resumed.dump();
+    EXPECT_GT(counts(resumed)[0], counts(at_resume)[0]) << resumed.dump();
+    // The time paused is the session's, not the time since: it stays, below the elapsed.
+    const double paused_s = resumed.value("paused_seconds", 0.0);
+    EXPECT_GE(paused_s, 0.5) << resumed.dump();
+    EXPECT_LT(paused_s, resumed["elapsed"].get<double>() - 0.5) << resumed.dump();
+    EXPECT_NE(stop.out.find("seconds of it paused, counting nothing"), std::string::npos)
+        << stop.out;
+}
+
+TEST_F(PerfCommands, PauseStandsTheCountsStillAndResumeCountsOn) {
+    Child spinner(Child::Does::Spin);
+    ASSERT_GT(spinner.pid(), 0);
+    for (const auto& target : std::vector<std::vector<std::string>>{
+             {}, {"--per-cpu"}, {"-C", "0"}, {"-p", std::to_string(spinner.pid())}}) {
+        SCOPED_TRACE(target.empty() ? std::string{"all CPUs"}
+                                    : fmt::format("{}", fmt::join(target, " ")));
+        expect_pause_stands_still(*daemon_, target);
+        if (HasFatalFailure()) return;
+    }
+    // The text says what happened, and what undoes it.
+    auto start = daemon_->monctl({"perf", "start", "-e", "perf::TASK-CLOCK"});
+    ASSERT_EQ(start.exit_code, 0) << start.err;
+    auto pause = daemon_->monctl({"perf", "pause"});
+    auto read = daemon_->monctl({"perf", "read"});
+    auto resume = daemon_->monctl({"perf", "resume"});
+    auto stop = daemon_->monctl({"perf", "stop"});
+    EXPECT_EQ(pause.exit_code, 0) << pause.err;
+    EXPECT_NE(pause.out.find("The running session is paused (`monctl perf resume` counts again); "
+                             "its counts up to the pause:"),
+              std::string::npos)
+        << pause.out;
+    EXPECT_NE(read.out.find("(paused now)"), std::string::npos) << read.out;
+    EXPECT_NE(resume.out.find("The running session counts again; its counts so far:"),
+              std::string::npos)
+        << resume.out;
+    EXPECT_EQ(stop.exit_code, 0) << stop.err;
+    // Nothing to pause.
+    for (const char* verb : {"pause", "resume"}) {
+        auto none = daemon_->monctl({"perf", verb});
+        EXPECT_EQ(none.exit_code, 1) << verb;
+        EXPECT_NE(none.err.find("no counter session is running"), std::string::npos) << none.err;
+        auto unknown = daemon_->monctl({"perf", verb, "nope"});
+        EXPECT_EQ(unknown.exit_code, 1) << verb;
+        EXPECT_NE(unknown.err.find("no standing session 'nope'"), std::string::npos) << unknown.err;
+    }
+}
+
+// A collect's records while paused: each says how much of its interval was paused, and counts
+// only the rest.
+TEST_F(PerfCommands, ACollectPausedSaysItInItsRecords) {
+    auto c = daemon_->connect();
+    monitor::varlink::Call call{.method = "io.monitord.Monitor.CollectCounters", .more = true};
+    call.parameters = {
+        {"request", {{"events", "perf::TASK-CLOCK"}}}, {"duration_ms", 3000}, {"interval_ms", 500}};
+    auto first = c.call(call);  // the first record, at the end of its interval
+    ASSERT_TRUE(first) << first.error().message;
+    ASSERT_FALSE(first->error) << *first->error << " " << first->parameters.dump();
+    std::vector<nlohmann::json> records{first->parameters["report"]};
+    bool more = first->continues;
+    std::this_thread::sleep_for(200ms);
+    auto pause = daemon_->monctl({"perf", "pause", "--json"});
+    ASSERT_EQ(pause.exit_code, 0) << pause.err;
+    std::this_thread::sleep_for(1200ms);
+    auto resume = daemon_->monctl({"perf", "resume", "--json"});
+    ASSERT_EQ(resume.exit_code, 0) << resume.err;
+    while (more) {
+        auto r = c.receive();
+        ASSERT_TRUE(r) << r.error().message;
+        ASSERT_FALSE(r->error) << *r->error << " " << r->parameters.dump();
+        records.push_back(r->parameters["report"]);
+        more = r->continues;
+    }
+    ASSERT_GE(records.size(), 4u);
+    const auto totals = records.back();
+    records.pop_back();
+    // A record wholly paused counts nothing; the paused seconds of the records add up to the
+    // totals'.
+    double paused_s = 0;
+    int wholly_paused = 0;
+    for (const auto& r : records) {
+        const double p = r.value("paused_seconds", 0.0);
+        paused_s += p;
+        if (p >= r["elapsed"].get<double>() - 1e-3) {
+            ++wholly_paused;
+            EXPECT_EQ(r["events"][0]["value"]["count"].get<std::uint64_t>(), 0u) << r.dump();
+        }
+    }
+    EXPECT_GE(wholly_paused, 1);
+    EXPECT_NEAR(paused_s, totals.value("paused_seconds", 0.0), 1e-3) << totals.dump();
+    EXPECT_GE(totals.value("paused_seconds", 0.0), 1.1) << totals.dump();
+    EXPECT_LE(totals.value("paused_seconds", 0.0), 1.6) << totals.dump();
+}
+
 TEST_F(PerfCommands, AClientThatGoesAwayFreesTheCounters) {
     {
         monitor::varlink::Client c = daemon_->connect();
@@ -605,6 +748,38 @@ TEST_F(PerfCommands, StandingSessionsFollowTheConfigurationAndItsReloads) {
     EXPECT_EQ(failed_reset.exit_code, 1);
     EXPECT_NE(failed_reset.err.find("standing session 'later' is not counting"), std::string::npos)
         << failed_reset.err;
+
+    // Paused by name: its totals stand still from the pause on, tick after tick, and say so;
+    // resumed, they grow again.
+    auto pause = d->monctl({"perf", "pause", "clock", "--json"});
+    ASSERT_EQ(pause.exit_code, 0) << pause.err;
+    const auto at_pause = nlohmann::json::parse(pause.out)["report"];
+    const std::uint64_t paused_count = at_pause["events"][0]["value"]["count"];
+    EXPECT_EQ(at_pause.value("paused", false), true) << at_pause.dump();
+    std::this_thread::sleep_for(2200ms);
+    auto still = show_json({"clock"});
+    EXPECT_EQ(still.at(0)["totals"]["events"][0]["value"]["count"].get<std::uint64_t>(),
+              paused_count)
+        << still.dump();
+    EXPECT_EQ(still.at(0)["totals"].value("paused", false), true) << still.dump();
+    EXPECT_GE(still.at(0)["totals"].value("paused_seconds", 0.0), 1.0) << still.dump();
+    EXPECT_EQ(still.at(0)["last"]["events"][0]["value"]["count"].get<std::uint64_t>(), 0u)
+        << "a second wholly paused counted: " << still.dump();
+    auto resume = d->monctl({"perf", "resume", "clock"});
+    ASSERT_EQ(resume.exit_code, 0) << resume.err;
+    EXPECT_NE(resume.out.find("Standing session 'clock' counts again"), std::string::npos)
+        << resume.out;
+    ASSERT_TRUE(test_support::wait_until(
+        [&] {
+            auto c = show_json({"clock"});
+            return c.at(0)["totals"]["events"][0]["value"]["count"].get<std::uint64_t>() >
+                   paused_count;
+        },
+        3s));
+    auto failed_pause = d->monctl({"perf", "pause", "later"});
+    EXPECT_EQ(failed_pause.exit_code, 1);
+    EXPECT_NE(failed_pause.err.find("standing session 'later' is not counting"), std::string::npos)
+        << failed_pause.err;
 
     // An on-demand session counts beside them.
     auto collect = d->monctl({"perf", "collect", "-e", "perf::TASK-CLOCK", "--duration", "200ms"});

@@ -37,6 +37,7 @@ TEST(AccessTable, CountingAndSamplingControlAndEverythingElseReads) {
     const std::set<std::string_view> control = {
         "io.monitord.Monitor.CollectCounters", "io.monitord.Monitor.StartCounters",
         "io.monitord.Monitor.StopCounters",    "io.monitord.Monitor.ResetCounters",
+        "io.monitord.Monitor.PauseCounters",   "io.monitord.Monitor.ResumeCounters",
         "io.monitord.Monitor.Profile",         "io.monitord.Monitor.WatchOverflows"};
     for (const auto* rule : monitor::protocol::method_descriptors()) {
         EXPECT_EQ(rule->access, control.contains(rule->qualified) ? Access::Control : Access::Read)

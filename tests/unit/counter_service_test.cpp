@@ -262,6 +262,37 @@ TEST_F(CounterServiceTest, StartReadStopCountWhatTheSimulatedPmuCounted) {
     EXPECT_FALSE(running());
 }
 
+// Paused, the 750's counters are frozen: the simulated time that passes counts nothing, and
+// the reports say the session is paused; resumed, every counter counts on from where it stood.
+TEST_F(CounterServiceTest, PausedCountersCountNothingUntilResumed) {
+    call_checked(*client_, "StartCounters", {{"request", kRequest}});
+    advance(100ms);
+    json at_pause = call_checked(*client_, "PauseCounters");
+    ExpectCounts(at_pause["report"], 100ms);
+    EXPECT_EQ(at_pause["report"]["paused"], true);
+    advance(200ms);
+    json paused = call_checked(*client_, "ReadCounters");
+    ExpectCounts(paused["report"], 100ms);
+    EXPECT_EQ(paused["report"]["paused"], true);
+    EXPECT_GT(paused["report"].value("paused_seconds", 0.0), 0.0) << paused.dump();
+    ExpectCounts(call_checked(*client_, "PauseCounters")["report"], 100ms);  // no change
+
+    json resumed = call_checked(*client_, "ResumeCounters");
+    ExpectCounts(resumed["report"], 100ms);
+    EXPECT_FALSE(resumed["report"].contains("paused")) << resumed.dump();
+    advance(50ms);
+    json stopped = call_checked(*client_, "StopCounters");
+    ExpectCounts(stopped["report"], 150ms);
+    EXPECT_LE(stopped["report"].value("paused_seconds", 0.0),
+              stopped["report"]["elapsed"].get<double>());
+    EXPECT_GE(stopped["report"].value("paused_seconds", 0.0),
+              paused["report"].value("paused_seconds", 0.0));
+    // Nothing to pause now, and no standing session of that name.
+    EXPECT_EQ(call("PauseCounters").error, kMonitor + "PerfNotRunning");
+    EXPECT_EQ(call("ResumeCounters").error, kMonitor + "PerfNotRunning");
+    EXPECT_EQ(call("PauseCounters", {{"session", "nope"}}).error, kMonitor + "NoSuchSession");
+}
+
 TEST_F(CounterServiceTest, ASecondStartIsPerfRunning) {
     call_checked(*client_, "StartCounters", {{"request", kRequest}});
     auto again = call("StartCounters", {{"request", kRequest}});

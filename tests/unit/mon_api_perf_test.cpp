@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <ctime>
@@ -246,6 +247,56 @@ TEST_F(MonApi, StartAndStopCountTheCallingThread) {
     // And a new session may start.
     ASSERT_MON(MON_start_perf_mon(&config), MON_SUCCESS);
     EXPECT_MON(MON_stop_perf_mon(nullptr), MON_SUCCESS);
+}
+
+// Paused (MON_pause_perf_mon), the calling thread's task clock stands still while it spins;
+// resumed, it counts the spin that follows; the stats count only that, and
+// MON_get_perf_paused says how long the session was paused.
+TEST_F(MonApi, PauseStandsTheCountsStillUntilResume) {
+    SKIP_WITHOUT_PERF_EVENTS();
+    int paused = -1;
+    unsigned long long paused_ns = 1;
+    EXPECT_BADSTATE(MON_pause_perf_mon(), "MON_pause_perf_mon");
+    EXPECT_BADSTATE(MON_get_perf_paused(&paused, &paused_ns), "MON_get_perf_paused");
+    ASSERT_MON(MON_initialize(), MON_SUCCESS);
+    ASSERT_MON(MON_start(nullptr, nullptr), MON_SUCCESS);
+    EXPECT_MON(MON_pause_perf_mon(), MON_NOTRDY);
+    EXPECT_THAT(MON_last_error(), HasSubstr("nothing is counting"));
+    EXPECT_MON(MON_resume_perf_mon(), MON_NOTRDY);
+    EXPECT_MON(MON_get_perf_paused(&paused, &paused_ns), MON_NOTRDY);
+
+    const auto config = ThreadConfig({kTaskClock});
+    ASSERT_MON(MON_start_perf_mon(&config), MON_SUCCESS);
+    ASSERT_MON(MON_get_perf_paused(&paused, &paused_ns), MON_SUCCESS);
+    EXPECT_EQ(paused, 0);
+    EXPECT_EQ(paused_ns, 0u);
+    const auto pause_began = std::chrono::steady_clock::now();
+    ASSERT_MON(MON_pause_perf_mon(), MON_SUCCESS);
+    EXPECT_MON(MON_pause_perf_mon(), MON_SUCCESS);  // paused already: nothing changes
+    Spin(150e6);                                    // not counted
+    ASSERT_MON(MON_get_perf_paused(&paused, nullptr), MON_SUCCESS);
+    EXPECT_EQ(paused, 1);
+    ASSERT_MON(MON_resume_perf_mon(), MON_SUCCESS);
+    const double paused_for =
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - pause_began)
+            .count();
+    EXPECT_MON(MON_resume_perf_mon(), MON_SUCCESS);  // not paused: nothing changes
+    const double cpu_before = ThreadCpuNs();
+    Spin(100e6);  // counted
+    const double cpu_counted = ThreadCpuNs() - cpu_before;
+    MON_perf_stats stats{};
+    ASSERT_MON(MON_stop_perf_mon(&stats), MON_SUCCESS);
+
+    const auto& task = stats.counts[0];
+    EXPECT_GE(static_cast<double>(task.count), 0.99 * cpu_counted);
+    // The paused spin (150 ms) would have taken the count past 200 ms.
+    EXPECT_LT(static_cast<double>(task.count), cpu_counted + 50e6);
+    EXPECT_EQ(task.enabled_ns, task.running_ns);
+    ASSERT_MON(MON_get_perf_paused(&paused, &paused_ns), MON_SUCCESS);  // the last session's
+    EXPECT_EQ(paused, 0);
+    EXPECT_GE(static_cast<double>(paused_ns), 0.99 * 150e6);
+    EXPECT_LE(static_cast<double>(paused_ns), paused_for);
+    EXPECT_GE(stats.duration_ns, paused_ns + static_cast<unsigned long long>(0.99 * cpu_counted));
 }
 
 // MON_PERF_THREAD with the pid of another process: every thread of it, here a main thread

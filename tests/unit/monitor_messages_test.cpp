@@ -771,6 +771,33 @@ TEST(CounterMessages, AnotherShapeIsNotUpdatedInPlace) {
     EXPECT_FALSE(update_json(with, stream_record(3, false, 3, 3)));
 }
 
+// A paused session's report says so, and how long it was paused, in the interface's shape,
+// read back; a record of the same pause state updates in place, one that paused or resumed
+// since is rebuilt.
+TEST(CounterMessages, APausedReportSaysItAndTheTimePaused) {
+    CounterReport r = stream_record(5, false, 2, 3);
+    EXPECT_FALSE(to_json(r).contains("paused"));
+    EXPECT_FALSE(to_json(r).contains("paused_seconds"));
+    r.paused = true;
+    r.paused_seconds = 0.75;
+    json j = to_json(r);
+    EXPECT_EQ(j["paused"], true);
+    EXPECT_EQ(j["paused_seconds"], 0.75);
+    expect_conforms("PauseCounters", json{{"report", j}});
+    const auto back = counter_report_from_json(j);
+    EXPECT_TRUE(back.paused);
+    EXPECT_EQ(back.paused_seconds, 0.75);
+    CounterReport next = r;
+    next.paused_seconds = 1.0;
+    ASSERT_TRUE(update_json(j, next));
+    EXPECT_EQ(j, to_json(next));
+    CounterReport resumed = next;
+    resumed.paused = false;
+    EXPECT_FALSE(update_json(j, resumed));
+    json unpaused = to_json(stream_record(5, false, 2, 3));
+    EXPECT_FALSE(update_json(unpaused, next));
+}
+
 // The threads of a process target: in the report, the interface's shape, read back; a stream
 // record of the same shape updates them in place.
 TEST(CounterMessages, AProcessReportSaysHowManyThreads) {

@@ -475,6 +475,11 @@ TEST(PerfCounting, PausedCountsAndTimesStandStillAndResumeCountsOn) {
     // The period that held the pause says how long it was paused.
     EXPECT_GE(f->since(*before).paused, 200ms);
     EXPECT_EQ(before->since(*before).paused, 0ns);
+    // The CPUs the thread kept busy, over the time counted: its enabled time against the time
+    // not paused (over the elapsed time, the 200 ms paused would lower it by a quarter).
+    auto metrics = derive_metrics(full->plan(), *f);
+    ASSERT_EQ(metrics.size(), 1u);
+    EXPECT_NEAR(metrics[0].value, static_cast<double>(f->events[0].total.count) / counted_ns, 1e-9);
 }
 
 // A session that the kernel starts at an exec is not paused: the exec would start it again.

@@ -109,7 +109,9 @@ TEST(MethodInputs, EachMethodsParametersAreACallOfItAndReadBack) {
     expect_call_of(method::StartCounters, protocol::CounterRequestIn{counters});
     expect_call_of(method::ReadCounters, protocol::NoInput{});
     expect_call_of(method::StopCounters, protocol::NoInput{});
-    expect_call_of(method::ResetCounters, protocol::ResetCountersIn{.session = "cycles"});
+    expect_call_of(method::ResetCounters, protocol::CounterSessionIn{.session = "cycles"});
+    expect_call_of(method::PauseCounters, protocol::CounterSessionIn{.session = "cycles"});
+    expect_call_of(method::ResumeCounters, protocol::CounterSessionIn{});
     expect_call_of(method::GetStandingCounters, protocol::StandingCountersIn{.name = "cycles"});
     expect_call_of(method::Profile,
                    protocol::ProfileIn{
@@ -132,7 +134,7 @@ TEST(MethodInputs, EachMethodsParametersAreACallOfItAndReadBack) {
                                               .batch = std::chrono::milliseconds(100)});
     // The optional parameters left out are left out of the call.
     EXPECT_EQ(protocol::to_json(protocol::ProfileIn{}).size(), 1u) << "only the request";
-    EXPECT_EQ(protocol::to_json(protocol::ResetCountersIn{}), json::object());
+    EXPECT_EQ(protocol::to_json(protocol::CounterSessionIn{}), json::object());
 }
 
 // How much of a type's optional parts an example fills in: Full, every nullable field and an
@@ -265,6 +267,8 @@ TEST(MethodOutputs, EachMethodsRepliesReadIntoItsOutAndBack) {
     expect_reply_of(method::ReadCounters);
     expect_reply_of(method::StopCounters);
     expect_reply_of(method::ResetCounters);
+    expect_reply_of(method::PauseCounters);
+    expect_reply_of(method::ResumeCounters);
     // A session's request carries its mux mode, the default ("daemon") when its table gave
     // none.
     expect_reply_of(method::GetStandingCounters, [](json& j) {
@@ -279,7 +283,7 @@ TEST(MethodOutputs, EachMethodsRepliesReadIntoItsOutAndBack) {
             (*b)["count"] = (*b)["total"].get<std::int64_t>() * (*b)["period"].get<std::int64_t>();
         }
     });
-    EXPECT_EQ(protocol::method_descriptors().size(), 16u)
+    EXPECT_EQ(protocol::method_descriptors().size(), 18u)
         << "a method was added: give its replies a line above";
 }
 
@@ -308,10 +312,10 @@ TEST(VarlinkIdlBuiltin, MonitorInterface) {
     EXPECT_EQ(iface->name(), "io.monitord.Monitor");
     EXPECT_EQ(
         method_names(*iface),
-        (std::set<std::string>{"GetLoading", "GetStatus", "GetHistoryRuns", "GetPmuInfo",
-                               "ListEvents", "PlanCounters", "CollectCounters", "StartCounters",
-                               "ResetCounters", "ReadCounters", "StopCounters",
-                               "GetStandingCounters", "Profile", "WatchOverflows"}));
+        (std::set<std::string>{
+            "GetLoading", "GetStatus", "GetHistoryRuns", "GetPmuInfo", "ListEvents", "PlanCounters",
+            "CollectCounters", "StartCounters", "ResetCounters", "PauseCounters", "ResumeCounters",
+            "ReadCounters", "StopCounters", "GetStandingCounters", "Profile", "WatchOverflows"}));
     EXPECT_NE(iface->error("InvalidMessage"), nullptr);
     for (auto e : {"PerfRunning", "PerfNotRunning", "NoSuchEvent", "PermissionDenied", "NoPmu",
                    "NoSuchTarget", "InvalidRequest", "CounterFailure", "NoSuchSession",

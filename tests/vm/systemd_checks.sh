@@ -103,15 +103,21 @@ read -r own others busiest span <<<"$(
         }')"
 say "IDLE mpstat reads ${idle} % idle with monitord's defaults; over those ${span} s" \
     "monitord.service took ${own} % of one CPU, other units ${others} % (the busiest ${busiest} %)"
-# Under TCG, monitord's second takes about ten times its native cost: 0.5 % of one CPU here.
-awk -v o="$own" 'BEGIN { exit !(o <= 1) }' ||
-    say "ERROR monitord.service took ${own} % of one CPU on an idle machine with its defaults"
+# Under TCG, monitord's second takes ten to twenty times its native cost (0.067 % of one CPU
+# natively, bench/cost_bench.py): 0.72 % of one CPU in this VM on one host, 1.28 % on another,
+# whose TCG ran these system calls and SQLite's writes slower. Held to 2 %: what this check
+# catches is a default that keeps a CPU busy (spinning probes take 100 %), or a second that
+# costs several times what it does; the native goal is the benchmark's.
+own_max=2
+awk -v o="$own" -v m="$own_max" 'BEGIN { exit !(o <= m) }' ||
+    say "ERROR monitord.service took ${own} % of one CPU on an idle machine with its defaults" \
+        "(at most ${own_max} % under TCG)"
 awk -v i="$idle" -v o="$others" -v n="$(nproc)" 'BEGIN { exit !(i + o / n >= 99) }' ||
     say "ERROR mpstat reads ${idle} % idle on an idle machine with monitord's defaults," \
         "of which other units took ${others} % of one CPU"
-# Its busiest units over the last second: none above 1 % of one CPU, monitord's own included
-# (a second of the three that follow: a timer may fire in one), but for vmtest.service, these
-# checks themselves (python3 and monctl under TCG).
+# Its busiest units over the last second: none above 1 % of one CPU, monitord's own held to
+# its limit above (a second of the three that follow: a timer may fire in one), but for
+# vmtest.service, these checks themselves (python3 and monctl under TCG).
 idle_units() {
     monctl loading --units 10 --json | python3 -c '
 import json, sys
@@ -119,15 +125,17 @@ top = [t for t in json.load(sys.stdin)["units"]["top"] if t["unit"] != "vmtest.s
 busiest = max(top, key=lambda t: t["cpu"], default={"unit": "none", "cpu": 0})
 print(busiest["unit"], busiest["cpu"], len(top))'
 }
+unit_max() { if [ "$1" = monitord.service ]; then echo "$own_max"; else echo 1; fi; }
 for attempt in 1 2 3; do
     read -r idle_top idle_max idle_listed <<<"$(idle_units)"
-    awk -v p="$idle_max" 'BEGIN { exit !(p <= 1) }' && break
+    idle_limit=$(unit_max "$idle_top")
+    awk -v p="$idle_max" -v m="$idle_limit" 'BEGIN { exit !(p <= m) }' && break
     sleep 1
 done
 say "IDLE_UNITS the busiest unit of the idle machine: ${idle_top} with ${idle_max} % of one CPU" \
     "over the last second (${idle_listed} others with CPU time in the window)"
-awk -v p="$idle_max" 'BEGIN { exit !(p <= 1) }' ||
-    say "ERROR ${idle_top} has ${idle_max} % of one CPU on an idle machine, more than 1 %"
+awk -v p="$idle_max" -v m="$idle_limit" 'BEGIN { exit !(p <= m) }' ||
+    say "ERROR ${idle_top} has ${idle_max} % of one CPU on an idle machine, more than ${idle_limit} %"
 # Its busiest tasks likewise (the first request starts their sampling; monctl waits for the
 # figures): none above 1 % of one CPU but these checks' own, and monitord's, whose reading of
 # every process is what is asked for here (said, not held to 1 %: under TCG a read takes
@@ -286,6 +294,31 @@ if [ "$task_unit" != busy.service ] || ! awk -v p="$task_load" 'BEGIN { exit !(p
     say "ERROR cpu1's busiest task is ${task_comm} of ${task_unit} with ${task_load} %," \
         "not busy.service's with 90 % or more"
     monctl loading --tasks 3
+fi
+# A session on the busy unit (its cgroup, found by its name), paused and resumed
+# (PauseCounters, ResumeCounters): its task-clock stands still while paused, though the unit
+# spins on, and grows again once resumed.
+read_count() {
+    monctl perf read --json | python3 -c '
+import json, sys
+print(json.load(sys.stdin)["report"]["events"][0]["value"]["count"])'
+}
+if check "perf start on busy.service" monctl perf start -e perf::TASK-CLOCK --unit busy.service; then
+    sleep 1
+    check "perf pause" monctl perf pause
+    at_pause=$(read_count)
+    sleep 2
+    paused=$(read_count)
+    check "perf resume" monctl perf resume
+    sleep 1
+    resumed=$(read_count)
+    monctl perf stop
+    say "UNIT_PAUSE busy.service's task-clock: ${at_pause} ns at the pause, ${paused} 2 s later," \
+        "${resumed} 1 s after the resume"
+    if [ -z "$at_pause" ] || [ "$at_pause" != "$paused" ] || [ "$at_pause" -le 0 ] ||
+        [ "${resumed:-0}" -le "$paused" ]; then
+        say "ERROR a paused session on busy.service counted on, or a resumed one did not"
+    fi
 fi
 systemctl stop busy.service
 cp /root/monitord.conf.shipped /etc/monitord/monitord.conf

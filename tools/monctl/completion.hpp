@@ -21,7 +21,8 @@ inline constexpr std::string_view kCompleteFiles = ":files";
 struct CompletionSources {
     std::function<std::vector<std::string>()> events;    // -e: the daemon's event names
     std::function<std::vector<std::string>()> pmus;      // perf list PMU: its PMUs
-    std::function<std::vector<std::string>()> sessions;  // perf show|reset NAME: standing ones
+    std::function<std::vector<std::string>()>
+        sessions;  // perf show|reset|pause|resume NAME: standing ones
     std::function<std::vector<std::string>()> units;     // -u: systemd units with a cgroup
     std::function<std::vector<std::string>()> cpus;      // -C: the online CPUs
 };

@@ -409,6 +409,16 @@ int run(int argc, char** argv) {
         "Count from zero again: the running session, or the standing session named; "
         "show the counts up to the reset");
     perf_reset->add_option("name", po.session, "The standing session to reset");
+    auto* perf_pause = perf->add_subcommand(
+        "pause",
+        "Stop counting until `perf resume`: the running session, or the standing session "
+        "named; show the counts up to the pause");
+    perf_pause->add_option("name", po.session, "The standing session to pause");
+    auto* perf_resume = perf->add_subcommand(
+        "resume",
+        "Count again after `perf pause`: the running session, or the standing session named; "
+        "show the counts so far");
+    perf_resume->add_option("name", po.session, "The standing session to resume");
     auto* perf_stat = perf->add_subcommand(
         "stat", "Run a command and count it from its first instruction to its exit");
     auto* perf_profile = perf->add_subcommand(
@@ -493,7 +503,8 @@ int run(int argc, char** argv) {
         sub->add_option("-o,--output", po.output,
                         "Write the counts to FILE (with perf's '# started on' line)");
     }
-    for (auto* sub : {perf_collect, perf_read, perf_stop, perf_reset, perf_stat}) {
+    for (auto* sub :
+         {perf_collect, perf_read, perf_stop, perf_reset, perf_pause, perf_resume, perf_stat}) {
         auto* csv = sub->add_flag("--csv", po.csv, "Comma-separated values, one line per event");
         auto* separated = sub->add_option("-x,--field-separator", po.separator,
                                           "perf stat's separated fields, SEP between them");
@@ -590,6 +601,8 @@ int run(int argc, char** argv) {
         if (perf_stop->parsed()) return monctl::perf_stop(po);
         if (perf_show->parsed()) return monctl::perf_show(po);
         if (perf_reset->parsed()) return monctl::perf_reset(po);
+        if (perf_pause->parsed()) return monctl::perf_pause(po, true);
+        if (perf_resume->parsed()) return monctl::perf_pause(po, false);
         if (perf_stat->parsed()) return monctl::perf_stat(po);
         if (perf_profile->parsed()) return monctl::perf_profile(po);
         if (perf_overflows->parsed()) return monctl::perf_overflows(po);

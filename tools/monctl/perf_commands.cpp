@@ -497,7 +497,7 @@ int perf_stop(const PerfOptions& o) {
 int perf_reset(const PerfOptions& o) {
     auto c = connect(o);
     if (!c) return report_error(c.error());
-    protocol::ResetCountersIn in;
+    protocol::CounterSessionIn in;
     if (!o.session.empty()) in.session = o.session;
     auto reply = c->call(monitor::protocol::method::ResetCounters, in);
     if (!reply) return report_error(reply.error());
@@ -505,6 +505,28 @@ int perf_reset(const PerfOptions& o) {
         std::cout << (o.session.empty() ? std::string{"The running session"}
                                         : fmt::format("Standing session '{}'", o.session))
                   << " counts from zero again; its counts up to the reset:\n";
+    }
+    ReportState state{.what = o.session.empty() ? std::string{"the running session"}
+                                                : fmt::format("'{}'", o.session)};
+    show_report(o, *reply, state, std::cout);
+    return kExitOk;
+}
+
+int perf_pause(const PerfOptions& o, bool pause) {
+    auto c = connect(o);
+    if (!c) return report_error(c.error());
+    protocol::CounterSessionIn in;
+    if (!o.session.empty()) in.session = o.session;
+    auto reply = c->call(pause ? monitor::protocol::method::PauseCounters
+                               : monitor::protocol::method::ResumeCounters,
+                         in);
+    if (!reply) return report_error(reply.error());
+    if (!o.json && !o.csv && !o.separator) {
+        std::cout << (o.session.empty() ? std::string{"The running session"}
+                                        : fmt::format("Standing session '{}'", o.session))
+                  << (pause ? " is paused (`monctl perf resume` counts again); its counts up to "
+                              "the pause:\n"
+                            : " counts again; its counts so far:\n");
     }
     ReportState state{.what = o.session.empty() ? std::string{"the running session"}
                                                 : fmt::format("'{}'", o.session)};

@@ -62,6 +62,8 @@ int perf_stop(const PerfOptions& o);
 int perf_show(const PerfOptions& o);
 // ResetCounters: the counts up to the reset, as `perf read` shows them.
 int perf_reset(const PerfOptions& o);
+// PauseCounters (`pause`) or ResumeCounters: the counts so far, as `perf read` shows them.
+int perf_pause(const PerfOptions& o, bool pause);
 // Runs the command counted from its first instruction to its exit; returns its exit code
 // (128 + the signal when a signal ended it), or 1 (127 when it could not be started).
 int perf_stat(const PerfOptions& o);

@@ -257,7 +257,15 @@ std::string format_counter_report(const CounterReport& r, const std::string& wha
         line(out, layout, "", "", "", "", ShownMetric{m.value, metric_text(m)}, std::nullopt,
              std::nullopt);
     }
-    if (interval) return out;
+    // The time it counted nothing: a paused session's counts cover the rest.
+    const std::string paused_now = r.paused ? " (paused now)" : "";
+    if (interval) {
+        if (r.paused_seconds > 0) {
+            out += fmt::format("{}paused {:.3f} s of the interval, counting nothing{}\n",
+                               time_prefix(layout), r.paused_seconds, paused_now);
+        }
+        return out;
+    }
 
     if (layout.spread && layout.spread->runs > 1) {
         const auto& s = *layout.spread;
@@ -267,6 +275,10 @@ std::string format_counter_report(const CounterReport& r, const std::string& wha
                            s.elapsed > 0 ? noise(100 * s.elapsed_stddev / s.elapsed) : "");
     } else {
         out += fmt::format("\n {:>17.9f} seconds time elapsed\n", r.elapsed);
+    }
+    if (r.paused || r.paused_seconds > 0) {
+        out += fmt::format(" {:>17.9f} seconds of it paused, counting nothing{}\n",
+                           r.paused_seconds, paused_now);
     }
     if (r.slots > 1) {
         out += fmt::format(

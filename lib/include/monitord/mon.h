@@ -239,6 +239,20 @@ MON_status MON_collect_perf_stats(const MON_perf_config* config, unsigned int du
  * (MON_last_error says the size needed). */
 MON_status MON_get_perf_event(int set, char* name, unsigned int size);
 
+/* Extension (not in the RAD750 MON package; pfm's PCNTRDISABLE and PCNTRENABLE, AmigaOS's
+ * FreezeCounters): MON_pause_perf_mon stops the running session's counting until
+ * MON_resume_perf_mon. Its counts, enabled_ns and running_ns stand still meanwhile, and so do
+ * its overflow handlers' events; its duration_ns, and a MON_collect_perf_stats's duration, go
+ * on. Pausing a paused session, or resuming one that is not paused, changes nothing.
+ * MON_NOTRDY when nothing is counting; MON_BADSTATE before MON_initialize. */
+MON_status MON_pause_perf_mon(void);
+MON_status MON_resume_perf_mon(void);
+/* Whether the running session is paused now (*paused 1, else 0), and how long it has been
+ * paused in all since it started (*paused_ns, of its duration_ns); when nothing is counting,
+ * the same of the last session (*paused 0). Either pointer may be NULL. MON_NOTRDY before the
+ * first session. */
+MON_status MON_get_perf_paused(int* paused, unsigned long long* paused_ns);
+
 /* Extension (not in the RAD750 MON package; AmigaOS's SetInterruptVector with a counter
  * preload): be told of the overflows of a set's event. Every `period` events of set `set`
  * (1 to MON_PERF_SETS, as config.events[set - 1] names it) in the sessions started after this

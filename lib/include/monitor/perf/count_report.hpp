@@ -47,6 +47,7 @@ struct PerfReport {
     // The part of elapsed the session spent paused (PerfSession::pause): its counts, enabled
     // and running times did not grow then.
     std::chrono::nanoseconds paused{0};
+    bool paused_at_read = false;          // the session was paused when this report was read
     std::vector<int> instances;           // CPU numbers (a cgroup's too), or {-1} for a process
     // Process and Thread targets: the threads counted from the start (the threads and
     // children started later are counted too, by inheritance, but not in this number); 0 for

@@ -79,6 +79,10 @@ class ProfileSession {
     void read(SampleBatch& batch, const std::function<void(const Sample&)>& observer = {});
     // Stops sampling; what is left is read() after it.
     Result<void> disable();
+    // Stops sampling until resume(), the rings kept: what they hold stays to be read. Neither
+    // does anything once sampling stopped.
+    Result<void> pause();
+    Result<void> resume();
 
     // Every sample since the start (and each CPU's own, for TargetKind::EachCpu).
     const Profile& profile() const { return builder_->profile(); }

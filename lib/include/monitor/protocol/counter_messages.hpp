@@ -126,6 +126,8 @@ struct CounterReport {
     std::vector<int> offline_cpus;
     // Target "each" per core, die, socket or node: the groups, in the events' order.
     std::vector<CpuGroup> groups;
+    bool paused = false;        // the session was paused as the report was read
+    double paused_seconds = 0;  // the part of elapsed spent paused
     int slots = 0;
     int rotations = 0;
     std::vector<ReportedEvent> events;

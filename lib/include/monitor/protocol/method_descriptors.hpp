@@ -49,7 +49,7 @@ struct InterfaceNameIn;
 struct ListEventsIn;
 struct CounterRequestIn;
 struct CollectCountersIn;
-struct ResetCountersIn;
+struct CounterSessionIn;
 struct StandingCountersIn;
 struct ProfileIn;
 struct WatchOverflowsIn;
@@ -111,8 +111,12 @@ inline constexpr Method<NoInput, ReportOut> ReadCounters{
     {"io.monitord.Monitor.ReadCounters", Read}};
 inline constexpr Method<NoInput, ReportOut> StopCounters{
     {"io.monitord.Monitor.StopCounters", Control, detail::kCounting, detail::kCountYourOwn}};
-inline constexpr Method<ResetCountersIn, ReportOut> ResetCounters{
+inline constexpr Method<CounterSessionIn, ReportOut> ResetCounters{
     {"io.monitord.Monitor.ResetCounters", Control, detail::kCounting, detail::kCountYourOwn}};
+inline constexpr Method<CounterSessionIn, ReportOut> PauseCounters{
+    {"io.monitord.Monitor.PauseCounters", Control, detail::kCounting, detail::kCountYourOwn}};
+inline constexpr Method<CounterSessionIn, ReportOut> ResumeCounters{
+    {"io.monitord.Monitor.ResumeCounters", Control, detail::kCounting, detail::kCountYourOwn}};
 inline constexpr Method<StandingCountersIn, StandingSessionsOut> GetStandingCounters{
     {"io.monitord.Monitor.GetStandingCounters", Read}};
 inline constexpr Method<ProfileIn, ProfileOut> Profile{

@@ -54,10 +54,11 @@ struct CollectCountersIn {
     bool operator==(const CollectCountersIn&) const = default;
 };
 
-// ResetCounters: the standing session named, or the running one.
-struct ResetCountersIn {
+// ResetCounters, PauseCounters, ResumeCounters: the standing session named, or the running
+// one.
+struct CounterSessionIn {
     std::optional<std::string> session;
-    bool operator==(const ResetCountersIn&) const = default;
+    bool operator==(const CounterSessionIn&) const = default;
 };
 
 // GetStandingCounters: only the session named, or every one.
@@ -86,7 +87,7 @@ nlohmann::json to_json(const HistoryRunsIn& in);
 nlohmann::json to_json(const ListEventsIn& in);
 nlohmann::json to_json(const CounterRequestIn& in);
 nlohmann::json to_json(const CollectCountersIn& in);
-nlohmann::json to_json(const ResetCountersIn& in);
+nlohmann::json to_json(const CounterSessionIn& in);
 nlohmann::json to_json(const StandingCountersIn& in);
 nlohmann::json to_json(const ProfileIn& in);
 nlohmann::json to_json(const WatchOverflowsIn& in);
@@ -100,7 +101,7 @@ void read_input(const nlohmann::json& j, HistoryRunsIn& in);
 void read_input(const nlohmann::json& j, ListEventsIn& in);
 void read_input(const nlohmann::json& j, CounterRequestIn& in);
 void read_input(const nlohmann::json& j, CollectCountersIn& in);
-void read_input(const nlohmann::json& j, ResetCountersIn& in);
+void read_input(const nlohmann::json& j, CounterSessionIn& in);
 void read_input(const nlohmann::json& j, StandingCountersIn& in);
 void read_input(const nlohmann::json& j, ProfileIn& in);
 void read_input(const nlohmann::json& j, WatchOverflowsIn& in);

@@ -89,7 +89,7 @@ struct StartCountersOut {
     std::optional<int> threads;
 };
 
-// ReadCounters, StopCounters, ResetCounters.
+// ReadCounters, StopCounters, ResetCounters, PauseCounters, ResumeCounters.
 struct ReportOut {
     CounterReport report;
 };

@@ -68,6 +68,13 @@ class CounterRun {
     // the start or the last reset. totals() and the period under way then count from here;
     // the periods keep their schedule. NOTRDY once the run is finished.
     Result<perf::PerfReport> reset();
+    // Stops counting until resume() (perf::PerfSession::pause): the periods and the duration
+    // go on, counting nothing. Return the counts so far, the time paused with them. Pausing
+    // a paused run, or resuming one that is not, changes nothing. NOTRDY once the run is
+    // finished.
+    Result<perf::PerfReport> pause();
+    Result<perf::PerfReport> resume();
+    bool paused() const { return session_->paused(); }
 
     bool finished() const { return finished_; }
     const CounterRunOptions& options() const { return options_; }

@@ -103,6 +103,11 @@ class SampleRun {
     // Does nothing more once sampling ended.
     Result<Step> finish(Clock::time_point now);
 
+    // Stops sampling until resume() (perf::ProfileSession::pause); the run goes on. Neither
+    // does anything once sampling ended.
+    Result<void> pause();
+    Result<void> resume();
+
     // Sampling ended.
     bool ended() const { return ended_; }
     // Nothing more will come: sampling ended and, for a profile, the whole was named.
