@@ -230,6 +230,7 @@ std::string known_keys(std::string_view section) {
 }
 
 constexpr std::string_view kCountersSection = "counters";
+constexpr std::string_view kMetricsSection = "metrics";
 
 std::string known_sections() {
     std::string s;
@@ -239,7 +240,7 @@ std::string known_sections() {
         s += s.empty() ? "" : ", ";
         s += sec;
     }
-    return s + ", [[counters]]";
+    return s + ", [[counters]], [[metrics]]";
 }
 
 // The keys of a [[counters]] table, in the order of monitord.conf(5), with their types.
@@ -248,8 +249,8 @@ struct CounterKey {
     bool integer;
 };
 constexpr CounterKey kCounterKeys[] = {
-    {"name", false},   {"events", false}, {"target", false}, {"cpu", true},
-    {"cgroup", false}, {"unit", false},   {"mux", false},    {"slice-ms", true},
+    {"name", false}, {"events", false}, {"target", false},  {"cpu", true},      {"cgroup", false},
+    {"unit", false}, {"mux", false},    {"slice-ms", true}, {"metrics", false},
 };
 
 std::string counter_keys_list() {
@@ -343,6 +344,8 @@ Result<StandingSessionConfig> parse_counters(const std::filesystem::path& file,
             s.request.mux = *mux;
         } else if (k == "slice-ms") {
             s.request.slice_ms = *number;
+        } else if (k == "metrics") {
+            s.request.metrics = *text;
         }
     }
     const std::string at = s.where + ": " + label + ": ";
@@ -350,9 +353,10 @@ Result<StandingSessionConfig> parse_counters(const std::filesystem::path& file,
         return fail(Status::BadArg, at + "no name; give the table name = \"...\" (letters, "
                                          "digits, '_', '-' or '.')");
     }
-    if (s.request.events.empty()) {
+    if (s.request.events.empty() && s.request.metrics.empty()) {
         return fail(Status::BadArg, at + "no events; give it events = \"task-clock,...\" "
-                                         "(monctl perf list lists them)");
+                                         "(monctl perf list lists them) or metrics = \"sched\" "
+                                         "(monctl perf list --metrics)");
     }
     // Each target's own key, and no other target's.
     const auto& target = s.request.target;
@@ -382,6 +386,75 @@ Result<StandingSessionConfig> parse_counters(const std::filesystem::path& file,
         return fail(Status::BadArg, at + o.error().message);
     }
     return s;
+}
+
+// Reads one [[metrics]] table.
+Result<monitor::perf::MetricDefinition> parse_metrics(const std::filesystem::path& file,
+                                                      const toml::table& table) {
+    monitor::perf::MetricDefinition d;
+    d.where = where(file, table.source());
+    std::string label = "[[metrics]]";
+    if (auto n = table["name"].value_exact<std::string>()) label += " '" + *n + "'";
+    constexpr std::string_view kKeys = "name, description, formula, groups";
+    std::vector<std::pair<std::string, const toml::node*>> keys;
+    for (const auto& [k, v] : table) keys.emplace_back(std::string{k.str()}, &v);
+    std::stable_sort(keys.begin(), keys.end(), [](const auto& a, const auto& b) {
+        return a.second->source().begin.line < b.second->source().begin.line;
+    });
+    bool have_formula = false;
+    for (const auto& key : keys) {
+        const std::string& k = key.first;
+        const toml::node* node = key.second;
+        const std::string at = fmt::format("{}: {}: {}: ", where(file, node->source()), label, k);
+        if (k == "groups") {
+            const auto* list = node->as_array();
+            if (list == nullptr) {
+                return fail(Status::BadArg, at + "expected a list of strings: [\"ipc\"]");
+            }
+            for (const auto& g : *list) {
+                const auto group = g.value_exact<std::string>();
+                if (!group) return fail(Status::BadArg, at + "expected a list of strings");
+                if (auto ok = monitor::perf::check_metric_name(*group, "group"); !ok) {
+                    return fail(Status::BadArg, at + ok.error().message);
+                }
+                d.groups.push_back(*group);
+            }
+            continue;
+        }
+        const auto text = node->value_exact<std::string>();
+        if (k != "name" && k != "description" && k != "formula") {
+            return fail(Status::BadArg,
+                        fmt::format("{}unknown key; keys of [[metrics]] are {}", at, kKeys));
+        }
+        if (!text) return fail(Status::BadArg, at + "expected a string");
+        if (k == "name") {
+            if (auto ok = monitor::perf::check_metric_name(*text, "metric"); !ok) {
+                return fail(Status::BadArg, at + ok.error().message);
+            }
+            d.name = *text;
+        } else if (k == "description") {
+            d.description = *text;
+        } else {
+            auto f = monitor::perf::MetricFormula::parse(*text);
+            if (!f) return fail(Status::BadArg, at + f.error().message);
+            if (f->events().empty()) {
+                return fail(Status::BadArg, at + "the formula names no event");
+            }
+            d.formula = std::move(*f);
+            have_formula = true;
+        }
+    }
+    const std::string at = d.where + ": " + label + ": ";
+    if (d.name.empty()) {
+        return fail(Status::BadArg, at + "no name; give the table name = \"...\" (lower-case "
+                                         "letters, digits and '_')");
+    }
+    if (!have_formula) {
+        return fail(Status::BadArg, at + "no formula; give it formula = \"instructions / "
+                                         "cycles\" (events, numbers, + - * / and seconds)");
+    }
+    if (d.description.empty()) d.description = d.formula.text();
+    return d;
 }
 
 }  // namespace
@@ -630,14 +703,15 @@ Result<Config> parse_config(std::string_view text, const std::filesystem::path& 
         std::string section;
         std::string key;  // empty for a whole section
         const toml::node* node;
-        bool standing = false;  // a [[counters]] table
+        bool standing = false;  // a [[counters]] or [[metrics]] table
     };
     std::vector<Entry> entries;
     bool have_counters = false;
+    bool have_metrics = false;
     for (const auto& [section_name, section] : doc) {
         std::string sec{section_name.str()};
-        if (sec == kCountersSection) {
-            have_counters = true;
+        if (sec == kCountersSection || sec == kMetricsSection) {
+            (sec == kCountersSection ? have_counters : have_metrics) = true;
             const auto* tables = section.as_array();
             if (tables != nullptr && tables->is_array_of_tables()) {
                 for (const auto& t : *tables) {
@@ -645,7 +719,7 @@ Result<Config> parse_config(std::string_view text, const std::filesystem::path& 
                 }
                 continue;
             }
-            // A [counters] table or a value: said at its line below.
+            // A [counters] or [metrics] table or a value: said at its line below.
         }
         const auto* table = section.as_table();
         // Sections that are not tables, unknown or empty are judged at their header's line.
@@ -662,8 +736,19 @@ Result<Config> parse_config(std::string_view text, const std::filesystem::path& 
                      [](const Entry& a, const Entry& b) { return a.line < b.line; });
 
     std::vector<StandingSessionConfig> counters;
+    std::vector<monitor::perf::MetricDefinition> metrics;
     for (const auto& e : entries) {
         const std::string at = where(file, e.node->source());
+        if (e.standing && e.section == kMetricsSection) {
+            auto d = parse_metrics(file, *e.node->as_table());
+            if (!d) return std::unexpected(d.error());
+            metrics.push_back(std::move(*d));
+            continue;
+        }
+        if (e.section == kMetricsSection) {
+            return fail(Status::BadArg, at + ": metrics is a list of tables: write each "
+                                             "metric as a [[metrics]] table");
+        }
         if (e.standing) {
             auto s = parse_counters(file, *e.node->as_table(), counters);
             if (!s) return std::unexpected(s.error());
@@ -701,7 +786,46 @@ Result<Config> parse_config(std::string_view text, const std::filesystem::path& 
         }
     }
     if (have_counters) base.counters = std::move(counters);
+    if (have_metrics) base.metrics = std::move(metrics);
     return base;
+}
+
+Result<std::vector<monitor::perf::MetricDefinition>> parse_metric_tables(
+    std::string_view text, const std::filesystem::path& file) {
+    toml::table doc;
+    try {
+        doc = toml::parse(text, file.string());
+    } catch (const toml::parse_error& e) {
+        return fail(Status::BadArg, where(file, e.source()) + ": " + std::string{e.description()});
+    }
+    std::vector<monitor::perf::MetricDefinition> out;
+    const auto* tables = doc[kMetricsSection].as_array();
+    if (tables == nullptr) return out;
+    for (const auto& t : *tables) {
+        const auto* table = t.as_table();
+        if (table == nullptr) {
+            return fail(Status::BadArg, where(file, t.source()) + ": metrics is a list of tables");
+        }
+        auto d = parse_metrics(file, *table);
+        if (!d) return std::unexpected(d.error());
+        out.push_back(std::move(*d));
+    }
+    return out;
+}
+
+const std::vector<monitor::perf::MetricDefinition>& shipped_metrics() {
+    // Checked by the unit tests: the shipped file always parses.
+    static const std::vector<monitor::perf::MetricDefinition> kShipped =
+        parse_metric_tables(shipped_metrics_text(), "metrics.toml")
+            .value_or(std::vector<monitor::perf::MetricDefinition>{});
+    return kShipped;
+}
+
+std::vector<monitor::perf::MetricDefinition> metric_definitions(const Config& config) {
+    std::vector<monitor::perf::MetricDefinition> all = config.metrics;
+    const auto& shipped = shipped_metrics();
+    all.insert(all.end(), shipped.begin(), shipped.end());
+    return all;
 }
 
 }  // namespace monitord

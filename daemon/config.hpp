@@ -20,6 +20,7 @@
 #include "history_store.hpp"
 #include "monitor/engine.hpp"
 #include "monitor/loading/idle_probe.hpp"
+#include "monitor/perf/metric_definitions.hpp"
 #include "monitor/protocol/counter_messages.hpp"
 #include "monitor/protocol/socket_path.hpp"
 #include "monitor/runtime/runtime.hpp"
@@ -102,7 +103,21 @@ struct Config {
     std::size_t perf_files_per_session = kDefaultPerfFilesPerSession;
     // [[counters]], in file order; a reload applies them (adds, restarts, removes sessions).
     std::vector<StandingSessionConfig> counters;
+    // [[metrics]], in file order: the derived metrics defined besides the shipped ones
+    // (metric_definitions()), and before them. A reload applies them to sessions started after.
+    std::vector<monitor::perf::MetricDefinition> metrics;
 };
+
+// The metrics monitord ships (etc/metrics.toml, built in).
+const std::vector<monitor::perf::MetricDefinition>& shipped_metrics();
+// The text they are read from.
+std::string_view shipped_metrics_text();
+// Every metric definition of `config`: its [[metrics]] first, then the shipped ones.
+std::vector<monitor::perf::MetricDefinition> metric_definitions(const Config& config);
+// The [[metrics]] tables of a file's text (the shipped file's), in the errors of
+// parse_config; the file's other tables are ignored.
+monitor::Result<std::vector<monitor::perf::MetricDefinition>> parse_metric_tables(
+    std::string_view text, const std::filesystem::path& file);
 
 // What a reload (SIGHUP) does with a key's new value. No zero value: a key must say.
 enum class OnReload : std::uint8_t {

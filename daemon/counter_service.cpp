@@ -171,6 +171,8 @@ void CounterService::setup() {
                        [this](const NoInput&, const Call&, const Peer&) { return get_pmu_info(); });
     server_.add_method(method::ListEvents, [this](const protocol::ListEventsIn& in, const Call&,
                                                   const Peer&) { return list_events(in); });
+    server_.add_method(method::ListMetrics,
+                       [this](const NoInput&, const Call&, const Peer&) { return list_metrics(); });
     server_.add_method(method::PlanCounters,
                        [this](const protocol::CounterRequestIn& in, const Call&, const Peer& peer) {
                            return plan(in.request, peer);
@@ -239,11 +241,27 @@ CounterService::Response CounterService::list_events(const protocol::ListEventsI
     return protocol::reply_of(method::ListEvents, out);
 }
 
+CounterService::Response CounterService::list_metrics() const {
+    if (!catalog_) return error_reply({Status::NoPmu, catalog_error_});
+    protocol::MetricsOut out;
+    out.metrics.reserve(metrics_.size());
+    // Each event opened once for this thread, to see whether the PMU counts it.
+    auto device = options_.device ? options_.device() : std::make_unique<perf::PerfEventDevice>();
+    const auto probe = perf::opening_probe(*device);
+    for (const auto& d : metrics_) {
+        out.metrics.push_back(protocol::metric_listing(d, *catalog_, probe));
+    }
+    return protocol::reply_of(method::ListMetrics, out);
+}
+
 Result<perf::SessionOptions> CounterService::options_for(
     const protocol::CounterRequest& request, const perf::CallerRights& rights,
     std::vector<perf::PinnedProcess>& pinned) const {
     auto options = protocol::session_options(request, options_.cgroup_root);
     if (!options) return options;
+    if (auto ok = add_requested_metrics(request, *options); !ok) {
+        return std::unexpected(ok.error());
+    }
     // Pinned before the check, so that the processes checked are the ones counted. A thread
     // (its tid) has no pidfd on this kernel: it is not pinned.
     if (options->target.kind == perf::TargetKind::Process) {
@@ -264,6 +282,18 @@ Result<perf::SessionOptions> CounterService::options_for(
     return options;
 }
 
+Result<void> CounterService::add_requested_metrics(const protocol::CounterRequest& request,
+                                                   perf::SessionOptions& options) const {
+    if (request.metrics.empty()) return {};
+    // A group's metrics whose events the PMU does not count (a generic event it maps to
+    // nothing) are left out rather than fail the session.
+    auto device = options_.device ? options_.device() : std::make_unique<perf::PerfEventDevice>();
+    auto chosen =
+        perf::choose_metrics(metrics_, request.metrics, *catalog_, perf::opening_probe(*device));
+    if (!chosen) return std::unexpected(chosen.error());
+    return perf::add_metrics(options, *chosen, *catalog_);
+}
+
 Result<void> CounterService::opened_on_checked(const std::vector<perf::PinnedProcess>& pinned,
                                                const perf::SessionOptions& options) {
     const auto pids = perf::target_processes(options.target);
@@ -282,6 +312,9 @@ CounterService::Response CounterService::plan(const protocol::CounterRequest& re
     if (!catalog_) return error_reply({Status::NoPmu, catalog_error_});
     auto options = protocol::counting_options(request);
     if (!options) return error_reply(options.error(), request.events);
+    if (auto ok = add_requested_metrics(request, *options); !ok) {
+        return error_reply(ok.error(), request.events);
+    }
     // The events as this caller would count them (":u" when it may count user mode only).
     const auto rights = perf_rights(peer);
     if (!rights.kernel()) options->user_only = rights.kernel_refusal();

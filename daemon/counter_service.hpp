@@ -16,6 +16,7 @@
 #include "access_rules.hpp"
 #include "monitor/perf/caller_rights.hpp"
 #include "monitor/perf/event_catalog.hpp"
+#include "monitor/perf/metric_definitions.hpp"
 #include "monitor/perf/perf_session.hpp"
 #include "monitor/perf/profile_session.hpp"
 #include "monitor/protocol/counter_messages.hpp"
@@ -68,6 +69,14 @@ class CounterService {
     std::string describe() const;
     // From now on (a reload): a running session goes on.
     void set_max_files_per_session(std::size_t n) { options_.files_per_session.most = n; }
+    // The derived metrics sessions may ask for (metric_definitions()), from now on: sessions
+    // running keep the formulas they started with.
+    void set_metric_definitions(std::vector<monitor::perf::MetricDefinition> definitions) {
+        metrics_ = std::move(definitions);
+    }
+    const std::vector<monitor::perf::MetricDefinition>& metric_definitions() const {
+        return metrics_;
+    }
     std::size_t max_files_per_session() const { return options_.files_per_session.most; }
     // The event catalog, made by setup(); null when performance counters are unavailable,
     // for catalog_error().
@@ -107,6 +116,10 @@ class CounterService {
 
     using Response = VarlinkServer::Response;
     Response get_pmu_info() const;
+    // The derived metrics `request` asks for, with their events, added to `options`.
+    monitor::Result<void> add_requested_metrics(const monitor::protocol::CounterRequest& request,
+                                                monitor::perf::SessionOptions& options) const;
+    Response list_metrics() const;
     Response list_events(const monitor::protocol::ListEventsIn& in) const;
     Response plan(const monitor::protocol::CounterRequest& request, const Peer& peer) const;
     // `more`: the caller reads a reply per interval.
@@ -174,6 +187,7 @@ class CounterService {
     CounterServiceOptions options_;
     std::optional<monitor::perf::EventCatalog> catalog_;
     std::string catalog_error_;
+    std::vector<monitor::perf::MetricDefinition> metrics_;
     std::optional<Session> active_;
     StandingCounters standing_;
 };

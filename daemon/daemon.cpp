@@ -200,6 +200,7 @@ void Daemon::apply(const Config& config) {
     profiles_->set_max_duration_per_user(config.profile_duration);
     profiles_->set_max_files_per_session(config.perf_files_per_session);
     counters_->set_max_files_per_session(config.perf_files_per_session);
+    counters_->set_metric_definitions(metric_definitions(config));
     counters_->configure_standing(config.counters, Clock::now());
 }
 

@@ -85,6 +85,8 @@ struct ProfileService::Run {
             ++total_overflows;
             last = s;
             last->callchain = {};  // the drain's, gone after it
+            last->user_regs = {};
+            last->user_stack = {};
         };
     }
     // The batch since the last one, and a new batch.

@@ -221,6 +221,14 @@ void add_standing(Families& fs, const std::vector<monitor::protocol::StandingSes
                                "1 when the standing counter session counts, 0 when it could "
                                "not open (monctl perf show says why).",
                                MetricType::Gauge);
+    auto& paused = fs.family("monitord_perf_session_paused",
+                             "1 while the standing counter session is paused (monctl perf "
+                             "pause), its counts standing still; 0 while it counts.",
+                             MetricType::Gauge);
+    auto& paused_seconds = fs.family("monitord_perf_paused_seconds_total",
+                                     "Time the standing counter session spent paused since it "
+                                     "started.",
+                                     MetricType::Counter);
     auto& events = fs.family("monitord_perf_events_total",
                              "Events counted by a standing session while on a counter (task "
                              "and CPU clocks: nanoseconds).",
@@ -244,6 +252,8 @@ void add_standing(Families& fs, const std::vector<monitor::protocol::StandingSes
     for (const auto& s : sessions) {
         add(counting, {{"session", s.name}}, s.counting ? 1 : 0);
         if (s.totals) {
+            add(paused, {{"session", s.name}}, s.totals->paused ? 1 : 0);
+            add(paused_seconds, {{"session", s.name}}, s.totals->paused_seconds);
             for (const auto& e : s.totals->events) {
                 if (e.cpus.empty()) {
                     add_count({{"session", s.name}, {"event", e.name}}, e.value);

@@ -166,6 +166,21 @@ Result<Plan> make_plan(const EventCatalog& catalog, const SessionOptions& option
         plan.requested_groups.push_back(req.group);
     }
     if (auto r = fits_modules(plan.events); !r) return std::unexpected(r.error());
+    for (const auto& m : options.metrics) {
+        if (m.events.size() != m.formula.events().size()) {
+            return fail(Status::BadArg,
+                        fmt::format("metric {} reads {} events, its formula {}", m.name,
+                                    m.events.size(), m.formula.events().size()));
+        }
+        for (auto e : m.events) {
+            if (e >= plan.events.size()) {
+                return fail(Status::BadArg,
+                            fmt::format("metric {} reads event {} of a session of {}", m.name,
+                                        e + 1, plan.events.size()));
+            }
+        }
+    }
+    plan.metrics = options.metrics;
 
     // A group must live on one PMU: the kernel groups events of one PMU only (software
     // events, which count all the time anyway, excepted).

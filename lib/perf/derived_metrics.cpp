@@ -2,6 +2,7 @@
 
 #include <linux/perf_event.h>
 
+#include <algorithm>
 #include <optional>
 #include <string_view>
 
@@ -101,6 +102,53 @@ void derive_metrics(const Plan& plan, const PerfReport& report, std::vector<Metr
         const auto& v = report.events[*t].total;
         put("cpus_utilized", "CPUs busy on average (task clock / elapsed time)", "",
             v.scaled() / static_cast<double>(counted.count()), v.running_ratio() >= 1.0, *t);
+    }
+    // The session's own metrics (SessionOptions::metrics), in place of a built-in one of the
+    // same name.
+    thread_local std::vector<double> counts;
+    const double seconds = std::chrono::duration<double>(counted).count();
+    for (const auto& sm : plan.metrics) {
+        if (sm.events.empty()) continue;  // a formula of numbers and seconds alone
+        // Events of one counter set were counted over the very same time: their raw counts
+        // are exact for a ratio. A rate takes the estimates, like events in different sets.
+        const GroupCount* set = nullptr;
+        if (!sm.formula.uses_seconds()) {
+            for (const auto& g : report.groups) {
+                if (g.set == kFreeRunningSet) continue;
+                if (std::ranges::all_of(sm.events, [&g](std::size_t e) {
+                        return std::ranges::find(g.events, e) != g.events.end();
+                    })) {
+                    set = &g;
+                    break;
+                }
+            }
+        }
+        counts.clear();
+        bool full_time = true;
+        for (auto e : sm.events) {
+            if (set != nullptr) {
+                const auto at = std::ranges::find(set->events, e) - set->events.begin();
+                counts.push_back(static_cast<double>(set->counts[static_cast<std::size_t>(at)]));
+            } else {
+                const auto& v = report.events[e].total;
+                counts.push_back(v.scaled());
+                full_time = full_time && v.running_ratio() >= 1.0;
+            }
+        }
+        auto value = sm.formula.evaluate(counts, seconds);
+        if (!value) continue;
+        std::size_t at = 0;
+        while (at < n && out[at].name != sm.name) ++at;
+        if (at < n) {
+            Metric& m = out[at];
+            m.description.assign(sm.description);
+            m.value = *value;
+            m.same_set = set != nullptr || full_time;
+            m.event.assign(plan.events[sm.events.front()].name);
+        } else {
+            put(sm.name, sm.description, "", *value, set != nullptr || full_time,
+                sm.events.front());
+        }
     }
     out.resize(n);
 }

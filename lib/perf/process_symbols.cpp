@@ -541,6 +541,15 @@ class CodeModules {
              const std::shared_ptr<int>& budget);
     // The object and function at `ip`; nullopt when no module covers it.
     std::optional<AddressNames::Name> at(std::uint64_t ip) const;
+#if MONITOR_HAVE_LIBDW
+    // The session itself, for unwinding (DwarfUnwinder), and whether a module covers `ip`.
+    Dwfl* dwfl() const {
+        return dwfl_.get();
+    }
+    bool covers(std::uint64_t ip) const {
+        return dwfl_addrmodule(dwfl_.get(), ip) != nullptr;
+    }
+#endif
 
   private:
 #if MONITOR_HAVE_LIBDW
@@ -734,6 +743,27 @@ AddressNames::Name AddressNames::name(pid_t pid, std::uint64_t ip, int depth) {
         if (ip >= r.start && ip < r.end) return {.object = r.name};
     }
     return parents({.object = "[unknown]"});
+}
+
+Dwfl* AddressNames::modules(pid_t pid, std::uint64_t ip) {
+#if MONITOR_HAVE_LIBDW
+    // A process named already, with a module at `ip`: the unwinding of each of its samples
+    // reads nothing more.
+    const auto known = processes_.find(pid);
+    if (known != processes_.end() && known->second && known->second->modules &&
+        known->second->modules->covers(ip)) {
+        known->second->last_use = ++uses_;
+        return known->second->modules->dwfl();
+    }
+    (void)name(pid, ip);  // reads its map, or again when `ip` is new to it
+    const auto found = processes_.find(pid);
+    if (found == processes_.end() || !found->second || !found->second->modules) return nullptr;
+    return found->second->modules->dwfl();
+#else
+    (void)pid;
+    (void)ip;
+    return nullptr;
+#endif
 }
 
 void AddressNames::make_room(pid_t keep) {

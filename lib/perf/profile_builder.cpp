@@ -6,6 +6,7 @@
 #include <map>
 #include <span>
 
+#include "monitor/perf/dwarf_unwinder.hpp"
 #include "monitor/text_file.hpp"
 
 namespace monitor::perf {
@@ -14,8 +15,26 @@ void SampleBatch::clear() {
     entries.clear();
     samples.clear();
     chains.clear();
+    regs.clear();
+    stacks.clear();
     tasks.clear();
     drains.clear();
+}
+
+void SampleBatch::keep(const Sample& sample) {
+    samples.push_back({.sample = sample,
+                       .chain_at = chains.size(),
+                       .regs_at = regs.size(),
+                       .stack_at = stacks.size()});
+    chains.insert(chains.end(), sample.callchain.begin(), sample.callchain.end());
+    regs.insert(regs.end(), sample.user_regs.begin(), sample.user_regs.end());
+    stacks.insert(stacks.end(), sample.user_stack.begin(), sample.user_stack.end());
+}
+
+void SampleBatch::Kept::restore(const SampleBatch& batch) {
+    sample.callchain = std::span(batch.chains).subspan(chain_at, sample.callchain.size());
+    sample.user_regs = std::span(batch.regs).subspan(regs_at, sample.user_regs.size());
+    sample.user_stack = std::span(batch.stacks).subspan(stack_at, sample.user_stack.size());
 }
 
 void SampleBatch::drop_samples() {
@@ -25,11 +44,16 @@ void SampleBatch::drop_samples() {
     std::erase_if(entries, [](const Entry& e) { return e.is_sample; });
     samples.clear();
     chains.clear();
+    regs.clear();
+    stacks.clear();
 }
 
 ProfileBuilder::ProfileBuilder(ProfileBuilderOptions options)
     : profile_(options.by_cpu, options.kept_addresses),
       interval_(options.by_cpu, options.kept_addresses),
+#if MONITOR_HAVE_LIBDW
+      unwinder_(options.dwarf ? std::make_shared<DwarfUnwinder>() : nullptr),
+#endif
       names_(std::make_unique<AddressNames>(options.kallsyms)),
       callchain_(options.callchain && options.profile),
       profiling_(options.profile) {
@@ -39,6 +63,8 @@ ProfileBuilder::ProfileBuilder(ProfileBuilderOptions options)
         names_->load_kernel();  // before sampling starts
     }
 }
+
+ProfileBuilder::~ProfileBuilder() = default;
 
 void ProfileBuilder::add(SampleBatch& batch) {
     for (const auto& [cpu, stats] : batch.drains) {
@@ -54,7 +80,7 @@ void ProfileBuilder::add(SampleBatch& batch) {
             continue;
         }
         auto& s = batch.samples[e.index];
-        s.sample.callchain = std::span(batch.chains).subspan(s.chain_at, s.sample.callchain.size());
+        s.restore(batch);
         add(s.sample);
     }
 }
@@ -119,7 +145,7 @@ void ProfileBuilder::add(const Sample& sample) {
                                                           : -2;
     auto [it, added] = labels_.try_emplace(key(who, sample.ip));
     if (added) it->second = Profile::label(sample, *names_);
-    const std::string stack = callchain_ ? fold(sample) : std::string{};
+    const std::string stack = callchain_ ? stack_of(sample) : std::string{};
     profile_.add(sample, it->second, stack);
     interval_.add(sample, it->second, stack);
     // Code mapped after the map was read is named once it is read again.
@@ -139,6 +165,21 @@ const std::string& ProfileBuilder::frame(const Sample& sample, SampleMode mode, 
     }
     it->second = std::move(label.frame);
     return it->second;
+}
+
+std::string ProfileBuilder::stack_of(const Sample& sample) {
+#if MONITOR_HAVE_LIBDW
+    if (unwinder_ && !sample.user_regs.empty()) {
+        // The kernel's part of the chain, then the user part unwound.
+        unwound_.assign(sample.callchain.begin(), sample.callchain.end());
+        unwound_.push_back(PERF_CONTEXT_USER);
+        unwinder_->unwind(*names_, sample, unwound_);
+        Sample whole = sample;
+        whole.callchain = unwound_;
+        return fold(whole);
+    }
+#endif
+    return fold(sample);
 }
 
 std::string ProfileBuilder::fold(const Sample& sample) {

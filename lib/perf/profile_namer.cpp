@@ -30,7 +30,8 @@ struct ProfileNamer::State {
     std::mutex mutex;  // all below but the builder, which only the thread touches
     std::condition_variable wake;
     std::deque<Work> work;
-    std::size_t backlog = 0;  // samples in `work` and in the batch being named
+    std::size_t backlog = 0;      // samples in `work` and in the batch being named
+    std::size_t stack_bytes = 0;  // their copies of user stacks
     std::size_t max_backlog = 0;
     std::vector<Named> named;
     bool quit = false;  // the owner is gone
@@ -62,6 +63,7 @@ struct ProfileNamer::State {
                 builder->add(*batch);
                 std::lock_guard lock(mutex);
                 backlog -= batch->samples.size();
+                stack_bytes -= batch->stacks.size();
             } else if (std::holds_alternative<EndInterval>(next)) {
                 publish({.whole = false, .profile = builder->take_interval()});
             } else {
@@ -101,8 +103,12 @@ ProfileNamer::~ProfileNamer() {
 void ProfileNamer::add(SampleBatch batch) {
     {
         std::lock_guard lock(state_->mutex);
-        if (state_->backlog + batch.samples.size() > state_->max_backlog) batch.drop_samples();
+        if (state_->backlog + batch.samples.size() > state_->max_backlog ||
+            state_->stack_bytes + batch.stacks.size() > kMaxNamingStackBytes) {
+            batch.drop_samples();
+        }
         state_->backlog += batch.samples.size();
+        state_->stack_bytes += batch.stacks.size();
         state_->work.emplace_back(std::move(batch));
     }
     state_->wake.notify_one();

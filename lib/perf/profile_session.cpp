@@ -2,14 +2,30 @@
 
 #include <fmt/format.h>
 #include <linux/perf_event.h>
+#include <sys/utsname.h>
 
 #include <algorithm>
 #include <utility>
 
 #include "monitor/perf/cgroup_target.hpp"
+#include "monitor/perf/dwarf_unwinder.hpp"
 #include "monitor/perf/pmu.hpp"
 
 namespace monitor::perf {
+
+std::string dwarf_unwinding_refusal() {
+    if constexpr (kUnwindRegisters == 0) {
+        utsname u{};
+        const std::string machine = ::uname(&u) == 0 ? u.machine : "another processor";
+        return fmt::format("this library unwinds x86-64's registers only, and this is {}", machine);
+    }
+#if !MONITOR_HAVE_LIBDW
+    return "this library was built without elfutils' libdw, which reads the call frame "
+           "information";
+#else
+    return {};
+#endif
+}
 
 Result<std::unique_ptr<ProfileSession>> ProfileSession::start(const EventCatalog& catalog,
                                                               ProfileOptions options) {
@@ -28,6 +44,23 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::start(const EventCatalog
                                                 "neither",
                                                 options.event));
     }
+    const bool dwarf = options.callchain && options.call_graph == CallGraph::Dwarf;
+    if (dwarf) {
+        if (auto why = dwarf_unwinding_refusal(); !why.empty()) {
+            return fail(Status::BadArg,
+                        fmt::format("call chains unwound from the sampled stack (dwarf): {}; "
+                                    "frame pointers (fp) make them here",
+                                    why));
+        }
+        if (options.user_stack == 0 || options.user_stack % 8 != 0 ||
+            options.user_stack > kMaxUserStack) {
+            return fail(Status::BadArg,
+                        fmt::format("a user stack of {} bytes per sample: give a multiple of 8 "
+                                    "from 8 to {} (default {})",
+                                    options.user_stack, kMaxUserStack, kDefaultUserStack));
+        }
+        options.ring_pages = std::max(options.ring_pages, kDwarfRingPages);
+    }
     std::unique_ptr<ProfileSession> s{new ProfileSession};
     s->event_ = std::move(*event);
     s->event_.exclude_user = s->event_.exclude_user || !options.user;
@@ -37,6 +70,7 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::start(const EventCatalog
                               .kept_addresses = options.kept_addresses,
                               .profile = options.profile,
                               .callchain = options.callchain,
+                              .dwarf = dwarf,
                               .kernel = options.kernel,
                               .kallsyms = options.kallsyms,
                               .kernel_symbols = std::move(options.kernel_symbols)});
@@ -94,8 +128,15 @@ Result<std::unique_ptr<ProfileSession>> ProfileSession::start(const EventCatalog
         first.cpu = cpu;
         // A profile is told of the tasks' mappings, so that processes gone before their
         // samples are read are still named.
+        // With dwarf chains, the kernel's chain holds its own part, and the user part is
+        // unwound from the user registers and stack, as perf record --call-graph dwarf asks.
+        const bool unwound = dwarf && options.profile;
         auto ring = SampleRing::open(s->event_, first, options.rate, options.ring_pages,
-                                     {.callchain = callchain, .tasks = options.profile});
+                                     {.callchain = callchain,
+                                      .kernel_chain_only = unwound,
+                                      .user_regs = unwound ? kUnwindRegisters : 0,
+                                      .user_stack = unwound ? options.user_stack : 0,
+                                      .tasks = options.profile});
         if (!ring) return std::unexpected(ring.error());
         for (std::size_t i = 1; i < per_cpu.size(); ++i) {
             OpenTarget other = per_cpu[i];
@@ -126,9 +167,7 @@ void ProfileSession::read(SampleBatch& batch, const std::function<void(const Sam
         const auto stats = rings_[i]->drain(
             [&](const Sample& sample) {
                 batch.entries.push_back({sample.time_ns, true, batch.samples.size()});
-                batch.samples.push_back({sample, batch.chains.size()});
-                batch.chains.insert(batch.chains.end(), sample.callchain.begin(),
-                                    sample.callchain.end());
+                batch.keep(sample);
             },
             [&](const TaskRecord& record) {
                 batch.entries.push_back({record.time_ns, false, batch.tasks.size()});
@@ -144,7 +183,7 @@ void ProfileSession::read(SampleBatch& batch, const std::function<void(const Sam
     for (const auto& e : batch.entries) {
         if (!e.is_sample) continue;
         auto& s = batch.samples[e.index];
-        s.sample.callchain = std::span(batch.chains).subspan(s.chain_at, s.sample.callchain.size());
+        s.restore(batch);
         observer(s.sample);
     }
 }

@@ -144,6 +144,15 @@ Result<UniqueFd> open_sampling(const EventSpec& event, const OpenTarget& target,
     perf_event_attr attr = event_attr(event, target);
     attr.sample_type = kSampleType;
     if (content.callchain) attr.sample_type |= PERF_SAMPLE_CALLCHAIN;
+    attr.exclude_callchain_user = content.kernel_chain_only ? 1 : 0;
+    if (content.user_regs != 0) {
+        attr.sample_type |= PERF_SAMPLE_REGS_USER;
+        attr.sample_regs_user = content.user_regs;
+    }
+    if (content.user_stack != 0) {
+        attr.sample_type |= PERF_SAMPLE_STACK_USER;
+        attr.sample_stack_user = content.user_stack;
+    }
     if (content.tasks) {
         // As perf record asks: executable mappings, exec()s with the new name, forks.
         attr.mmap = 1;
@@ -180,6 +189,12 @@ Result<std::unique_ptr<SampleRing>> SampleRing::open(const EventSpec& event,
     if (pages == 0 || !std::has_single_bit(pages)) {
         return fail(Status::BadArg,
                     fmt::format("a sample ring of {} pages: a power of two is needed", pages));
+    }
+    if (content.user_stack % 8 != 0 || content.user_stack > kMaxUserStack) {
+        return fail(Status::BadArg,
+                    fmt::format("{} bytes of user stack per sample: a multiple of 8 up to {} is "
+                                "needed",
+                                content.user_stack, kMaxUserStack));
     }
     auto opened = open_sampling(event, target, rate, content);
     if (!opened) return std::unexpected(opened.error());
@@ -278,6 +293,7 @@ DrainStats SampleRing::drain(const std::function<void(const Sample&)>& on_sample
     DrainStats stats;
     std::vector<unsigned char> record;
     std::vector<std::uint64_t> chain;
+    std::vector<std::uint64_t> regs;
     const std::size_t sample_size = period_ != 0 ? kRecordWithoutPeriod : sizeof(SampleRecord);
     while (tail < head) {
         // A record may wrap around the end of the ring: copy it out whole.
@@ -299,13 +315,42 @@ DrainStats SampleRing::drain(const std::function<void(const Sample&)>& on_sample
             std::memcpy(&r, body, sample_size);
             if (period_ != 0) r.period = period_;
             chain.clear();
-            if (content_.callchain && body_size >= sample_size + sizeof(std::uint64_t)) {
-                std::uint64_t nr = 0;
-                std::memcpy(&nr, body + sample_size, sizeof nr);
-                const std::size_t room = (body_size - sample_size) / sizeof(std::uint64_t) - 1;
+            regs.clear();
+            std::span<const unsigned char> stack;
+            // What follows the fixed part, in the kernel's order: the chain, the registers,
+            // the stack; each read only as far as the record holds it.
+            std::size_t at = sample_size;
+            auto word = [&](std::uint64_t& out) {
+                if (body_size < at + sizeof out) return false;
+                std::memcpy(&out, body + at, sizeof out);
+                at += sizeof out;
+                return true;
+            };
+            std::uint64_t nr = 0;
+            if (content_.callchain && word(nr)) {
+                const std::size_t room = (body_size - at) / sizeof(std::uint64_t);
                 chain.resize(static_cast<std::size_t>(std::min<std::uint64_t>(nr, room)));
-                std::memcpy(chain.data(), body + sample_size + sizeof nr,
-                            chain.size() * sizeof(std::uint64_t));
+                std::memcpy(chain.data(), body + at, chain.size() * sizeof(std::uint64_t));
+                at += chain.size() * sizeof(std::uint64_t);
+            }
+            std::uint64_t abi = PERF_SAMPLE_REGS_ABI_NONE;
+            if (content_.user_regs != 0 && word(abi) && abi != PERF_SAMPLE_REGS_ABI_NONE) {
+                const auto n = static_cast<std::size_t>(std::popcount(content_.user_regs));
+                if (body_size >= at + n * sizeof(std::uint64_t)) {
+                    regs.resize(n);
+                    std::memcpy(regs.data(), body + at, n * sizeof(std::uint64_t));
+                    at += n * sizeof(std::uint64_t);
+                }
+            }
+            std::uint64_t size = 0;
+            if (content_.user_stack != 0 && word(size) && size != 0 && size <= body_size - at) {
+                // The bytes copied, then how many of them the stack had (dyn_size).
+                const unsigned char* bytes = body + at;
+                at += static_cast<std::size_t>(size);
+                std::uint64_t had = 0;
+                if (word(had)) {
+                    stack = {bytes, static_cast<std::size_t>(std::min(had, size))};
+                }
             }
             ++stats.samples;
             on_sample(Sample{.ip = r.ip,
@@ -315,7 +360,9 @@ DrainStats SampleRing::drain(const std::function<void(const Sample&)>& on_sample
                              .time_ns = r.time,
                              .period = r.period,
                              .mode = mode_of(h.misc),
-                             .callchain = chain});
+                             .callchain = chain,
+                             .user_regs = regs,
+                             .user_stack = stack});
         } else if (h.type == PERF_RECORD_LOST && body_size >= sizeof(LostRecord)) {
             LostRecord r;
             std::memcpy(&r, body, sizeof r);

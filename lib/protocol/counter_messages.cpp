@@ -149,6 +149,7 @@ json to_json(const CounterRequest& r) {
     put_optional(j, "slice_ms", r.slice_ms);
     put_optional(j, "counter_budget", r.counter_budget);
     put_optional(j, "sample_every", r.sample_every);
+    if (!r.metrics.empty()) j["metrics"] = r.metrics;
     return j;
 }
 
@@ -180,14 +181,20 @@ CounterRequest counter_request_from_json(const json& j) {
     if (auto it = j.find("sample_every"); it != j.end() && !it->is_null()) {
         r.sample_every = it->get<std::int64_t>();
     }
+    if (auto it = j.find("metrics"); it != j.end() && !it->is_null()) {
+        r.metrics = it->get<std::string>();
+    }
     return r;
 }
 
 Result<perf::SessionOptions> counting_options(const CounterRequest& r) {
     perf::SessionOptions o;
-    auto events = perf::parse_event_list(r.events);
-    if (!events) return std::unexpected(events.error());
-    o.events = std::move(*events);
+    // Metrics alone bring their own events (perf::add_metrics).
+    if (!r.events.empty() || r.metrics.empty()) {
+        auto events = perf::parse_event_list(r.events);
+        if (!events) return std::unexpected(events.error());
+        o.events = std::move(*events);
+    }
     o.mux = r.mux;
     if (r.slice_ms) {
         if (*r.slice_ms < kMinSliceMs || *r.slice_ms > kMaxSliceMs) {
@@ -711,6 +718,35 @@ json to_json(const EventListing& e) {
                 {"pmu", e.pmu},
                 {"counters", e.counters},
                 {"pinned", e.pinned}};
+}
+
+MetricListing metric_listing(const perf::MetricDefinition& d, const perf::EventCatalog& catalog,
+                             const perf::EventProbe& probe) {
+    MetricListing m{d.name, d.description, d.formula.text(), d.groups, d.where, {}};
+    if (auto why = perf::cannot_count(d, catalog, probe)) m.unavailable = why->message;
+    return m;
+}
+
+json to_json(const MetricListing& m) {
+    return json{{"name", m.name},
+                {"description", m.description},
+                {"formula", m.formula},
+                {"groups", m.groups},
+                {"source", m.source},
+                {"unavailable", m.unavailable.empty() ? json(nullptr) : json(m.unavailable)}};
+}
+
+MetricListing metric_listing_from_json(const json& j) {
+    MetricListing m;
+    m.name = j.at("name").get<std::string>();
+    m.description = j.at("description").get<std::string>();
+    m.formula = j.at("formula").get<std::string>();
+    m.groups = j.at("groups").get<std::vector<std::string>>();
+    m.source = j.at("source").get<std::string>();
+    if (auto it = j.find("unavailable"); it != j.end() && !it->is_null()) {
+        m.unavailable = it->get<std::string>();
+    }
+    return m;
 }
 
 EventListing event_from_json(const json& j) {

@@ -6,16 +6,26 @@
 namespace monitor::protocol {
 namespace {
 
-constexpr std::array<const MethodDescriptor*, 18> kDescriptors{
-    &method::GetInfo,         &method::GetInterfaceDescription,
-    &method::GetStatus,       &method::GetLoading,
-    &method::GetHistoryRuns,  &method::GetPmuInfo,
-    &method::ListEvents,      &method::PlanCounters,
-    &method::CollectCounters, &method::StartCounters,
-    &method::ReadCounters,    &method::StopCounters,
-    &method::ResetCounters,   &method::PauseCounters,
-    &method::ResumeCounters,  &method::GetStandingCounters,
-    &method::Profile,         &method::WatchOverflows,
+constexpr std::array<const MethodDescriptor*, 19> kDescriptors{
+    &method::GetInfo,
+    &method::GetInterfaceDescription,
+    &method::GetStatus,
+    &method::GetLoading,
+    &method::GetHistoryRuns,
+    &method::GetPmuInfo,
+    &method::ListEvents,
+    &method::ListMetrics,
+    &method::PlanCounters,
+    &method::CollectCounters,
+    &method::StartCounters,
+    &method::ReadCounters,
+    &method::StopCounters,
+    &method::ResetCounters,
+    &method::PauseCounters,
+    &method::ResumeCounters,
+    &method::GetStandingCounters,
+    &method::Profile,
+    &method::WatchOverflows,
 };
 
 }  // namespace

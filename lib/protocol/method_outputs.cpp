@@ -105,6 +105,11 @@ json to_json(const EventsOut& out) {
     return json{{"events", array_of(out.events, [](const EventListing& e) { return to_json(e); })}};
 }
 
+json to_json(const MetricsOut& out) {
+    return json{
+        {"metrics", array_of(out.metrics, [](const MetricListing& m) { return to_json(m); })}};
+}
+
 json to_json(const PlanOut& out) {
     return json{{"plan", to_json(out.plan)}};
 }
@@ -185,6 +190,10 @@ void read_output(const json& j, PmuInfoOut& out) {
 
 void read_output(const json& j, EventsOut& out) {
     out.events = vector_of<EventListing>(j.at("events"), event_from_json);
+}
+
+void read_output(const json& j, MetricsOut& out) {
+    out.metrics = vector_of<MetricListing>(j.at("metrics"), metric_listing_from_json);
 }
 
 void read_output(const json& j, PlanOut& out) {

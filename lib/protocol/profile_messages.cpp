@@ -131,6 +131,31 @@ Result<AddressRange> parse_address_range(std::string_view text) {
     return r;
 }
 
+Result<void> parse_call_graph(std::string_view text, ProfileRequest& r) {
+    const auto comma = text.find(',');
+    const auto named = value_named(kCallGraphNames, text.substr(0, comma));
+    std::int64_t size = 0;
+    if (named && comma != std::string_view::npos) {
+        const auto digits = text.substr(comma + 1);
+        const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), size);
+        if (*named != perf::CallGraph::Dwarf || ec != std::errc{} ||
+            end != digits.data() + digits.size()) {
+            size = -1;
+        }
+    }
+    if (!named || size < 0) {
+        return fail(Status::BadArg,
+                    fmt::format("call graph '{}': give fp (frame pointers) or dwarf[,SIZE] "
+                                "(SIZE: the bytes of user stack copied per sample, a multiple "
+                                "of 8 up to {}, default {})",
+                                text, perf::kMaxUserStack, perf::kDefaultUserStack));
+    }
+    r.callchain = true;
+    r.call_graph = *named;
+    if (comma != std::string_view::npos) r.stack_size = size;
+    return {};
+}
+
 Result<void> check_range(const AddressRange& r) {
     auto n = perf::histogram_buckets(r.start, r.end, r.bucket, kMaxBuckets);
     if (!n) return std::unexpected(n.error());
@@ -152,6 +177,8 @@ json to_json(const ProfileRequest& r) {
     }
     if (r.start_at_exec) j["start_at_exec"] = true;
     if (r.callchain) j["callchain"] = true;
+    if (r.call_graph) j["call_graph"] = name_of(kCallGraphNames, *r.call_graph);
+    if (r.stack_size) j["stack_size"] = *r.stack_size;
     return j;
 }
 
@@ -175,6 +202,15 @@ ProfileRequest profile_request_from_json(const json& j) {
     }
     r.start_at_exec = optional_of<bool>(j, "start_at_exec").value_or(false);
     r.callchain = optional_of<bool>(j, "callchain").value_or(false);
+    if (auto graph = optional_of<std::string>(j, "call_graph")) {
+        const auto named = value_named(kCallGraphNames, *graph);
+        if (!named) {
+            throw std::invalid_argument("call_graph '" + *graph + "': make call chains by " +
+                                        names_list(kCallGraphNames));
+        }
+        r.call_graph = *named;
+    }
+    r.stack_size = optional_of<std::int64_t>(j, "stack_size");
     return r;
 }
 
@@ -229,7 +265,30 @@ Result<perf::ProfileOptions> profile_options(const ProfileRequest& r,
         }
         o.target.enable_on_exec = true;
     }
-    o.callchain = r.callchain;
+    o.callchain = r.callchain || r.call_graph.has_value();
+    o.call_graph = r.call_graph.value_or(perf::CallGraph::FramePointers);
+    if (r.stack_size) {
+        if (o.call_graph != perf::CallGraph::Dwarf) {
+            return fail(Status::BadArg, fmt::format("stack_size {}: the stack is copied for "
+                                                    "call_graph dwarf only; ask it too, or leave "
+                                                    "stack_size out",
+                                                    *r.stack_size));
+        }
+        if (*r.stack_size < 8 || *r.stack_size > perf::kMaxUserStack || *r.stack_size % 8 != 0) {
+            return fail(Status::BadArg,
+                        fmt::format("stack_size {}: give a multiple of 8 bytes from 8 to {} "
+                                    "(default {})",
+                                    *r.stack_size, perf::kMaxUserStack, perf::kDefaultUserStack));
+        }
+        o.user_stack = static_cast<std::uint32_t>(*r.stack_size);
+    }
+    if (o.callchain && o.call_graph == perf::CallGraph::Dwarf) {
+        if (auto why = perf::dwarf_unwinding_refusal(); !why.empty()) {
+            return fail(Status::BadArg, fmt::format("call_graph dwarf: {}; call_graph fp (frame "
+                                                    "pointers) makes call chains here",
+                                                    why));
+        }
+    }
     o.cgroup_root = cgroup_root.string();
     return o;
 }

@@ -38,6 +38,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (name == "ListEvents") {
             for (const auto& e : p.at("events")) (void)protocol::event_from_json(e);
         }
+        if (name == "ListMetrics") {
+            for (const auto& m : p.at("metrics")) (void)protocol::metric_listing_from_json(m);
+        }
         if (name == "PlanCounters" || name == "StartCounters") {
             (void)protocol::counter_plan_from_json(p.at("plan"));
         }

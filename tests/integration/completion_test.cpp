@@ -123,14 +123,29 @@ TEST_F(Completion, BashOffersTheDaemonsEventNames) {
     EXPECT_EQ(bash("perf profile -e perf::CPU-CL"), (std::set<std::string>{"CPU-CLOCK"}));
 }
 
+// -M offers the groups and metrics that can count on the daemon's machine, a list's last item
+// in turn.
+TEST_F(Completion, BashOffersTheMetricsThatCountHere) {
+    const auto metrics = bash("perf collect -M ");
+    EXPECT_TRUE(metrics.contains("sched")) << metrics.size() << " names";
+    EXPECT_TRUE(metrics.contains("cpus_utilized"));
+    EXPECT_EQ(bash("perf collect -M ipc,sch"), (std::set<std::string>{"ipc,sched"}));
+    EXPECT_EQ(bash("perf plan --metrics context_switches_per_s"),
+              (std::set<std::string>{"context_switches_per_second"}));
+}
+
 TEST_F(Completion, BashOffersValuesFromTheDaemonAndTheMachine) {
     EXPECT_EQ(bash("perf show "), (std::set<std::string>{"clock"})) << "the standing sessions";
     EXPECT_TRUE(bash("perf list ").contains("perf")) << "the PMUs";
     EXPECT_EQ(bash("perf collect --mux "), (std::set<std::string>{"daemon", "kernel"}));
+    EXPECT_EQ(bash("perf profile --call-graph "), (std::set<std::string>{"fp", "dwarf"}));
     EXPECT_TRUE(bash("perf collect -C ").contains("0")) << "the online CPUs";
     // A file name where one is wanted.
     const auto files = bash("perf profile --folded /et");
     EXPECT_TRUE(files.contains("/etc")) << files.size();
+    EXPECT_EQ(bash("perf profile --pp"), (std::set<std::string>{"--pprof"}));
+    const auto pprof_files = bash("perf profile --pprof /et");
+    EXPECT_TRUE(pprof_files.contains("/etc")) << pprof_files.size();
     // Nothing for a number.
     EXPECT_TRUE(bash("perf collect -d ").empty());
 }

@@ -664,7 +664,8 @@ TEST_F(ExporterTest, PrometheusSeesTheBusyCpuBusyTheIdleOneIdleAndTheStandingSes
         const auto conf = conf_dir / "monitord.conf";
         test_support::write_file(conf,
                                  "[[counters]]\nname = \"spin\"\n"
-                                 "events = \"perf::TASK-CLOCK\"\ntarget = \"cgroup\"\n"
+                                 "events = \"perf::TASK-CLOCK\"\nmetrics = \"sched\"\n"
+                                 "target = \"cgroup\"\n"
                                  "cgroup = \"" +
                                      counted.relative + "\"\n");
         options.args.insert(options.args.end(), {"--config", conf.string()});
@@ -759,6 +760,14 @@ TEST_F(ExporterTest, PrometheusSeesTheBusyCpuBusyTheIdleOneIdleAndTheStandingSes
         ASSERT_TRUE(session.contains("spin")) << prometheus->log() << daemon_->log();
         std::printf("rate of the standing session's task clock: %.3f CPUs\n", session["spin"]);
         EXPECT_NEAR(session["spin"], busy[busy_label], 0.1);
+        // The shipped metric group asked for by the table, exported: the CPUs its cgroup kept
+        // busy over the last second, which the task clock's rate says too.
+        const auto utilized =
+            query("monitord_perf_metric{session=\"spin\",metric=\"cpus_utilized\"}", "session");
+        ASSERT_TRUE(utilized.contains("spin")) << prometheus->log();
+        std::printf("the standing session's cpus_utilized (metrics = \"sched\"): %.3f\n",
+                    utilized.at("spin"));
+        EXPECT_NEAR(utilized.at("spin"), session["spin"], 0.15);
     }
 
     // Every expression of the dashboard, its variables' and each recording rule's series

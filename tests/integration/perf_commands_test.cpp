@@ -22,6 +22,7 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <map>
 #include <optional>
 #include <regex>
 #include <sstream>
@@ -669,6 +670,120 @@ TEST_F(PerfCommands, StatPrintsWhatPerfStatPrints) {
 
 // Letters that perf gives another meaning are not ours: perf's -d is --detailed, -i
 // --no-inherit; the duration, interval and unit have long names.
+// Derived metrics by group: the shipped set lists what counts here, -M counts a group's events
+// (besides those of -e, each once) and reports its metrics; a standing session asks by
+// `metrics`, with [[metrics]] of its own.
+TEST_F(PerfCommands, MetricGroupsCountTheirEventsAndReportTheirFormulas) {
+    auto list = daemon_->monctl({"perf", "list", "--metrics"});
+    ASSERT_EQ(list.exit_code, 0) << list.err;
+    EXPECT_NE(list.out.find("context_switches_per_second"), std::string::npos) << list.out;
+    EXPECT_NE(list.out.find("task-clock / 1e9 / seconds"), std::string::npos) << list.out;
+    // The 750's own definitions are not listed on this machine, but counted as such.
+    EXPECT_EQ(list.out.find("ppc750::"), std::string::npos) << list.out;
+    EXPECT_NE(list.out.find("more defined for events this machine cannot count"), std::string::npos)
+        << list.out;
+    auto all = daemon_->monctl({"perf", "list", "--metrics", "--all", "--json"});
+    ASSERT_EQ(all.exit_code, 0) << all.err;
+    const auto listed = nlohmann::json::parse(all.out);
+    EXPECT_EQ(check_reply("ListMetrics", listed), "");
+    bool a_750_one = false;
+    for (const auto& m : listed["metrics"]) {
+        if (m["formula"].get<std::string>().find("ppc750::") == std::string::npos) continue;
+        a_750_one = true;
+        EXPECT_TRUE(m["unavailable"].is_string()) << m.dump();
+        EXPECT_EQ(m["source"].get<std::string>().rfind("metrics.toml:", 0), 0u) << m.dump();
+    }
+    EXPECT_TRUE(a_750_one) << all.out;
+    // What is listed as counting here counts here: the PMU was asked (a machine without one
+    // lists the software metrics alone).
+    for (const auto& m : listed["metrics"]) {
+        if (!m["unavailable"].is_null()) continue;
+        const std::string name = m["name"];
+        auto counted = daemon_->monctl({"perf", "collect", "-M", name, "--duration", "100ms"});
+        EXPECT_EQ(counted.exit_code, 0) << name << ": " << counted.err;
+    }
+
+    // A process kept busy: about one CPU utilized, whatever else the machine does.
+    Child spinner(Child::Does::Spin);
+    ASSERT_GT(spinner.pid(), 0);
+    auto r = daemon_->monctl({"perf", "collect", "-e", "perf::TASK-CLOCK", "-M", "sched", "-p",
+                              std::to_string(spinner.pid()), "--duration", "1s", "--json"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(check_reply("CollectCounters", j), "");
+    std::vector<std::string> events;
+    for (const auto& e : j["report"]["events"]) events.push_back(e["name"]);
+    // perf::TASK-CLOCK is task-clock: counted once, under the name asked.
+    EXPECT_EQ(events, (std::vector<std::string>{"perf::TASK-CLOCK", "context-switches",
+                                                "cpu-migrations", "page-faults"}));
+    std::map<std::string, nlohmann::json> metrics;
+    for (const auto& m : j["report"]["metrics"]) metrics[m["name"]] = m;
+    for (const char* name :
+         {"cpus_utilized", "context_switches_per_second", "cpu_migrations_per_second",
+          "page_faults_per_second", "context_switches_per_cpu_second"}) {
+        EXPECT_TRUE(metrics.contains(name)) << name << " in " << j["report"]["metrics"].dump();
+    }
+    ASSERT_TRUE(metrics.contains("cpus_utilized"));
+    const double utilized = metrics["cpus_utilized"]["value"];
+    std::printf("a spinning process: cpus_utilized %.3f, %s context switches a second\n", utilized,
+                metrics["context_switches_per_second"]["value"].dump().c_str());
+    EXPECT_GT(utilized, 0.5);
+    EXPECT_LT(utilized, 1.05);
+    EXPECT_EQ(metrics["cpus_utilized"]["description"],
+              "CPUs busy on average (task clock / time counted)");
+
+    // The text shows the metrics with their descriptions.
+    auto text = daemon_->monctl({"perf", "collect", "-M", "sched", "--duration", "300ms"});
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find("context switches a second"), std::string::npos) << text.out;
+
+    // What cannot be had says what can.
+    auto unknown = daemon_->monctl({"perf", "collect", "-M", "sched,nosuch"});
+    EXPECT_EQ(unknown.exit_code, 1);
+    EXPECT_NE(unknown.err.find("no metric or metric group \"nosuch\" (groups: ipc, cache, "
+                               "branch, stall, sched"),
+              std::string::npos)
+        << unknown.err;
+    auto nothing = daemon_->monctl({"perf", "collect", "--duration", "100ms"});
+    EXPECT_EQ(nothing.exit_code, 2);
+    EXPECT_NE(nothing.err.find("nothing to count"), std::string::npos) << nothing.err;
+    auto plan = daemon_->monctl({"perf", "plan", "-M", "sched", "--json"});
+    ASSERT_EQ(plan.exit_code, 0) << plan.err;
+    EXPECT_EQ(nlohmann::json::parse(plan.out)["plan"]["groups"][0]["members"].size(), 4u)
+        << plan.out;
+}
+
+TEST_F(PerfCommands, AStandingSessionReportsTheMetricsItsTableAsksFor) {
+    ScratchDir dir{ScratchDir::Everyone};
+    const auto conf = dir / "monitord.conf";
+    test_support::write_file(conf,
+                             "[[counters]]\nname = \"machine\"\nmetrics = \"sched,busy_share\"\n\n"
+                             "[[metrics]]\nname = \"busy_share\"\n"
+                             "description = \"share of the CPUs' time busy\"\n"
+                             "formula = \"task-clock / (cpu-clock)\"\n");
+    auto d = Daemon::start({.args = {"--probe", "off", "--config", conf.string()}});
+    ASSERT_TRUE(d);
+    nlohmann::json totals;
+    ASSERT_TRUE(test_support::wait_until(
+        [&] {
+            auto r = d->monctl({"perf", "show", "machine", "--json"});
+            if (r.exit_code != 0) return false;
+            totals =
+                nlohmann::json::parse(r.out)["sessions"].at(0).value("totals", nlohmann::json{});
+            return totals.is_object() && !totals["metrics"].empty();
+        },
+        5s))
+        << d->log();
+    std::map<std::string, double> metrics;
+    for (const auto& m : totals["metrics"]) metrics[m["name"]] = m["value"];
+    ASSERT_TRUE(metrics.contains("busy_share")) << totals.dump();
+    // Counting every CPU, the task clock and the CPU clock both run with wall time.
+    EXPECT_NEAR(metrics["busy_share"], 1.0, 0.05);
+    EXPECT_TRUE(metrics.contains("cpus_utilized")) << totals.dump();
+    auto shown = d->monctl({"perf", "show", "machine"});
+    EXPECT_NE(shown.out.find("share of the CPUs' time busy"), std::string::npos) << shown.out;
+}
+
 TEST_F(PerfCommands, PerfsLettersKeepPerfsMeaning) {
     for (const auto& args : std::vector<std::vector<std::string>>{
              {"perf", "collect", "-e", "perf::TASK-CLOCK", "-d", "100ms"},

@@ -498,6 +498,105 @@ TEST_F(ConfigTest, BadCountersTablesNameTheLineTheKeyAndWhatWouldWork) {
     }
 }
 
+TEST_F(ConfigTest, MetricsTablesAreDefinitionsInFileOrderBeforeTheShippedOnes) {
+    auto r = load_config(
+        write("m.conf",
+              "[[counters]]\nname = \"sched\"\nmetrics = \"sched,busy\"\n\n"
+              "[[metrics]]\nname = \"busy\"\ndescription = \"CPUs busy\"\n"
+              "formula = \"task-clock / 1e9 / seconds\"\ngroups = [\"mine\", \"sched\"]\n\n"
+              "[[metrics]]\nname = \"ipc\"\nformula = \"{instructions:u} / cycles:u\"\n"),
+        Config{});
+    ASSERT_TRUE(r) << r.error().to_string();
+    ASSERT_EQ(r->counters.size(), 1u);
+    EXPECT_EQ(r->counters[0].request.metrics, "sched,busy");
+    EXPECT_TRUE(r->counters[0].request.events.empty());
+    ASSERT_EQ(r->metrics.size(), 2u);
+    EXPECT_EQ(r->metrics[0].name, "busy");
+    EXPECT_EQ(r->metrics[0].description, "CPUs busy");
+    EXPECT_EQ(r->metrics[0].formula.text(), "task-clock / 1e9 / seconds");
+    EXPECT_EQ(r->metrics[0].groups, (std::vector<std::string>{"mine", "sched"}));
+    EXPECT_TRUE(contains(r->metrics[0].where, "m.conf:5")) << r->metrics[0].where;
+    EXPECT_EQ(r->metrics[1].description, "{instructions:u} / cycles:u");  // none given
+    EXPECT_EQ(r->metrics[1].formula.events(),
+              (std::vector<std::string>{"instructions:u", "cycles:u"}));
+
+    const auto all = metric_definitions(*r);
+    ASSERT_EQ(all.size(), 2 + shipped_metrics().size());
+    EXPECT_EQ(all[0].name, "busy");
+    EXPECT_EQ(all[2], shipped_metrics().front());
+}
+
+TEST_F(ConfigTest, BadMetricsTablesNameTheLineTheKeyAndWhatWouldWork) {
+    struct Case {
+        std::string text;
+        int line;
+        std::vector<std::string> parts;
+    };
+    const Case cases[] = {
+        {"[[metrics]]\nformula = \"a / b\"\n", 1, {"no name", "name = "}},
+        {"[[metrics]]\nname = \"ipc\"\n", 1, {"'ipc'", "no formula", "formula = "}},
+        {"[[metrics]]\nname = \"IPC\"\nformula = \"a\"\n",
+         2,
+         {"metric \"IPC\"", "lower-case letters"}},
+        {"[[metrics]]\nname = \"ipc\"\nformula = \"a / (b\"\n", 3, {"formula: ", "')' expected"}},
+        {"[[metrics]]\nname = \"ipc\"\nformula = \"2 * 3\"\n", 3, {"names no event"}},
+        {"[[metrics]]\nname = \"ipc\"\nformula = 3\n", 3, {"formula: expected a string"}},
+        {"[[metrics]]\nname = \"ipc\"\nformula = \"a\"\ngroups = \"ipc\"\n",
+         4,
+         {"groups: expected a list of strings"}},
+        {"[[metrics]]\nname = \"ipc\"\nformula = \"a\"\ngroups = [\"a b\"]\n",
+         4,
+         {"group \"a b\""}},
+        {"[[metrics]]\nname = \"ipc\"\nformula = \"a\"\nunit = \"x\"\n",
+         4,
+         {"unknown key", "name, description, formula, groups"}},
+        {"[metrics]\nname = \"a\"\n", 1, {"write each metric as a [[metrics]] table"}},
+    };
+    for (const auto& c : cases) {
+        SCOPED_TRACE(c.text);
+        std::string msg = error_of(c.text);
+        EXPECT_TRUE(starts_with(msg, at(c.line))) << msg;
+        EXPECT_TRUE(contains(msg, "metrics]")) << msg;
+        for (const auto& part : c.parts) EXPECT_TRUE(contains(msg, part)) << msg;
+    }
+    // A standing session needs events or metrics.
+    std::string msg = error_of("[[counters]]\nname = \"a\"\n");
+    EXPECT_TRUE(contains(msg, "metrics = ")) << msg;
+}
+
+// The shipped set parses, and each of its definitions counts on the machine it was written
+// for: a 750's own events on a described 750, the generic ones on a described x86 machine.
+TEST_F(ConfigTest, ShippedMetricsParseAndEachCountsWhereItIsMeantTo) {
+    auto parsed = parse_metric_tables(shipped_metrics_text(), "metrics.toml");
+    ASSERT_TRUE(parsed) << parsed.error().to_string();
+    ASSERT_EQ(*parsed, shipped_metrics());
+    ASSERT_GE(shipped_metrics().size(), 15u);
+    test_support::DescribedMachine ppc750(test_support::kPpc750CxeCpuinfo, true, "ppc750");
+    test_support::DescribedMachine x86("processor\t: 0\nvendor_id\t: GenuineIntel\n", true);
+    auto on_750 = monitor::perf::EventCatalog::create(ppc750.proc(), ppc750.sys());
+    auto on_x86 = monitor::perf::EventCatalog::create(x86.proc(), x86.sys());
+    ASSERT_TRUE(on_750 && on_x86);
+    std::set<std::string> groups;
+    for (const auto& d : shipped_metrics()) {
+        SCOPED_TRACE(d.where + " " + d.name);
+        EXPECT_TRUE(starts_with(d.where, "metrics.toml:")) << d.where;
+        EXPECT_FALSE(d.groups.empty());
+        groups.insert(d.groups.begin(), d.groups.end());
+        const bool own_750 = contains(d.formula.text(), "ppc750::");
+        auto why = monitor::perf::cannot_count(d, own_750 ? *on_750 : *on_x86);
+        EXPECT_FALSE(why) << why->message;
+        if (own_750) {
+            EXPECT_TRUE(monitor::perf::cannot_count(d, *on_x86));
+        }
+    }
+    EXPECT_EQ(groups, (std::set<std::string>{"ipc", "cache", "branch", "stall", "sched"}));
+    // Each group has a metric of the 750 and of the generic events, but sched (software).
+    for (const char* g : {"ipc", "cache", "branch", "stall", "sched"}) {
+        auto chosen = monitor::perf::choose_metrics(shipped_metrics(), g, *on_x86);
+        EXPECT_TRUE(chosen) << g << ": " << chosen.error().to_string();
+    }
+}
+
 // Text outside ASCII stands only in comments. Elsewhere toml++ 3.3 (Debian 12's) may look it
 // up in its Unicode tables, whose lookup is undefined for some code points (U+FEDE here;
 // toml++ issues 190 and 295): the file is refused first, naming the line.

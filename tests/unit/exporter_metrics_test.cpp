@@ -365,6 +365,8 @@ TEST(MachineMetrics, StandingCounterSessions) {
     // Counted half the time it was enabled: the counters were shared.
     totals.events = {ReportedEvent{
         "cycles", "cpu::cycles", "cpu", Count{1000, 4'000'000'000, 2'000'000'000, 2000, 0.5}, {}}};
+    totals.paused = true;
+    totals.paused_seconds = 2.5;
     web.totals = totals;
     CounterReport last;
     last.metrics = {{"ipc", "instructions per cycle", 1.25, true}};
@@ -391,6 +393,11 @@ TEST(MachineMetrics, StandingCounterSessions) {
     EXPECT_EQ((v["monitord_perf_enabled_seconds_total{session=\"web\",event=\"cycles\"}"]), 4);
     EXPECT_EQ((v["monitord_perf_running_seconds_total{session=\"web\",event=\"cycles\"}"]), 2);
     EXPECT_EQ((v["monitord_perf_metric{session=\"web\",metric=\"ipc\"}"]), 1.25);
+    // Paused (monctl perf pause web): said, with the time it stood still.
+    EXPECT_EQ((v["monitord_perf_session_paused{session=\"web\"}"]), 1);
+    EXPECT_EQ((v["monitord_perf_paused_seconds_total{session=\"web\"}"]), 2.5);
+    EXPECT_EQ((v["monitord_perf_session_paused{session=\"each\"}"]), 0);
+    EXPECT_FALSE(v.contains("monitord_perf_session_paused{session=\"gone\"}"));
     // Target "each": a series per CPU, and no total beside them (sum() makes it).
     EXPECT_EQ((v["monitord_perf_events_total{session=\"each\",event=\"task-clock\",cpu=\"0\"}"]),
               7);

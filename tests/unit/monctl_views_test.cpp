@@ -669,6 +669,40 @@ TEST(FormatProfile, ShowsTheTopStacksAndEachCpu) {
     EXPECT_LT(out.find("cpu0:"), out.find("cpu1:"));
 }
 
+// monctl perf profile --pprof asks the daemon for every line and cuts the table itself: the
+// same table as a profile asked for its top lines, ties, objects and each CPU's lines included.
+TEST(KeepTop, ShowsWhatTheDaemonsTopWouldHave) {
+    monitor::perf::Profile profile(/*by_cpu=*/true);
+    // 30 functions in 3 objects on 2 CPUs, function i with 1 + i % 7 samples: ties at each count.
+    for (int i = 0; i < 30; ++i) {
+        const monitor::perf::Sample s{.ip = 0x1000u + static_cast<unsigned>(i),
+                                      .pid = 42,
+                                      .tid = 42,
+                                      .cpu = i % 2,
+                                      .mode = monitor::perf::SampleMode::User};
+        const monitor::perf::SampleLabel label{
+            "f" + std::to_string(i) + " (/bin/app" + std::to_string(i % 3) + ")",
+            "/bin/app" + std::to_string(i % 3), "f" + std::to_string(i)};
+        for (int n = 0; n <= i % 7; ++n) profile.add(s, label, "app;main;" + label.frame);
+    }
+    const auto all = monitor::protocol::make_profile_message(profile, 0, std::nullopt);
+    ASSERT_EQ(all.report.functions.size(), 30u);
+    for (const std::size_t top : {1u, 2u, 20u, 0u}) {
+        const auto asked = monitor::protocol::make_profile_message(profile, top, std::nullopt);
+        EXPECT_EQ(format_profile(all, top), format_profile(asked)) << "top " << top;
+        auto cut = monitor::protocol::to_json(all);
+        keep_top(cut, top);
+        EXPECT_EQ(cut, monitor::protocol::to_json(asked)) << "top " << top;
+    }
+    auto cut = monitor::protocol::to_json(all);
+    keep_top(cut, 2);
+    EXPECT_EQ(cut["functions"].size(), 2u);
+    EXPECT_EQ(cut["objects"].size(), 2u);
+    ASSERT_EQ(cut["cpus"].size(), 2u);
+    EXPECT_EQ(cut["cpus"][1]["functions"].size(), 2u);
+    EXPECT_EQ(cut["stacks"].size(), 30u) << "every stack, as the daemon sends them";
+}
+
 // A counter report's offline CPUs are marked as in the loading's table: a star on their rows
 // and a line saying why, which names them when there are no rows (target "all").
 TEST(FormatCounterReport, OfflineCpusAreMarked) {
@@ -745,6 +779,23 @@ TEST(FormatCounterReport, IsLaidOutAsPerfStat) {
     EXPECT_NE(out.find("2 counter sets took turns on the counters (5 rotations)"),
               std::string::npos)
         << out;
+}
+
+// A metric group may derive several metrics from one event: its line carries the first, and
+// the others get lines of their own rather than vanish.
+TEST(FormatCounterReport, EveryMetricOfAnEventIsShown) {
+    auto r = stat_report();
+    r.metrics.push_back({"branch_mispredicts_pti",
+                         "mispredicted branches per thousand instructions", 7, true,
+                         "instructions"});
+    r.metrics.push_back({"cpi", "cycles per instruction", 0.8, true, "cycles"});
+    const auto out = format_counter_report(r, "'sleep 1'");
+    EXPECT_NE(out.find("#    1.250 instructions per cycle"), std::string::npos) << out;
+    EXPECT_NE(out.find("#    7.000 mispredicted branches per thousand instructions"),
+              std::string::npos)
+        << out;
+    // cycles was never counted: its line has no metric, and the metric stands on its own.
+    EXPECT_NE(out.find("#    0.800 cycles per instruction"), std::string::npos) << out;
 }
 
 // perf stat -I: a header, then every line with the time before it, and no title.

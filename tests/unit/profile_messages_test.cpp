@@ -110,6 +110,12 @@ TEST(ProfileRequest, BadRequestsAreRefusedNamingWhatIsWrong) {
     cases.push_back({{.start_at_exec = true}, "start_at_exec is for a process target"});
     cases.push_back({{.target = {.kind = protocol::TargetRequest::Kind::Process, .pids = {4, 3}}},
                      "a profile samples one process, and this target is processes 3, 4"});
+    cases.push_back(
+        {{.stack_size = 4096}, "stack_size 4096: the stack is copied for call_graph dwarf only"});
+    cases.push_back({{.call_graph = perf::CallGraph::Dwarf, .stack_size = 100},
+                     "stack_size 100: give a multiple of 8 bytes from 8 to 65528"});
+    cases.push_back({{.call_graph = perf::CallGraph::Dwarf, .stack_size = 65536},
+                     "stack_size 65536: give a multiple of 8"});
     for (const auto& c : cases) {
         auto o = protocol::profile_options(c.request, "/sys/fs/cgroup");
         ASSERT_FALSE(o) << c.says;
@@ -123,6 +129,38 @@ TEST(ProfileRequest, BadRequestsAreRefusedNamingWhatIsWrong) {
     } catch (const std::invalid_argument& e) {
         EXPECT_STREQ(e.what(), "mode 'hypervisor': sample user, kernel or both");
     }
+    try {
+        (void)protocol::profile_request_from_json(nlohmann::json{{"call_graph", "lbr"}});
+        ADD_FAILURE() << "call_graph 'lbr' was read";
+    } catch (const std::invalid_argument& e) {
+        EXPECT_STREQ(e.what(), "call_graph 'lbr': make call chains by fp or dwarf");
+    }
+}
+
+// call_graph dwarf asks for chains (callchain need not be given) unwound from a stack copy of
+// the size asked; fp is the frame pointers of callchain alone.
+TEST(ProfileRequest, DwarfCallGraphAsksForChainsAndItsStack) {
+    protocol::ProfileRequest r{.call_graph = perf::CallGraph::Dwarf, .stack_size = 16384};
+    auto o = protocol::profile_options(r, "/sys/fs/cgroup");
+#if defined(__x86_64__)
+    if (!perf::dwarf_unwinding_refusal().empty()) {
+        ASSERT_FALSE(o);
+        EXPECT_NE(o.error().message.find("libdw"), std::string::npos) << o.error().message;
+        return;
+    }
+    ASSERT_TRUE(o) << o.error().to_string();
+    EXPECT_TRUE(o->callchain);
+    EXPECT_EQ(o->call_graph, perf::CallGraph::Dwarf);
+    EXPECT_EQ(o->user_stack, 16384u);
+#else
+    ASSERT_FALSE(o);
+    EXPECT_NE(o.error().message.find("x86-64"), std::string::npos) << o.error().message;
+#endif
+    r = {.call_graph = perf::CallGraph::FramePointers};
+    o = protocol::profile_options(r, "/sys/fs/cgroup");
+    ASSERT_TRUE(o) << o.error().to_string();
+    EXPECT_TRUE(o->callchain);
+    EXPECT_EQ(o->call_graph, perf::CallGraph::FramePointers);
 }
 
 TEST(ProfileRequest, TravelsUnchangedAndMatchesTheInterface) {
@@ -133,7 +171,9 @@ TEST(ProfileRequest, TravelsUnchangedAndMatchesTheInterface) {
         .mode = protocol::SampledModes::User,
         .top = 5,
         .range = protocol::AddressRange{0xffffffff81000000, 0xffffffff81100000, 4096},
-        .callchain = true};
+        .callchain = true,
+        .call_graph = perf::CallGraph::Dwarf,
+        .stack_size = 32768};
     const auto j = protocol::to_json(r);
     EXPECT_EQ(protocol::profile_request_from_json(j), r) << j.dump();
     const auto* iface = monitor::varlink::builtin_interface(monitor::varlink::kMonitorInterface);

@@ -91,7 +91,8 @@ TEST(MethodInputs, EachMethodsParametersAreACallOfItAndReadBack) {
                                             .mux = perf::MuxMode::Kernel,
                                             .slice_ms = 20,
                                             .counter_budget = 3,
-                                            .sample_every = 1000};
+                                            .sample_every = 1000,
+                                            .metrics = "sched,ipc"};
     expect_call_of(method::GetInfo, protocol::NoInput{});
     expect_call_of(method::GetInterfaceDescription,
                    protocol::InterfaceNameIn{.interface = "io.monitord.Monitor"});
@@ -101,6 +102,7 @@ TEST(MethodInputs, EachMethodsParametersAreACallOfItAndReadBack) {
     expect_call_of(method::GetHistoryRuns, protocol::HistoryRunsIn{.most = 5});
     expect_call_of(method::GetPmuInfo, protocol::NoInput{});
     expect_call_of(method::ListEvents, protocol::ListEventsIn{.pmu = "perf"});
+    expect_call_of(method::ListMetrics, protocol::NoInput{});
     expect_call_of(method::PlanCounters, protocol::CounterRequestIn{counters});
     expect_call_of(method::CollectCounters,
                    protocol::CollectCountersIn{.request = counters,
@@ -122,7 +124,9 @@ TEST(MethodInputs, EachMethodsParametersAreACallOfItAndReadBack) {
                                    .top = 5,
                                    .range = protocol::AddressRange{.start = 0x1000, .end = 0x2000},
                                    .start_at_exec = true,
-                                   .callchain = true},
+                                   .callchain = true,
+                                   .call_graph = perf::CallGraph::Dwarf,
+                                   .stack_size = 16384},
                        .duration = std::chrono::milliseconds(2000),
                        .interval = std::chrono::milliseconds(500)});
     expect_call_of(method::WatchOverflows,
@@ -261,6 +265,7 @@ TEST(MethodOutputs, EachMethodsRepliesReadIntoItsOutAndBack) {
     expect_reply_of(method::GetHistoryRuns);
     expect_reply_of(method::GetPmuInfo);
     expect_reply_of(method::ListEvents);
+    expect_reply_of(method::ListMetrics);
     expect_reply_of(method::PlanCounters);
     expect_reply_of(method::CollectCounters);
     expect_reply_of(method::StartCounters);
@@ -283,7 +288,7 @@ TEST(MethodOutputs, EachMethodsRepliesReadIntoItsOutAndBack) {
             (*b)["count"] = (*b)["total"].get<std::int64_t>() * (*b)["period"].get<std::int64_t>();
         }
     });
-    EXPECT_EQ(protocol::method_descriptors().size(), 18u)
+    EXPECT_EQ(protocol::method_descriptors().size(), 19u)
         << "a method was added: give its replies a line above";
 }
 
@@ -310,12 +315,12 @@ TEST(VarlinkIdlBuiltin, MonitorInterface) {
     ASSERT_NO_THROW(iface = builtin_interface(kMonitorInterface));
     ASSERT_NE(iface, nullptr);
     EXPECT_EQ(iface->name(), "io.monitord.Monitor");
-    EXPECT_EQ(
-        method_names(*iface),
-        (std::set<std::string>{
-            "GetLoading", "GetStatus", "GetHistoryRuns", "GetPmuInfo", "ListEvents", "PlanCounters",
-            "CollectCounters", "StartCounters", "ResetCounters", "PauseCounters", "ResumeCounters",
-            "ReadCounters", "StopCounters", "GetStandingCounters", "Profile", "WatchOverflows"}));
+    EXPECT_EQ(method_names(*iface),
+              (std::set<std::string>{"GetLoading", "GetStatus", "GetHistoryRuns", "GetPmuInfo",
+                                     "ListEvents", "ListMetrics", "PlanCounters", "CollectCounters",
+                                     "StartCounters", "ResetCounters", "PauseCounters",
+                                     "ResumeCounters", "ReadCounters", "StopCounters",
+                                     "GetStandingCounters", "Profile", "WatchOverflows"}));
     EXPECT_NE(iface->error("InvalidMessage"), nullptr);
     for (auto e : {"PerfRunning", "PerfNotRunning", "NoSuchEvent", "PermissionDenied", "NoPmu",
                    "NoSuchTarget", "InvalidRequest", "CounterFailure", "NoSuchSession",

@@ -46,21 +46,22 @@ std::vector<std::string> values_of(const CLI::Option& opt, std::string_view word
     auto named = [&](std::string_view n) {
         return std::ranges::find(longs, n) != longs.end() || opt.get_name() == n;
     };
-    if (named("events") || named("event")) {
+    if (named("events") || named("event") || named("metrics")) {
         // A list: the names complete its last item, after what the word has so far.
         const auto comma = word.rfind(',');
         const std::string before{comma == std::string_view::npos ? std::string_view{}
                                                                  : word.substr(0, comma + 1)};
-        auto names = from(sources.events);
+        auto names = from(named("metrics") ? sources.metrics : sources.events);
         for (auto& n : names) n.insert(0, before);
         return names;
     }
     if (named("unit")) return from(sources.units);
     if (named("cpu")) return from(sources.cpus);
     if (named("mux")) return {"daemon", "kernel"};
+    if (named("call-graph")) return {"fp", "dwarf"};
     if (named("pmu")) return from(sources.pmus);
     if (named("name")) return from(sources.sessions);
-    if (named("socket") || named("folded") || named("command")) {
+    if (named("socket") || named("folded") || named("pprof") || named("command")) {
         return {std::string{kCompleteFiles}};
     }
     return {};
@@ -160,6 +161,20 @@ CompletionSources live_sources(const std::vector<std::string>& words,
     s.events = [socket] {
         return names_from_daemon(socket, monitor::protocol::method::ListEvents,
                                  &monitor::protocol::EventsOut::events);
+    };
+    s.metrics = [socket] {
+        std::set<std::string> names;
+        auto c = monitor::protocol::DaemonClient::connect(socket);
+        if (!c) return std::vector<std::string>{};
+        c->set_timeout(std::chrono::milliseconds(500));
+        if (auto r = c->call(monitor::protocol::method::ListMetrics)) {
+            for (const auto& m : r->metrics) {
+                if (!m.unavailable.empty()) continue;
+                names.insert(m.name);
+                names.insert(m.groups.begin(), m.groups.end());
+            }
+        }
+        return std::vector<std::string>(names.begin(), names.end());
     };
     s.pmus = [socket] {
         return names_from_daemon(socket, monitor::protocol::method::GetPmuInfo,

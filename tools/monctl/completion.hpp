@@ -20,6 +20,8 @@ inline constexpr std::string_view kCompleteFiles = ":files";
 // Where option values come from; each may return nothing (no daemon, no cgroups).
 struct CompletionSources {
     std::function<std::vector<std::string>()> events;    // -e: the daemon's event names
+    // -M: the groups and metrics that can count on the daemon's machine
+    std::function<std::vector<std::string>()> metrics;
     std::function<std::vector<std::string>()> pmus;      // perf list PMU: its PMUs
     std::function<std::vector<std::string>()>
         sessions;  // perf show|reset|pause|resume NAME: standing ones
@@ -29,7 +31,7 @@ struct CompletionSources {
 
 // The candidates for the last of `words` (the words after "monctl", at least one), not
 // filtered by what that word starts with: the shells do that. {kCompleteFiles} where a file
-// name is wanted (--socket, --folded, a command after --).
+// name is wanted (--socket, --folded, --pprof, a command after --).
 std::vector<std::string> complete(const CLI::App& app, const std::vector<std::string>& words,
                                   const CompletionSources& sources);
 

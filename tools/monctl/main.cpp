@@ -394,6 +394,15 @@ int run(int argc, char** argv) {
     auto* perf_info = perf->add_subcommand("info", "Show the PMUs: counters, width, events");
     auto* perf_list = perf->add_subcommand("list", "List the events and the counters of each");
     perf_list->add_option("pmu", po.pmu, "Only the events of this PMU (e.g. perf, ppc750)");
+    auto* list_metrics = perf_list->add_flag(
+        "--metrics", po.list_metrics,
+        "List the derived metrics that can count here (perf collect -M takes them and their "
+        "groups)");
+    perf_list
+        ->add_flag("--all", po.list_all,
+                   "With --metrics: every definition, where it is, and why one cannot "
+                   "count here")
+        ->needs(list_metrics);
     auto* perf_plan = perf->add_subcommand(
         "plan", "Show the counter sets and the counter of each event, without counting");
     auto* perf_collect =
@@ -433,7 +442,15 @@ int run(int argc, char** argv) {
         auto* ev = sub->add_option("-e,--events", po.events,
                                    "Events, comma-separated; braces keep a group together: "
                                    "cycles,{ppc750::r205,ppc750::r108}");
-        if (sub != perf_stat) ev->required();
+        if (sub != perf_stat) {
+            // -e or -M: checked as the command runs (no_events).
+            ev->description(
+                "Events, comma-separated; braces keep a group together: "
+                "cycles,{ppc750::r205,ppc750::r108} (with -M, besides the metrics' events)");
+            sub->add_option("-M,--metrics", po.metrics,
+                            "Derived metrics, by group or name (ipc,branch,sched): their "
+                            "events are counted too (monctl perf list --metrics)");
+        }
         sub->add_option("--mux", po.mux, "Who rotates counter sets: daemon or kernel")
             ->check(CLI::IsMember({"daemon", "kernel"}));
         sub->add_option("--slice", po.slice_ms, "Milliseconds per counter set (default 100)")
@@ -542,12 +559,20 @@ int run(int argc, char** argv) {
     perf_profile->add_option("--range", po.range,
                              "An address histogram of START-END in 4-byte buckets, or "
                              "START-END/BUCKET (0x401000-0x402000/16)");
-    perf_profile->add_flag("-g,--call-graph", po.callchain,
+    perf_profile->add_flag("-g", po.callchain,
                            "Record each sample's call chain (frame pointers in user mode, as "
                            "perf record -g) and show the stacks with the most samples");
+    perf_profile->add_option("--call-graph", po.call_graph,
+                             "Record call chains as -g does, made by fp (frame pointers) or "
+                             "dwarf[,SIZE] (unwound from SIZE bytes of user stack copied per "
+                             "sample, default 8192, as perf record --call-graph dwarf; x86-64)");
     perf_profile->add_option("--folded", po.folded,
                              "Write every stack, folded for flamegraph.pl, to this file ('-': "
                              "standard output); implies -g");
+    perf_profile->add_option("--pprof", po.pprof,
+                             "Write the whole profile to this file in pprof's format (gzipped "
+                             "profile.proto, for go tool pprof, speedscope, Grafana), every "
+                             "function or, with -g, every stack");
     perf_overflows->add_option("-e,--event", po.events, "The event")->required();
     perf_overflows->add_option("-c,--count", po.period, "An overflow every N events")->required();
     add_sampling_target(perf_overflows, po, "");

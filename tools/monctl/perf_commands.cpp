@@ -37,6 +37,7 @@
 #include "monitor/status.hpp"
 #include "perf_stat_views.hpp"
 #include "perf_views.hpp"
+#include "pprof_output.hpp"
 
 namespace monctl {
 
@@ -87,7 +88,17 @@ protocol::CounterRequest request_of(const PerfOptions& o) {
     if (o.slice_ms) r.slice_ms = *o.slice_ms;
     if (o.counters) r.counter_budget = *o.counters;
     r.sample_every = o.sample_every;
+    r.metrics = o.metrics;
     return r;
+}
+
+// Counting needs events, or metrics that bring theirs.
+bool no_events(const PerfOptions& o) {
+    if (!o.events.empty() || !o.metrics.empty()) return false;
+    std::fprintf(stderr,
+                 "monctl: nothing to count: give events (-e task-clock,...) or metrics (-M "
+                 "sched); monctl perf list [--metrics] lists them\n");
+    return true;
 }
 
 // The words for the processes of -p: "its"/"it starts" for one, "their"/"they start" for
@@ -401,6 +412,17 @@ int perf_info(const PerfOptions& o) {
 int perf_list(const PerfOptions& o) {
     auto c = connect(o);
     if (!c) return report_error(c.error());
+    if (o.list_metrics) {
+        auto reply = c->call(monitor::protocol::method::ListMetrics, protocol::NoInput{});
+        if (!reply) return report_error(reply.error());
+        if (o.json) {
+            std::cout << protocol::to_json(*reply).dump(2) << '\n';
+            return kExitOk;
+        }
+        std::cout << (o.list_all ? format_all_metric_definitions(reply->metrics)
+                                 : format_metric_definitions(reply->metrics));
+        return kExitOk;
+    }
     protocol::ListEventsIn in;
     if (!o.pmu.empty()) in.pmu = o.pmu;
     auto reply = c->call(monitor::protocol::method::ListEvents, in);
@@ -414,6 +436,7 @@ int perf_list(const PerfOptions& o) {
 }
 
 int perf_plan(const PerfOptions& o) {
+    if (no_events(o)) return kExitUsage;
     auto c = connect(o);
     if (!c) return report_error(c.error());
     auto reply =
@@ -428,6 +451,7 @@ int perf_plan(const PerfOptions& o) {
 }
 
 int perf_collect(const PerfOptions& o) {
+    if (no_events(o)) return kExitUsage;
     auto duration = parse_duration_ms(o.duration);
     if (!duration) return report_error(duration.error());
     auto interval_text = interval_of(o);
@@ -459,6 +483,7 @@ int perf_collect(const PerfOptions& o) {
 }
 
 int perf_start(const PerfOptions& o) {
+    if (no_events(o)) return kExitUsage;
     auto c = connect(o);
     if (!c) return report_error(c.error());
     auto reply = c->call(monitor::protocol::method::StartCounters,
@@ -767,7 +792,16 @@ int perf_profile(const PerfOptions& o) {
     if (!mode) return report_error(mode.error());
     request.mode = *mode;
     request.top = o.top;
+    // The pprof file has every function, not only the table's: the daemon sends them all, and
+    // the table is cut here to the lines asked for (keep_top).
+    const bool pprof = !o.pprof.empty();
+    if (pprof) request.top = 0;
     request.callchain = o.callchain || !o.folded.empty();
+    if (!o.call_graph.empty()) {
+        if (auto ok = protocol::parse_call_graph(o.call_graph, request); !ok) {
+            return report_error(ok.error());
+        }
+    }
     if (!o.range.empty()) {
         auto range = protocol::parse_address_range(o.range);
         if (!range) return report_error(range.error());
@@ -803,6 +837,21 @@ int perf_profile(const PerfOptions& o) {
                                              monitor::errno_message(errno))});
         }
     }
+    // So is the pprof file's. A clock event's samples are CPU time there too (pprof_context):
+    // the event is resolved as the daemon resolves it; one that does not resolve here gets
+    // the samples alone.
+    std::optional<PprofFile> pprof_file;
+    monitor::perf::EventSpec sampled;
+    if (pprof) {
+        auto file = PprofFile::open(o.pprof);
+        if (!file) return report_error(file.error());
+        pprof_file.emplace(std::move(*file));
+        if (auto catalog = monitor::perf::EventCatalog::create()) {
+            auto spec = catalog->resolve(request.event.empty() ? monitor::perf::kDefaultProfileEvent
+                                                               : request.event);
+            if (spec) sampled = std::move(*spec);
+        }
+    }
     auto c = connect(o);
     if (!c) return report_error(c.error());
     c->set_timeout(std::chrono::milliseconds(0));  // the reply comes when the profile ends
@@ -828,6 +877,8 @@ int perf_profile(const PerfOptions& o) {
     int exec_error = 0;
     bool shown = false;
     bool went = false;  // the command was let go to its exec
+    // The pprof file is written as the final message comes; an error is said after the table.
+    std::optional<monitor::Error> pprof_error;
     auto r =
         c->stream(monitor::protocol::method::Profile, in, [&](const protocol::ProfileOut& reply) {
             if (reply.started) {
@@ -842,6 +893,19 @@ int perf_profile(const PerfOptions& o) {
             std::ostream& out = cmd || o.folded == "-" ? std::cerr : std::cout;
             if (!reply.report) return true;  // a reply of a newer daemon with neither
             const auto& m = *reply.report;
+            if (pprof_file && m.final) {
+                const auto start = std::chrono::system_clock::now() -
+                                   std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                       std::chrono::duration<double>(m.elapsed));
+                auto written = pprof_file->write(
+                    m,
+                    pprof_context(
+                        sampled, request,
+                        std::chrono::time_point_cast<std::chrono::system_clock::duration>(start)));
+                if (!written) pprof_error = written.error();
+            }
+            // With --pprof: the lines asked for (the daemon sent them all).
+            const std::size_t top = pprof ? static_cast<std::size_t>(o.top) : 0;
             if (m.final && !o.folded.empty()) {
                 // The whole run's stacks, "app;main;burn 42" a line, as flamegraph.pl reads them.
                 std::ostream& f = o.folded == "-" ? std::cout : folded_file;
@@ -849,9 +913,11 @@ int perf_profile(const PerfOptions& o) {
                 if (!f.flush()) return false;
             }
             if (o.json) {
-                out << protocol::to_json(reply).dump() << std::endl;
+                auto j = protocol::to_json(reply);
+                if (auto it = j.find("report"); it != j.end()) keep_top(*it, top);
+                out << j.dump() << std::endl;
             } else {
-                out << (shown || cmd ? "\n" : "") << format_profile(m) << std::flush;
+                out << (shown || cmd ? "\n" : "") << format_profile(m, top) << std::flush;
             }
             shown = true;
             return static_cast<bool>(out);
@@ -870,6 +936,8 @@ int perf_profile(const PerfOptions& o) {
         return 127;
     }
     if (!r) return report_error(r.error());
+    // The table is shown; a pprof file that cannot be written is an error of its own.
+    if (pprof_error) return report_error(*pprof_error);
     return cmd ? exit_code_of(status) : kExitOk;
 }
 

@@ -16,6 +16,10 @@ struct PerfOptions {
     bool json = false;
     bool csv = false;
     std::string events;
+    // Derived metrics by group or name (-M ipc,branch): their events are counted too.
+    std::string metrics;
+    bool list_metrics = false;  // perf list --metrics
+    bool list_all = false;      // perf list --metrics --all: those that cannot count here too
     std::string duration = "1s";
     std::string interval;  // empty: no periods
     // perf stat's -I MSEC: the same as --interval, a bare number in milliseconds as perf's.
@@ -47,7 +51,9 @@ struct PerfOptions {
     int top = 20;
     std::string range;  // START-END[/BUCKET]
     bool callchain = false;
+    std::string call_graph;  // --call-graph fp | dwarf[,SIZE] (empty: -g's frame pointers)
     std::string folded;  // a file for the folded stacks; "-": standard output
+    std::string pprof;   // a file for the whole profile in pprof's format (gzipped protobuf)
     std::string batch;   // perf overflows: how often a batch comes (empty: 100 ms)
 };
 

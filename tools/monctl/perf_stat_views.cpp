@@ -249,10 +249,17 @@ std::string format_counter_report(const CounterReport& r, const std::string& wha
         line(out, layout, "", shown_count(e, e.value, true), unit, e.name, metric_of(r, e), spread,
              running_share(e.value));
     }
-    // The metrics no event line carries.
-    for (const auto& m : r.metrics) {
-        const bool shown = !cpus && std::ranges::any_of(
-                                        r.events, [&](const auto& e) { return e.name == m.event; });
+    // The metrics no event line carries: an event's line carries the first metric of it only
+    // (metric_of), and a metric group may derive several from one event.
+    for (std::size_t i = 0; i < r.metrics.size(); ++i) {
+        const auto& m = r.metrics[i];
+        const bool first_of_its_event =
+            std::none_of(r.metrics.begin(), r.metrics.begin() + static_cast<std::ptrdiff_t>(i),
+                         [&](const auto& other) { return other.event == m.event; });
+        const bool shown =
+            !cpus && first_of_its_event && std::ranges::any_of(r.events, [&](const auto& e) {
+                return e.name == m.event && counted(e.value);
+            });
         if (shown) continue;
         line(out, layout, "", "", "", "", ShownMetric{m.value, metric_text(m)}, std::nullopt,
              std::nullopt);

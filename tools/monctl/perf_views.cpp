@@ -126,6 +126,41 @@ std::string format_events(const std::vector<monitor::protocol::EventListing>& ev
     return out;
 }
 
+std::string format_metric_definitions(
+    const std::vector<monitor::protocol::MetricListing>& metrics) {
+    std::string out;
+    std::size_t elsewhere = 0;
+    for (const auto& m : metrics) {
+        if (!m.unavailable.empty()) {
+            ++elsewhere;
+            continue;
+        }
+        out += fmt::format(
+            "{:<32} {:<12} {}\n{:<32} {:<12} {}\n", m.name,
+            m.groups.empty() ? std::string{"-"} : fmt::format("{}", fmt::join(m.groups, ",")),
+            m.formula, "", "", m.description);
+    }
+    if (out.empty()) out = "No metric can count on this machine.\n";
+    if (elsewhere != 0) {
+        out += fmt::format(
+            "({} more defined for events this machine cannot count: --all lists "
+            "them, with why)\n",
+            elsewhere);
+    }
+    return out;
+}
+
+std::string format_all_metric_definitions(
+    const std::vector<monitor::protocol::MetricListing>& metrics) {
+    std::string out;
+    for (const auto& m : metrics) {
+        out += fmt::format("{} [{}] {}: {}\n  {}\n", m.name, fmt::join(m.groups, ","), m.source,
+                           m.formula, m.description);
+        if (!m.unavailable.empty()) out += fmt::format("  cannot count here: {}\n", m.unavailable);
+    }
+    return out;
+}
+
 namespace {
 
 std::string share(std::uint64_t n, std::uint64_t total) {
@@ -169,7 +204,7 @@ std::string lost_and_throttled(const monitor::perf::ProfileReport& r) {
 
 }  // namespace
 
-std::string format_profile(const monitor::protocol::ProfileMessage& m) {
+std::string format_profile(const monitor::protocol::ProfileMessage& m, std::size_t top) {
     const auto& r = m.report;
     std::string out;
     std::string target = m.target;
@@ -190,15 +225,15 @@ std::string format_profile(const monitor::protocol::ProfileMessage& m) {
         out += "  kernel functions unnamed: " + m.kernel_symbols + '\n';
     }
     out += "  " + lost_and_throttled(r) + '\n';
-    append_lines(out, "function", r.functions);
-    append_lines(out, "object", r.objects);
+    append_lines(out, "function", r.functions, top);
+    append_lines(out, "object", r.objects, top);
     // As many stacks as functions.
-    append_lines(out, "stack (outermost first)", r.stacks,
-                 std::max<std::size_t>(r.functions.size(), 1));
+    const std::size_t functions = top == 0 ? r.functions.size() : std::min(top, r.functions.size());
+    append_lines(out, "stack (outermost first)", r.stacks, std::max<std::size_t>(functions, 1));
     for (const auto& c : r.cpus) {
         out += fmt::format("\n  cpu{}: {}; {}\n", c.cpu, mode_split(c.report),
                            lost_and_throttled(c.report));
-        append_lines(out, "function", c.report.functions, 0, "    ");
+        append_lines(out, "function", c.report.functions, top, "    ");
     }
     if (m.histogram) {
         const auto& h = *m.histogram;
@@ -211,6 +246,22 @@ std::string format_profile(const monitor::protocol::ProfileMessage& m) {
         }
     }
     return out;
+}
+
+void keep_top(nlohmann::json& profile, std::size_t top) {
+    if (top == 0 || !profile.is_object()) return;
+    auto cut = [top](nlohmann::json& j) {
+        for (const char* key : {"functions", "objects"}) {
+            auto it = j.find(key);
+            if (it != j.end() && it->is_array() && it->size() > top) {
+                it->erase(it->begin() + static_cast<std::ptrdiff_t>(top), it->end());
+            }
+        }
+    };
+    cut(profile);
+    if (auto cpus = profile.find("cpus"); cpus != profile.end() && cpus->is_array()) {
+        for (auto& c : *cpus) cut(c);
+    }
 }
 
 std::string format_overflow_batch(const monitor::protocol::OverflowBatch& b) {

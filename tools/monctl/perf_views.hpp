@@ -30,10 +30,23 @@ std::string format_standing_session(const monitor::protocol::StandingSession& se
 std::string format_pmus(const std::vector<monitor::perf::PmuInfo>& pmus,
                         std::optional<int> paranoid);
 std::string format_events(const std::vector<monitor::protocol::EventListing>& events);
+// The derived metrics that can count here: name, groups, formula and description; and how
+// many more are defined for other PMUs.
+std::string format_metric_definitions(const std::vector<monitor::protocol::MetricListing>& metrics);
+// Every definition, where it comes from, and why one cannot count here.
+std::string format_all_metric_definitions(
+    const std::vector<monitor::protocol::MetricListing>& metrics);
 // A profile: what was sampled, where and how long; the samples by mode, what was lost and
 // throttled; the top functions and objects with their shares; the address histogram's
 // buckets that have samples.
-std::string format_profile(const monitor::protocol::ProfileMessage& profile);
+// With `top` (not 0), a profile asked for with every line (top 0) is shown as one asked for
+// `top` lines comes: its functions and objects, and each CPU's, cut to the first `top`. The
+// daemon sorts the lines the same either way (most samples first, ties by name), so it shows
+// the same.
+std::string format_profile(const monitor::protocol::ProfileMessage& profile, std::size_t top = 0);
+// The same cut in the JSON of a ProfileMessage (a reply's "report"). In place: a report is
+// never copied (a profile of many CPUs and stacks is large).
+void keep_top(nlohmann::json& profile, std::size_t top);
 // A batch of overflows on a line ("+1.500 s  12 overflows, 240 in all (2,400,000 events); the
 // last at 0x4011a6 in 4242/4243 on cpu1, user"), or the totals of the last.
 std::string format_overflow_batch(const monitor::protocol::OverflowBatch& batch);

@@ -12,6 +12,7 @@
 #include "monitor/perf/count_target.hpp"
 #include "monitor/perf/counter_scheduler.hpp"
 #include "monitor/perf/event_catalog.hpp"
+#include "monitor/perf/metric_formula.hpp"
 #include "monitor/status.hpp"
 
 namespace monitor::perf {
@@ -27,6 +28,16 @@ struct EventRequest {
 Result<std::vector<EventRequest>> parse_event_list(std::string_view list);
 
 enum class MuxMode { Daemon, Kernel };
+
+// A derived metric a session computes from its counts (metric_definitions.hpp).
+struct SessionMetric {
+    std::string name;  // "ipc"
+    std::string description;
+    MetricFormula formula;
+    std::vector<std::size_t> events;  // per formula.events(): the index of its request
+
+    bool operator==(const SessionMetric&) const = default;
+};
 
 // The most perf_event files a session or a profile may open at once, for a daemon that opens
 // them for callers: one file per event and CPU, or per event and thread of a process; a
@@ -72,6 +83,8 @@ struct SessionOptions {
     // 80 us). For a thread of its own (the daemon's loop), not for a caller's thread.
     bool visit_cpus = false;
     FileBudget files;
+    // Computed from the counts into every report (derive_metrics), beside the built-in ones.
+    std::vector<SessionMetric> metrics;
 };
 
 // The set of a kernel group that takes no turn on the counters: its events need none (software
@@ -108,6 +121,8 @@ struct Plan {
     // The slots of one rotation: the most sets any PMU has. 0 (no counter events) or 1: the
     // sets never take turns.
     int slots = 0;
+    // SessionOptions::metrics; their event indices are the plan's (one event per request).
+    std::vector<SessionMetric> metrics;
 };
 
 Result<Plan> make_plan(const EventCatalog& catalog, const SessionOptions& options);

@@ -21,6 +21,9 @@
 #include "monitor/perf/sample_ring.hpp"
 #include "monitor/status.hpp"
 
+// libdwfl's session of one process's code (elfutils/libdwfl.h), which DwarfUnwinder shares.
+struct Dwfl;
+
 namespace monitor::perf {
 
 // Whether this libmonitor reads symbols: built with elfutils' libdw. Without it (a board's
@@ -72,6 +75,10 @@ class AddressNames {
     // The kernel function at `ip`: object "[kernel.kallsyms]" or a module's "[name]"; no
     // function and object "[kernel]" when the kernel's symbols cannot be read.
     Name kernel(std::uint64_t ip);
+    // The libdwfl session of process `pid`'s code with a module at `ip`, its map read again
+    // as name() reads it when `ip` is outside every module it knew; null when it has none there
+    // (or this library has no libdw). Valid until the next call of another member.
+    Dwfl* modules(pid_t pid, std::uint64_t ip);
     // Reads the kernel's symbols now rather than at the first kernel address (so that a
     // profile does not sample its own reading of them).
     void load_kernel();

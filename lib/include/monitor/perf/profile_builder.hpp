@@ -35,14 +35,23 @@ struct SampleBatch {
     struct Kept {
         Sample sample;  // its callchain points nowhere until used: chains[chain_at, + size)
         std::size_t chain_at = 0;
+        std::size_t regs_at = 0;   // its user_regs: regs[regs_at, + size)
+        std::size_t stack_at = 0;  // its user_stack: stacks[stack_at, + size)
+
+        // Points the sample's spans into the batch's copies.
+        void restore(const SampleBatch& batch);
     };
     std::vector<Entry> entries;
     std::vector<Kept> samples;
     std::vector<std::uint64_t> chains;
+    std::vector<std::uint64_t> regs;
+    std::vector<unsigned char> stacks;
     std::vector<std::pair<TaskRecord, std::string>> tasks;  // each with its own name's copy
     std::vector<std::pair<int, DrainStats>> drains;         // per ring: its CPU, its losses
 
     void clear();
+    // Keeps a copy of `sample`, the chain, registers and stack it points at with it.
+    void keep(const Sample& sample);
     // The samples are counted as their CPUs' unnamed (DrainStats); the task records stay, so that
     // later samples are still named right.
     void drop_samples();
@@ -54,16 +63,24 @@ struct ProfileBuilderOptions {
     // Samples are named and added up; false: counted by mode only.
     bool profile = true;
     bool callchain = false;  // each sample's chain folded into a stack
-    bool kernel = true;      // kernel mode is sampled: its names are needed
+    // The user part of each chain unwound from the sample's registers and stack
+    // (DwarfUnwinder); the samples' own chains hold the kernel's part alone.
+    bool dwarf = false;
+    bool kernel = true;  // kernel mode is sampled: its names are needed
     std::filesystem::path kallsyms = "/proc/kallsyms";
     // The kernel's symbols read already; null: read `kallsyms` now when kernel samples are
     // named.
     std::shared_ptr<const KernelSymbols> kernel_symbols;
 };
 
+class DwarfUnwinder;
+
 class ProfileBuilder {
   public:
     explicit ProfileBuilder(ProfileBuilderOptions options);
+    ~ProfileBuilder();
+    ProfileBuilder(const ProfileBuilder&) = delete;
+    ProfileBuilder& operator=(const ProfileBuilder&) = delete;
 
     // Names the batch's samples and adds them up, its task records applied in time order.
     void add(SampleBatch& batch);
@@ -94,6 +111,8 @@ class ProfileBuilder {
     void forget();
     static constexpr std::size_t kMaxNamesKept = std::size_t{1} << 16;
     void add(const Sample& sample);
+    // The folded stack of `sample`, its user part unwound first with dwarf chains.
+    std::string stack_of(const Sample& sample);
     // The folded stack of `sample`: its process's name, then its frames outermost first.
     std::string fold(const Sample& sample);
     // The name of code at `ip` in `mode` of the sample's process, as a frame.
@@ -101,6 +120,11 @@ class ProfileBuilder {
 
     Profile profile_;
     Profile interval_;
+    // With dwarf chains: the unwinder, which libdwfl's sessions in names_ point at (so it is
+    // made first and goes last), and the chain of the sample being folded. A shared_ptr: its
+    // deleter is taken where it is made, which a library without libdw never does.
+    std::shared_ptr<DwarfUnwinder> unwinder_;
+    std::vector<std::uint64_t> unwound_;
     std::unique_ptr<AddressNames> names_;
     std::unordered_map<LabelKey, SampleLabel, LabelHash> labels_;
     std::unordered_map<pid_t, std::uint32_t> generations_;

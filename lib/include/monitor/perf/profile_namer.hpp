@@ -23,6 +23,9 @@ namespace monitor::perf {
 // The samples that may wait for naming; a batch that would pass it is counted as unnamed (its
 // task records kept), so that a namer that falls behind costs a bounded memory.
 inline constexpr std::size_t kMaxNamingBacklog = std::size_t{1} << 18;
+// And the bytes of user stack they may hold (dwarf call chains: up to 64 KiB a sample), past
+// which a batch is counted as unnamed too.
+inline constexpr std::size_t kMaxNamingStackBytes = std::size_t{64} << 20;
 
 class ProfileNamer {
   public:

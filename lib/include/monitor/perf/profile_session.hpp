@@ -30,6 +30,17 @@ namespace monitor::perf {
 inline constexpr const char* kDefaultProfileEvent = "perf::CPU-CLOCK";
 inline constexpr std::uint64_t kDefaultProfileFrequency = 4000;
 
+// How a profile's user-mode call chains are made (perf record --call-graph fp or dwarf).
+enum class CallGraph { FramePointers, Dwarf };
+
+// Each CPU's ring with dwarf chains, at least: 4 MiB, about 500 samples of 8 KiB, read when
+// half full (at 4000 samples a second, every 60 ms or so) and at every drain besides.
+inline constexpr std::size_t kDwarfRingPages = 1024;
+
+// Why this library cannot unwind call chains from the sampled registers and stack (not
+// x86-64, no libdw), or "" when it can.
+std::string dwarf_unwinding_refusal();
+
 struct ProfileOptions {
     std::string event = kDefaultProfileEvent;
     SampleRate rate{.frequency = kDefaultProfileFrequency};
@@ -51,6 +62,13 @@ struct ProfileOptions {
     // chains follow frame pointers, as perf record -g does: code built without them (most of
     // Debian's libraries) ends its chain early or with a wrong caller.
     bool callchain = false;
+    // How user-mode chains are made: frame pointers, or (CallGraph::Dwarf) unwound from each
+    // sample's registers and `user_stack` bytes of its stack by the code's call frame
+    // information, as perf record --call-graph dwarf does; the kernel's part of a chain stays the
+    // kernel's. Dwarf makes each sample about `user_stack` bytes larger, so each CPU's ring
+    // grows to kDwarfRingPages at least. Dwarf needs x86-64 and libdw.
+    CallGraph call_graph = CallGraph::FramePointers;
+    std::uint32_t user_stack = kDefaultUserStack;
     // The addresses whose samples are kept one by one (a histogram's range): none unless asked.
     AddressWindow kept_addresses{.start = 0, .end = 0};
     FileBudget files;                 // one file per CPU sampled and thread of the target

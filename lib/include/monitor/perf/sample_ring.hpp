@@ -44,11 +44,30 @@ struct Sample {
     // PERF_CONTEXT_KERNEL and PERF_CONTEXT_USER markers. It points into the ring's copy of the
     // record: valid in the drain's callback only (a copy kept beyond it must clear it).
     std::span<const std::uint64_t> callchain;
+    // With the user registers and stack (SampleContent::user_regs, user_stack): the user-mode
+    // registers of the sampled thread, those of the mask in the order of their bits (none for
+    // a kernel thread), and the bytes of its user stack from the stack pointer up, as much as
+    // was there. Valid in the drain's callback only, as the chain.
+    std::span<const std::uint64_t> user_regs;
+    std::span<const unsigned char> user_stack;
 };
+
+// The user stack copied with each sample for DWARF unwinding: perf record --call-graph
+// dwarf's default, and the most perf accepts (a record's size is 16 bits: the kernel copies
+// less when the rest of the record leaves no room for it all).
+inline constexpr std::uint32_t kDefaultUserStack = 8192;
+inline constexpr std::uint32_t kMaxUserStack = 65528;
 
 // What each sample carries besides where it was, and what else the ring is told.
 struct SampleContent {
     bool callchain = false;  // each sample's call chain (frame pointers in user mode)
+    // The user-mode chain left out of `callchain` (the kernel's part only), as perf record
+    // --call-graph dwarf asks: the user part is unwound from the registers and stack.
+    bool kernel_chain_only = false;
+    // The user-mode registers of this mask (PERF_SAMPLE_REGS_USER, bits PERF_REG_*), and this
+    // many bytes of the user stack (PERF_SAMPLE_STACK_USER, a multiple of 8): 0, neither.
+    std::uint64_t user_regs = 0;
+    std::uint32_t user_stack = 0;
     // The sampled tasks' code mappings, exec()s and forks (TaskRecord), so that a process
     // that is gone when its samples are read can still be named.
     bool tasks = false;

@@ -17,6 +17,7 @@
 #include "monitor/loading/cpu_topology.hpp"
 #include "monitor/perf/derived_metrics.hpp"
 #include "monitor/perf/event_catalog.hpp"
+#include "monitor/perf/metric_definitions.hpp"
 #include "monitor/perf/perf_session.hpp"
 
 namespace monitor::protocol {
@@ -77,6 +78,9 @@ struct CounterRequest {
     // Sample each event every N events as well, and give each record the last sampled
     // instruction address of each event (the SIA).
     std::optional<std::int64_t> sample_every;
+    // Derived metrics to compute, by group or name ("ipc,branch"; perf::choose_metrics), with
+    // the events they need counted as well; empty for the built-in ones alone.
+    std::string metrics;
 
     bool operator==(const CounterRequest&) const = default;
 };
@@ -219,5 +223,21 @@ struct EventListing {
 EventListing event_listing(const perf::EventInfo& e);
 nlohmann::json to_json(const EventListing& e);
 EventListing event_from_json(const nlohmann::json& j);
+
+// A derived metric's definition as ListMetrics lists it.
+struct MetricListing {
+    std::string name;
+    std::string description;
+    std::string formula;
+    std::vector<std::string> groups;
+    std::string source;       // "FILE:LINE" of its table
+    std::string unavailable;  // why it cannot count here; empty when it can
+};
+// `d`, with why it cannot count on the machine of `catalog` (perf::cannot_count's reason, with
+// `probe`).
+MetricListing metric_listing(const perf::MetricDefinition& d, const perf::EventCatalog& catalog,
+                             const perf::EventProbe& probe = {});
+nlohmann::json to_json(const MetricListing& m);
+MetricListing metric_listing_from_json(const nlohmann::json& j);
 
 }  // namespace monitor::protocol

@@ -60,6 +60,7 @@ struct InterfaceDescription;
 struct DaemonStatus;
 struct PmuInfoOut;
 struct EventsOut;
+struct MetricsOut;
 struct PlanOut;
 struct CollectOut;
 struct StartCountersOut;
@@ -101,6 +102,7 @@ inline constexpr Method<HistoryRunsIn, HistoryRunsOut> GetHistoryRuns{
 inline constexpr Method<NoInput, PmuInfoOut> GetPmuInfo{{"io.monitord.Monitor.GetPmuInfo", Read}};
 inline constexpr Method<ListEventsIn, EventsOut> ListEvents{
     {"io.monitord.Monitor.ListEvents", Read}};
+inline constexpr Method<NoInput, MetricsOut> ListMetrics{{"io.monitord.Monitor.ListMetrics", Read}};
 inline constexpr Method<CounterRequestIn, PlanOut> PlanCounters{
     {"io.monitord.Monitor.PlanCounters", Read}};
 inline constexpr Method<CollectCountersIn, CollectOut> CollectCounters{

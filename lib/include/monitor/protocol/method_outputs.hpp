@@ -73,6 +73,11 @@ struct EventsOut {
     std::vector<EventListing> events;
 };
 
+// ListMetrics: every definition, in the order a session takes them.
+struct MetricsOut {
+    std::vector<MetricListing> metrics;
+};
+
 // PlanCounters.
 struct PlanOut {
     CounterPlan plan;
@@ -116,6 +121,7 @@ nlohmann::json to_json(const InterfaceDescription& out);
 nlohmann::json to_json(const HistoryRunsOut& out);
 nlohmann::json to_json(const PmuInfoOut& out);
 nlohmann::json to_json(const EventsOut& out);
+nlohmann::json to_json(const MetricsOut& out);
 nlohmann::json to_json(const PlanOut& out);
 nlohmann::json to_json(const CollectOut& out);
 nlohmann::json to_json(const StartCountersOut& out);
@@ -134,6 +140,7 @@ void read_output(const nlohmann::json& j, LoadingReport& out);
 void read_output(const nlohmann::json& j, HistoryRunsOut& out);
 void read_output(const nlohmann::json& j, PmuInfoOut& out);
 void read_output(const nlohmann::json& j, EventsOut& out);
+void read_output(const nlohmann::json& j, MetricsOut& out);
 void read_output(const nlohmann::json& j, PlanOut& out);
 void read_output(const nlohmann::json& j, CollectOut& out);
 void read_output(const nlohmann::json& j, StartCountersOut& out);

@@ -47,6 +47,12 @@ inline constexpr std::array<EnumName<SampledModes>, 3> kSampledModeNames{{
     {SampledModes::Both, "both"},
 }};
 
+// How user-mode call chains are made, as the interface names it (perf record --call-graph).
+inline constexpr std::array<EnumName<perf::CallGraph>, 2> kCallGraphNames{{
+    {perf::CallGraph::FramePointers, "fp"},
+    {perf::CallGraph::Dwarf, "dwarf"},
+}};
+
 struct ProfileRequest {
     std::string event;  // empty: perf::CPU-CLOCK
     std::optional<std::int64_t> period;
@@ -60,12 +66,21 @@ struct ProfileRequest {
     bool start_at_exec = false;
     // Each sample's call chain: the report's folded stacks.
     bool callchain = false;
+    // How user-mode chains are made (given: chains, as callchain asks), and with dwarf, the
+    // bytes of user stack each sample copies (default perf::kDefaultUserStack).
+    std::optional<perf::CallGraph> call_graph;
+    std::optional<std::int64_t> stack_size;
 
     bool operator==(const ProfileRequest&) const = default;
 };
 
 nlohmann::json to_json(const ProfileRequest& r);
 ProfileRequest profile_request_from_json(const nlohmann::json& j);
+
+// perf record's --call-graph text, "fp", "dwarf" or "dwarf,SIZE", into the request's call_graph
+// and stack_size; BADARG naming the text and the forms otherwise (the size itself is checked
+// by profile_options()).
+Result<void> parse_call_graph(std::string_view text, ProfileRequest& r);
 
 // The one mapping of a request onto a ProfileSession's options (the CPUs are the caller's):
 // BADARG for a period or frequency below 1 or both, an unknown mode, a bad range or top.
