@@ -330,7 +330,11 @@ DrainStats SampleRing::drain(const std::function<void(const Sample&)>& on_sample
             if (content_.callchain && word(nr)) {
                 const std::size_t room = (body_size - at) / sizeof(std::uint64_t);
                 chain.resize(static_cast<std::size_t>(std::min<std::uint64_t>(nr, room)));
-                std::memcpy(chain.data(), body + at, chain.size() * sizeof(std::uint64_t));
+                // A dwarf profile's user-mode samples may have no kernel chain: nothing to copy
+                // (and memcpy takes no null pointer, even for no bytes).
+                if (!chain.empty()) {
+                    std::memcpy(chain.data(), body + at, chain.size() * sizeof(std::uint64_t));
+                }
                 at += chain.size() * sizeof(std::uint64_t);
             }
             std::uint64_t abi = PERF_SAMPLE_REGS_ABI_NONE;

@@ -160,8 +160,12 @@ TEST(DwarfUnwinder, FindsCallersThroughLibcCodeWithoutFramePointers) {
             if (example.empty()) example = l.name;
         }
     }
-    ASSERT_GT(in_compare, report.samples / 3) << "the callback does most of the work";
-    EXPECT_GT(whole, in_compare * 9 / 10)
+    // A third of the samples in an optimized build; under the sanitizers their own run-time
+    // and the instrumented sorter take most of the rest.
+    ASSERT_GT(in_compare, report.samples / 10) << "the callback does much of the work";
+    // All of them in an optimized build (450 of 450); under the address sanitizer, whose
+    // qsort interceptor stands between the sorter and libc, 84 % (452 of 536).
+    EXPECT_GT(whole, in_compare * 3 / 4)
         << "the callback's callers through libc's qsort are found; e.g. " << report.stacks[0].name;
     std::printf(
         "%llu samples, %llu in the callback, %llu of them with qsort, the sorter and "
